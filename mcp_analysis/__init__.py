@@ -1,0 +1,45 @@
+"""mcp-analysis: an MCP server for analysing document knowledge bases.
+
+Python API:
+
+- ``AnalysisSession`` runs sandboxed code over a knowledge base (no MCP needed);
+- ``AnalysisClient`` answers questions with the built-in agent;
+- ``create_server`` builds the MCP server, ``create_toolset`` a pydantic-ai toolset.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+# Lance logs deprecation chatter from Rust at WARN; keep stderr for our own messages.
+os.environ.setdefault("LANCE_LOG", "error")
+
+__version__ = "0.1.0"
+
+__all__ = ["AnalysisClient", "AnalysisSession", "KnowledgeBase", "create_server", "create_toolset"]
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy: importing the package must stay cheap (cold start of the server matters).
+    if name == "AnalysisSession":
+        from mcp_analysis.session.analysis import AnalysisSession
+
+        return AnalysisSession
+    if name == "KnowledgeBase":
+        from mcp_analysis.corpus import KnowledgeBase
+
+        return KnowledgeBase
+    if name == "AnalysisClient":
+        from mcp_analysis.agent.client import AnalysisClient
+
+        return AnalysisClient
+    if name == "create_server":
+        from mcp_analysis.server.app import create_server
+
+        return create_server
+    if name == "create_toolset":
+        from mcp_analysis.agent.toolset import create_toolset
+
+        return create_toolset
+    raise AttributeError(name)

@@ -1,0 +1,254 @@
+"""One settings model, read from (highest precedence first):
+
+1. CLI flags (passed as init arguments),
+2. environment variables ``MCP_ANALYSIS_*`` (nested keys with ``__``, e.g.
+   ``MCP_ANALYSIS_SEARCH__LIMIT=10``); for the database path also ``HAIKU_RAG_DB``,
+3. a YAML file: ``--config``, else ``$MCP_ANALYSIS_CONFIG``, else ``./mcp-analysis.yaml``,
+4. defaults.
+
+Unknown keys anywhere are an error that names the key.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from mcp_analysis.errors import ConfigError
+
+DEFAULT_EMBEDDER = "onnx:all-MiniLM-L6-v2"
+CONFIG_ENV = "MCP_ANALYSIS_CONFIG"
+DEFAULT_CONFIG_FILE = "mcp-analysis.yaml"
+
+
+def data_home() -> Path:
+    """Where we keep knowledge bases and session state by default (XDG)."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "mcp-analysis"
+
+
+def cache_home() -> Path:
+    """Where derived, re-creatable files (the quantized embedder) live (XDG)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "mcp-analysis"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class SearchSettings(_Section):
+    limit: int = Field(5, ge=1, le=100, description="Default number of hits of the search tool.")
+    sandbox_limit: int = Field(10, ge=1, le=100, description="Default limit of search() inside the sandbox.")
+    max_limit: int = Field(50, ge=1, le=500, description="Largest limit a caller may ask for.")
+    max_context_chars: int = Field(
+        5000, ge=0, le=100_000, description="Each hit is grown with its section up to this size."
+    )
+    max_concurrent: int = Field(4, ge=1, le=64, description="Concurrent LanceDB searches (more collapse).")
+
+
+class IngestSettings(_Section):
+    chunk_tokens: int = Field(256, ge=32, le=2048, description="Target chunk size in embedder tokens.")
+    batch_documents: int = Field(32, ge=1, le=10_000, description="Documents written per atomic batch.")
+
+
+class SandboxSettings(_Section):
+    code_timeout: float = Field(60.0, gt=0, le=3600, description="Wall-clock seconds per execute_code call.")
+    max_output_chars: int = Field(50_000, ge=1000, description="stdout+stderr+value kept per call.")
+    workers: int = Field(0, ge=0, le=256, description="Interpreter worker processes; 0 = CPU count.")
+    max_memory_mb: int = Field(512, ge=16, description="Heap limit of one interpreter.")
+    max_recursion_depth: int = Field(1000, ge=50, description="Python call depth limit.")
+    max_host_calls: int = Field(
+        20_000, ge=100, description="File reads, searches and other host calls allowed per call."
+    )
+    checkout_timeout: float = Field(30.0, gt=0, description="Seconds to wait for a free worker.")
+    idle_release_seconds: float = Field(
+        30.0, ge=0, description="An idle session hands its worker back after this long."
+    )
+
+
+class SessionSettings(_Section):
+    ttl_seconds: float = Field(3600.0, gt=0, description="Idle analysis sessions expire after this long.")
+    persist: bool = Field(True, description="Keep hibernated sessions on disk so they survive restarts.")
+    dir: Path | None = Field(None, description="Where hibernated sessions live (default under data home).")
+    max_sessions: int = Field(10_000, ge=1, description="Live sessions kept in memory at most.")
+
+
+class ServerSettings(_Section):
+    host: str = "127.0.0.1"
+    port: int = Field(8765, ge=0, le=65535)
+    path: str = "/mcp"
+    filter: str | None = Field(None, description="SQL WHERE scoping everything the server exposes.")
+    allowed_hosts: list[str] = Field(default_factory=list, description="Extra Host headers accepted over HTTP.")
+    allowed_origins: list[str] = Field(default_factory=list, description="Extra Origin headers accepted.")
+    tokens_file: Path | None = Field(None, description="Bearer tokens with per-token filters (HTTP).")
+    max_result_chars: int = Field(
+        60_000, ge=2000, description="Budget of one tool result (text); fits a 25k-token host limit."
+    )
+    resource_page_size: int = Field(500, ge=1, le=10_000)
+    watch_interval: float = Field(2.0, gt=0, description="Seconds between checks for added documents.")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+
+class AnalysisSettings(_Section):
+    model: str = Field("anthropic:claude-sonnet-4-20250514", description="pydantic-ai model for `analyze`.")
+    max_executions: int = Field(15, ge=1, le=200, description="execute_code calls per analysis.")
+    max_requests: int = Field(40, ge=2, le=500, description="Model requests per analysis.")
+
+
+class _YamlSource(PydanticBaseSettingsSource):
+    """The YAML config file; a missing default file is fine, a missing explicit one is not."""
+
+    def __init__(self, settings_cls: type[BaseSettings], path: Path | None, explicit: bool) -> None:
+        super().__init__(settings_cls)
+        self._data: dict[str, Any] = {}
+        if path is None:
+            return
+        if not path.exists():
+            if explicit:
+                raise ConfigError(f"Config file {path} does not exist.")
+            return
+        try:
+            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"Config file {path} is not valid YAML: {exc}") from exc
+        if loaded is None:
+            return
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"Config file {path} must hold a mapping of settings, not {type(loaded).__name__}.")
+        self._data = loaded
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return self._data.get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return dict(self._data)
+
+
+class _HaikuDbSource(PydanticBaseSettingsSource):
+    """``HAIKU_RAG_DB`` as a lower-precedence alias of ``MCP_ANALYSIS_DB``."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        value = os.environ.get("HAIKU_RAG_DB")
+        return {"db": value} if value else {}
+
+
+class Settings(BaseSettings):
+    """All settings of mcp-analysis. See the README's Configuration section."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="MCP_ANALYSIS_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        validate_assignment=True,
+    )
+
+    db: Path = Field(default_factory=lambda: data_home() / "kb.lancedb", description="Knowledge base path.")
+    embedder: str = Field(DEFAULT_EMBEDDER, description="Embedding model, `provider:name`.")
+    search: SearchSettings = Field(default_factory=SearchSettings)
+    ingest: IngestSettings = Field(default_factory=IngestSettings)
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    sessions: SessionSettings = Field(default_factory=SessionSettings)
+    server: ServerSettings = Field(default_factory=ServerSettings)
+    analysis: AnalysisSettings = Field(default_factory=AnalysisSettings)
+
+    # Set by load_settings; not a user setting.
+    _config_path: Path | None = None
+
+    @field_validator("db", mode="before")
+    @classmethod
+    def _expand_db(cls, value: Any) -> Any:
+        if isinstance(value, str) and "://" not in value:
+            return Path(value).expanduser()
+        if isinstance(value, Path):
+            return value.expanduser()
+        return value
+
+    @field_validator("embedder")
+    @classmethod
+    def _check_embedder(cls, value: str) -> str:
+        if ":" not in value:
+            raise ValueError(f"embedder must look like 'provider:model' (e.g. {DEFAULT_EMBEDDER!r}), got {value!r}")
+        return value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        path, explicit = _config_file_choice()
+        return (
+            init_settings,
+            env_settings,
+            _HaikuDbSource(settings_cls),
+            _YamlSource(settings_cls, path, explicit),
+        )
+
+
+_CONFIG_OVERRIDE: list[Path | None] = [None]
+
+
+def _config_file_choice() -> tuple[Path | None, bool]:
+    if _CONFIG_OVERRIDE[0] is not None:
+        return _CONFIG_OVERRIDE[0], True
+    env = os.environ.get(CONFIG_ENV)
+    if env:
+        return Path(env).expanduser(), True
+    return Path.cwd() / DEFAULT_CONFIG_FILE, False
+
+
+def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
+    """Build settings from the sources above; `overrides` are CLI flags (None = not given).
+
+    Nested overrides use dicts, e.g. ``search={"limit": 3}``.
+    """
+    given = {k: v for k, v in overrides.items() if v is not None}
+    _CONFIG_OVERRIDE[0] = config.expanduser() if config else None
+    try:
+        if given:
+            # Merge nested CLI flags over the lower sources instead of replacing whole sections.
+            base = Settings()
+            merged = _merge(base.model_dump(exclude_unset=True), given)
+            settings = Settings(**merged)
+        else:
+            settings = Settings()
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc)) from None
+    finally:
+        _CONFIG_OVERRIDE[0] = None
+    return settings
+
+
+def format_validation_error(exc: ValidationError) -> str:
+    """One readable line per problem, naming the key (e.g. ``search.limitt``)."""
+    lines = []
+    for err in exc.errors():
+        key = ".".join(str(p) for p in err["loc"]) or "(root)"
+        if err["type"] == "extra_forbidden":
+            lines.append(f"unknown setting '{key}'")
+        else:
+            lines.append(f"setting '{key}': {err['msg']}")
+    return "Invalid configuration: " + "; ".join(lines)

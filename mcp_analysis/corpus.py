@@ -1,0 +1,300 @@
+"""The one way upper layers read documents: a `KnowledgeBase`, viewed through a `Corpus`.
+
+A `Corpus` is the knowledge base seen through one document filter. Search, listing,
+the sandbox's /documents tree, MCP resources and citation look-ups all go through
+a Corpus, so none of them can forget the filter. Documents are immutable per id (a
+changed file gets a new id), which makes per-id caches always consistent.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import anyio
+
+from mcp_analysis.config import Settings
+from mcp_analysis.embed import TextEmbedder, create_embedder
+from mcp_analysis.embed.onnx_model import DIMENSION
+from mcp_analysis.errors import AnalysisError, DocumentNotFoundError
+from mcp_analysis.search.expand import expand_hits
+from mcp_analysis.search.hybrid import hybrid_search
+from mcp_analysis.search.models import SearchResult
+from mcp_analysis.store import schema
+from mcp_analysis.store.database import Store
+from mcp_analysis.store.filters import combine_filters, sql_in, sql_quote
+from mcp_analysis.store.models import ChunkRecord, DocumentItem, DocumentMeta
+
+log = logging.getLogger(__name__)
+
+_VERSION_CHECK_SECONDS = 0.5
+
+
+class _LRU:
+    """A small size-bounded cache (entries weighted by their length)."""
+
+    def __init__(self, max_weight: int) -> None:
+        self.max_weight = max_weight
+        self.weight = 0
+        self.data: OrderedDict[str, tuple[Any, int]] = OrderedDict()
+
+    def get(self, key: str) -> Any | None:
+        entry = self.data.get(key)
+        if entry is None:
+            return None
+        self.data.move_to_end(key)
+        return entry[0]
+
+    def put(self, key: str, value: Any, weight: int) -> None:
+        if weight > self.max_weight:
+            return
+        old = self.data.pop(key, None)
+        if old:
+            self.weight -= old[1]
+        self.data[key] = (value, weight)
+        self.weight += weight
+        while self.weight > self.max_weight and self.data:
+            _, (_, w) = self.data.popitem(last=False)
+            self.weight -= w
+
+
+@dataclass
+class _FilterView:
+    version: int
+    docs: dict[str, DocumentMeta]
+
+
+class KnowledgeBase:
+    """An opened knowledge base: store, embedder and shared caches."""
+
+    def __init__(self, settings: Settings, store: Store, embedder_name: str) -> None:
+        self.settings = settings
+        self.store = store
+        self.embedder_name = embedder_name
+        self._embedder: TextEmbedder | None = None
+        self._embedder_lock = anyio.Lock()
+        self._views: dict[str | None, _FilterView] = {}
+        self._version = -1
+        self._version_checked = 0.0
+        self._content = _LRU(64 * 1024 * 1024)
+        self._items = _LRU(64 * 1024 * 1024)
+        self._search_slots = anyio.Semaphore(settings.search.max_concurrent)
+
+    @classmethod
+    async def open(
+        cls,
+        settings: Settings,
+        *,
+        create: bool = False,
+        read_consistency: timedelta | None = timedelta(seconds=1),
+    ) -> KnowledgeBase:
+        store = await Store.open(settings.db, create=create, read_consistency=read_consistency)
+        known = DIMENSION if settings.embedder.startswith("onnx:") else None
+        name = store.check_embedder(settings.embedder, known, explicit="embedder" in settings.model_fields_set)
+        return cls(settings, store, name)
+
+    # ---------------------------------------------------------------- embedder
+
+    async def embedder(self) -> TextEmbedder:
+        """The embedder, created (and for the local model, loaded) on first use."""
+        if self._embedder is None:
+            async with self._embedder_lock:
+                if self._embedder is None:
+                    embedder = create_embedder(self.embedder_name)
+                    if self.store.settings is not None:
+                        embedder.dimension = self.store.settings.vector_dim
+                    await anyio.to_thread.run_sync(embedder.warm_up)
+                    self._embedder = embedder
+        return self._embedder
+
+    # ---------------------------------------------------------- document index
+
+    async def _current_version(self) -> int:
+        now = time.monotonic()
+        if now - self._version_checked >= _VERSION_CHECK_SECONDS or self._version < 0:
+            self._version = await self.store.meta_version()
+            self._version_checked = now
+        return self._version
+
+    async def refresh(self) -> int:
+        """Force a re-read of the document list (e.g. after an ingest in this process)."""
+        self._version_checked = 0.0
+        if schema.DOCUMENT_META not in self.store.tables:
+            # Another process may have created the tables since we opened.
+            fresh = await Store.open(self.store.path, create=False, read_consistency=timedelta(seconds=1))
+            self.store.tables.update(fresh.tables)
+            self.store.settings = self.store.settings or fresh.settings
+        return await self._current_version()
+
+    async def visible(self, document_filter: str | None) -> dict[str, DocumentMeta]:
+        """id -> metadata of the documents a filter lets through (cached per table version)."""
+        version = await self._current_version()
+        view = self._views.get(document_filter)
+        if view is None or view.version != version:
+            metas = await self.store.all_meta(document_filter)
+            metas.sort(key=lambda m: (m.created_at, m.title, m.id))
+            view = _FilterView(version, {m.id: m for m in metas})
+            if len(self._views) > 256:
+                self._views.clear()
+            self._views[document_filter] = view
+        return view.docs
+
+    def corpus(self, document_filter: str | None = None) -> Corpus:
+        """A filtered view. The filter must already be validated (see `open_corpus`)."""
+        return Corpus(self, document_filter)
+
+    async def open_corpus(self, *filters: str | None) -> Corpus:
+        """Validate each filter, AND them, and return the view."""
+        checked = [await self.store.validate_filter(f) for f in filters]
+        return Corpus(self, combine_filters(*checked))
+
+    # ------------------------------------------------------------------ content
+
+    async def content(self, document_id: str) -> str:
+        cached = self._content.get(document_id)
+        if cached is None:
+            cached = await self.store.document_content(document_id)
+            self._content.put(document_id, cached, len(cached))
+        return cached
+
+    async def items(self, document_id: str) -> list[DocumentItem]:
+        cached = self._items.get(document_id)
+        if cached is None:
+            rows = await self.store.items(f"document_id = {sql_quote(document_id)}")
+            cached = sorted((DocumentItem.from_row(r) for r in rows), key=lambda i: i.position)
+            self._items.put(document_id, cached, sum(len(i.text) + 64 for i in cached))
+        return cached
+
+    async def close(self) -> None:
+        self.store.db.close()
+
+
+class Corpus:
+    """The knowledge base as seen through one document filter."""
+
+    def __init__(self, kb: KnowledgeBase, document_filter: str | None) -> None:
+        self.kb = kb
+        self.filter = document_filter
+
+    async def documents(self) -> list[DocumentMeta]:
+        return list((await self.kb.visible(self.filter)).values())
+
+    async def document_ids(self) -> set[str]:
+        return set(await self.kb.visible(self.filter))
+
+    async def count(self) -> int:
+        return len(await self.kb.visible(self.filter))
+
+    async def find(self, document_id: str) -> DocumentMeta | None:
+        return (await self.kb.visible(self.filter)).get(document_id)
+
+    async def get(self, document_id: str) -> DocumentMeta:
+        meta = await self.find(document_id)
+        if meta is None:
+            raise DocumentNotFoundError(
+                f"No document with id {document_id!r} is visible here. Use list_documents to see valid ids."
+            )
+        return meta
+
+    async def content(self, document_id: str) -> str:
+        await self.get(document_id)
+        return await self.kb.content(document_id)
+
+    async def items(self, document_id: str) -> list[DocumentItem]:
+        await self.get(document_id)
+        return await self.kb.items(document_id)
+
+    async def items_jsonl(self, document_id: str) -> str:
+        items = await self.items(document_id)
+        return "".join(
+            json.dumps(
+                {
+                    "position": it.position,
+                    "self_ref": it.self_ref,
+                    "label": it.label,
+                    "text": it.text,
+                    "page_numbers": it.page_numbers,
+                    "heading_level": it.heading_level,
+                    "chunk_ids": it.chunk_ids,
+                },
+                ensure_ascii=False,
+            )
+            + "\n"
+            for it in items
+        )
+
+    async def toc(self, document_id: str) -> dict[str, Any]:
+        """The section tree: each heading with its item range and the chunk ids inside it."""
+        meta = await self.get(document_id)
+        items = await self.kb.items(document_id)
+        return build_toc(meta, items)
+
+    async def search(self, query: str, limit: int | None = None) -> list[SearchResult]:
+        query = (query or "").strip()
+        if not query:
+            raise AnalysisError("search needs a non-empty query.")
+        settings = self.kb.settings.search
+        limit = settings.limit if limit is None else limit
+        if not 1 <= limit <= settings.max_limit:
+            raise AnalysisError(f"limit must be between 1 and {settings.max_limit}, got {limit}.")
+        visible = await self.kb.visible(self.filter)
+        if not visible:
+            return []
+        prefilter = None
+        if self.filter is not None and len(visible) < len(await self.kb.visible(None)):
+            prefilter = sql_in("document_id", visible.keys())
+        embedder = await self.kb.embedder()
+        vector = await embedder.embed_query(query)
+        async with self.kb._search_slots:
+            # Over-fetch a little: merged neighbours and unfinished documents drop out below.
+            hits = await hybrid_search(self.kb.store, vector, query, 2 * limit + 5, prefilter)
+            return await expand_hits(self.kb.store, hits, visible.get, settings.max_context_chars, limit)
+
+    async def chunks(self, chunk_ids: Iterable[str]) -> list[tuple[ChunkRecord, DocumentMeta]]:
+        """Chunks by id, only those of visible documents."""
+        ids = list(dict.fromkeys(chunk_ids))
+        if not ids or schema.CHUNKS not in self.kb.store.tables:
+            return []
+        visible = await self.kb.visible(self.filter)
+        rows = await self.kb.store.chunks(sql_in("id", ids))
+        out = []
+        for row in rows:
+            meta = visible.get(row["document_id"])
+            if meta is not None:
+                out.append((ChunkRecord.from_row(row), meta))
+        return out
+
+
+def build_toc(meta: DocumentMeta, items: list[DocumentItem]) -> dict[str, Any]:
+    from mcp_analysis.ingest.chunker import section_ranges
+    from mcp_analysis.ingest.items import HEADING_LABELS, ItemDraft
+
+    drafts = [ItemDraft(i.position, i.self_ref, i.label, i.text, i.page_numbers, i.heading_level) for i in items]
+    ranges = section_ranges(drafts) if drafts else []
+    root: dict[str, Any] = {"document_id": meta.id, "title": meta.title, "sections": []}
+    stack: list[tuple[int, dict[str, Any]]] = []
+    for index, item in enumerate(items):
+        if item.label not in HEADING_LABELS:
+            continue
+        start, end = ranges[index]
+        chunk_ids = list(dict.fromkeys(c for it in items[start : end + 1] for c in it.chunk_ids))
+        node = {
+            "heading": item.text,
+            "level": item.heading_level if item.heading_level is not None else 1,
+            "self_ref": item.self_ref,
+            "item_range": [start, end],
+            "page_numbers": sorted({p for it in items[start : end + 1] for p in it.page_numbers}),
+            "chunk_ids": chunk_ids,
+            "sections": [],
+        }
+        while stack and stack[-1][0] >= node["level"]:
+            stack.pop()
+        (stack[-1][1]["sections"] if stack else root["sections"]).append(node)
+        stack.append((node["level"], node))
+    return root

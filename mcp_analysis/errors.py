@@ -1,0 +1,60 @@
+"""User-facing errors.
+
+Every exception here carries a message that says what went wrong and what to do
+about it. The CLI prints it on one line and exits non-zero; the MCP layer turns
+it into a tool error the model can act on. Anything else escaping is a bug.
+"""
+
+from __future__ import annotations
+
+
+class AnalysisError(Exception):
+    """Base class: the message is written for the person (or model) who caused it."""
+
+
+class ConfigError(AnalysisError):
+    """The configuration file, environment or flags are invalid."""
+
+
+class DatabaseNotFoundError(AnalysisError):
+    """No knowledge base exists at the configured path."""
+
+
+class DatabaseMismatchError(AnalysisError):
+    """The database was built with another embedder or schema version."""
+
+
+class FilterError(AnalysisError):
+    """A document filter (SQL WHERE over document metadata) is invalid."""
+
+
+class DocumentNotFoundError(AnalysisError):
+    """No visible document has this id (it may not exist or be outside the filter)."""
+
+
+class EmbedderError(AnalysisError):
+    """The embedding model could not be loaded or failed to embed."""
+
+
+class IngestError(AnalysisError):
+    """A file could not be ingested."""
+
+
+class UnsupportedFormatError(IngestError):
+    """The file's format is not one we can read."""
+
+
+class SandboxError(AnalysisError):
+    """The sandbox could not run the code (not an error *in* the code)."""
+
+
+class SessionNotFoundError(AnalysisError):
+    """An analysis session handle is unknown or expired."""
+
+
+class CitationError(AnalysisError):
+    """None of the chunk ids given to cite() could be resolved."""
+
+
+class ModelConfigError(AnalysisError):
+    """The LLM for `analyze` is not configured or not reachable."""

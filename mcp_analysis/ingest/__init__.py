@@ -1,0 +1,1 @@
+"""Files -> document items -> chunks -> embeddings -> store."""

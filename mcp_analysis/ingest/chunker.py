@@ -1,0 +1,176 @@
+"""Items -> chunks of about `max_tokens` embedder tokens.
+
+Chunks never cross a section boundary and never split an item, except an item that
+alone exceeds the budget (a long paragraph or table), which is split at sentence or
+line boundaries. Each chunk records the headings above it, the ``self_ref`` of every
+item in it (``doc_item_refs``), labels and pages, and the item positions of itself
+and of its enclosing section so that search can expand a hit cheaply.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from mcp_analysis.ingest.items import HEADING_LABELS, NOISE_LABELS, ItemDraft
+
+TokenCounter = Callable[[Sequence[str]], list[int]]
+
+
+@dataclass
+class ChunkDraft:
+    order: int
+    content: str
+    headings: list[str]
+    doc_item_refs: list[str]
+    labels: list[str]
+    page_numbers: list[int]
+    picture_refs: list[str]
+    item_range: tuple[int, int]
+    section_range: tuple[int, int]
+    item_positions: list[int] = field(default_factory=list)
+
+    @property
+    def fts_text(self) -> str:
+        """What the full-text index and the embedder see: headings give the chunk context."""
+        head = "\n".join(h for h in self.headings if h and not self.content.startswith(h))
+        return f"{head}\n{self.content}" if head else self.content
+
+    def metadata(self) -> dict[str, object]:
+        return {
+            "headings": self.headings,
+            "doc_item_refs": self.doc_item_refs,
+            "labels": self.labels,
+            "page_numbers": self.page_numbers,
+            "picture_refs": self.picture_refs,
+            "item_range": list(self.item_range),
+            "section_range": list(self.section_range),
+        }
+
+
+def section_ranges(items: Sequence[ItemDraft]) -> list[tuple[int, int]]:
+    """For each item, the positions [start, end] of the smallest section containing it."""
+    n = len(items)
+    ranges: list[tuple[int, int]] = [(0, n - 1)] * n
+    stack: list[tuple[int, int]] = []  # (heading level, position)
+    starts: list[int] = [0] * n
+    for i, item in enumerate(items):
+        if item.label in HEADING_LABELS:
+            level = item.heading_level if item.heading_level is not None else 1
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            stack.append((level, i))
+        starts[i] = stack[-1][1] if stack else 0
+    # End of a section that starts at heading h: just before the next heading of level <= h's.
+    ends: dict[int, int] = {}
+    open_headings: list[tuple[int, int]] = []
+    for i, item in enumerate(items):
+        if item.label in HEADING_LABELS:
+            level = item.heading_level if item.heading_level is not None else 1
+            while open_headings and open_headings[-1][0] >= level:
+                _, start = open_headings.pop()
+                ends[start] = i - 1
+            open_headings.append((level, i))
+    for _, start in open_headings:
+        ends[start] = n - 1
+    first_heading = next((i for i, it in enumerate(items) if it.label in HEADING_LABELS), n)
+    for i in range(n):
+        start = starts[i]
+        if i < first_heading:
+            ranges[i] = (0, max(0, first_heading - 1))
+        else:
+            ranges[i] = (start, ends.get(start, n - 1))
+    return ranges
+
+
+def _split_long(text: str, counts: TokenCounter, max_tokens: int, level: int = 0) -> list[str]:
+    """Split one oversized text at line (level 0), sentence (1), then word (2) boundaries."""
+    if level >= 2:
+        words = text.split()
+        step = max(1, max_tokens // 3)  # a word is at least one token; leave room for long words
+        return [" ".join(words[i : i + step]) for i in range(0, len(words), step)]
+    joiner = "\n" if level == 0 else " "
+    parts = text.splitlines() if level == 0 else re.split(r"(?<=[.!?])\s+", text)
+    parts = [p for p in parts if p.strip()]
+    if len(parts) <= 1:
+        return _split_long(text, counts, max_tokens, level + 1)
+    out: list[str] = []
+    current: list[str] = []
+    used = 0
+    for part, size in zip(parts, counts(parts), strict=True):
+        if size > max_tokens:
+            if current:
+                out.append(joiner.join(current))
+                current, used = [], 0
+            out.extend(_split_long(part, counts, max_tokens, level + 1))
+            continue
+        if current and used + size > max_tokens:
+            out.append(joiner.join(current))
+            current, used = [], 0
+        current.append(part)
+        used += size
+    if current:
+        out.append(joiner.join(current))
+    return [p.strip() for p in out if p.strip()]
+
+
+def chunk_items(items: Sequence[ItemDraft], count_tokens: TokenCounter, max_tokens: int = 256) -> list[ChunkDraft]:
+    """Group items into chunks (see module docs). Noise items (page headers...) are left out."""
+    if not items:
+        return []
+    sections = section_ranges(items)
+    sizes = count_tokens([it.text for it in items])
+    chunks: list[ChunkDraft] = []
+    heading_stack: list[tuple[int, str]] = []
+    current: list[int] = []
+    used = 0
+
+    def headings_now() -> list[str]:
+        return [text for _, text in heading_stack]
+
+    def emit(positions: list[int], text: str | None = None) -> None:
+        if not positions:
+            return
+        chosen = [items[p] for p in positions]
+        content = text if text is not None else "\n\n".join(it.text for it in chosen)
+        refs = list(dict.fromkeys(it.self_ref for it in chosen))
+        chunks.append(
+            ChunkDraft(
+                order=len(chunks),
+                content=content,
+                headings=headings_now(),
+                doc_item_refs=refs,
+                labels=list(dict.fromkeys(it.label for it in chosen)),
+                page_numbers=sorted({p for it in chosen for p in it.page_numbers}),
+                picture_refs=[it.self_ref for it in chosen if it.label == "picture"],
+                item_range=(positions[0], positions[-1]),
+                section_range=sections[positions[0]],
+                item_positions=list(positions),
+            )
+        )
+
+    for i, item in enumerate(items):
+        if item.label in NOISE_LABELS and item.label != "footnote":
+            continue
+        if item.label in HEADING_LABELS:
+            emit(current)
+            current, used = [], 0
+            level = item.heading_level if item.heading_level is not None else 1
+            while heading_stack and heading_stack[-1][0] >= level:
+                heading_stack.pop()
+            heading_stack.append((level, item.text))
+        size = sizes[i]
+        if size > max_tokens and item.label not in HEADING_LABELS:
+            emit(current)
+            current, used = [], 0
+            for piece in _split_long(item.text, count_tokens, max_tokens):
+                emit([i], piece)
+            continue
+        if current and used + size > max_tokens:
+            emit(current)
+            current, used = [], 0
+        current.append(i)
+        used += size
+    emit(current)
+    return chunks

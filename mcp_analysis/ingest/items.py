@@ -1,0 +1,137 @@
+"""DoclingDocument -> flat list of items in reading order, plus the document's text.
+
+Each item keeps docling's ``self_ref`` (``#/texts/5``, ``#/tables/0``), its label,
+page numbers and heading level. Inline groups (a paragraph with bold or code spans,
+which docling splits into pieces) become one item under the group's ref, so a
+paragraph is a paragraph. Tables are rendered as markdown.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from docling_core.types.doc import (
+    ContentLayer,
+    DocItem,
+    DoclingDocument,
+    GroupItem,
+    GroupLabel,
+    PictureItem,
+    SectionHeaderItem,
+    TableItem,
+    TextItem,
+    TitleItem,
+)
+
+NOISE_LABELS = frozenset({"page_header", "page_footer", "footnote"})
+HEADING_LABELS = frozenset({"title", "section_header"})
+
+
+@dataclass
+class ItemDraft:
+    position: int
+    self_ref: str
+    label: str
+    text: str
+    page_numbers: list[int] = field(default_factory=list)
+    heading_level: int | None = None
+    chunk_ids: list[str] = field(default_factory=list)
+
+
+def _pages(item: DocItem) -> list[int]:
+    return sorted({p.page_no for p in getattr(item, "prov", []) or []})
+
+
+def _join_inline(parts: list[str]) -> str:
+    text = ""
+    for part in parts:
+        part = part.strip()
+        if not part:
+            continue
+        if text and not re.match(r"[.,;:!?)\]}%]", part) and not text.endswith(("(", "[", "{", "/")):
+            text += " "
+        text += part
+    return text
+
+
+def _item_text(item: DocItem, doc: DoclingDocument) -> str:
+    if isinstance(item, TableItem):
+        try:
+            return item.export_to_markdown(doc=doc).strip()
+        except Exception:  # pragma: no cover - defensive: malformed tables
+            return ""
+    if isinstance(item, PictureItem):
+        caption = item.caption_text(doc) if hasattr(item, "caption_text") else ""
+        return caption.strip() or "[picture]"
+    if isinstance(item, TextItem):
+        return item.text.strip()
+    return ""
+
+
+def extract_items(doc: DoclingDocument) -> list[ItemDraft]:
+    """Items in reading order, body and furniture (page headers/footers keep their labels)."""
+    drafts: list[ItemDraft] = []
+    consumed: set[str] = set()
+    layers = {ContentLayer.BODY, ContentLayer.FURNITURE}
+    for node, _level in doc.iterate_items(with_groups=True, included_content_layers=layers):
+        ref = node.self_ref
+        if ref in consumed:
+            continue
+        if isinstance(node, GroupItem):
+            if node.label == GroupLabel.INLINE:
+                parts: list[str] = []
+                pages: set[int] = set()
+                for child, _ in doc.iterate_items(root=node, with_groups=False, included_content_layers=layers):
+                    consumed.add(child.self_ref)
+                    if isinstance(child, DocItem):
+                        parts.append(_item_text(child, doc))
+                        pages.update(_pages(child))
+                text = _join_inline(parts)
+                if text:
+                    parent = node.parent.resolve(doc) if node.parent else None
+                    label = "list_item" if getattr(parent, "label", None) == "list_item" else "text"
+                    drafts.append(ItemDraft(len(drafts), ref, label, text, sorted(pages)))
+            continue
+        if not isinstance(node, DocItem):
+            continue
+        text = _item_text(node, doc)
+        if not text:
+            continue
+        level: int | None = None
+        if isinstance(node, TitleItem):
+            level = 0
+        elif isinstance(node, SectionHeaderItem):
+            level = int(node.level)
+        label = str(node.label.value if hasattr(node.label, "value") else node.label)
+        drafts.append(ItemDraft(len(drafts), ref, label, text, _pages(node), level))
+    return drafts
+
+
+def document_title(doc: DoclingDocument, items: list[ItemDraft], fallback: str) -> str:
+    for item in items:
+        if item.label == "title":
+            return item.text[:300]
+    for item in items:
+        if item.label == "section_header":
+            return item.text[:300]
+    return fallback
+
+
+def render_content(items: list[ItemDraft]) -> str:
+    """The document as markdown-ish text (what content.txt serves); noise labels left out."""
+    blocks: list[str] = []
+    for item in items:
+        if item.label in NOISE_LABELS and item.label != "footnote":
+            continue
+        if item.label == "title":
+            blocks.append(f"# {item.text}")
+        elif item.label == "section_header":
+            blocks.append("#" * min(6, (item.heading_level or 1) + 1) + f" {item.text}")
+        elif item.label == "list_item":
+            blocks.append(f"- {item.text}")
+        elif item.label == "code":
+            blocks.append(f"```\n{item.text}\n```")
+        else:
+            blocks.append(item.text)
+    return "\n\n".join(blocks) + ("\n" if blocks else "")

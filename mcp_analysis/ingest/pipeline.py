@@ -1,0 +1,330 @@
+"""`mcp-analysis add`: files and directories into the knowledge base.
+
+- Re-adding a file whose bytes did not change is a no-op (its sha256 is stored);
+  changed bytes replace the document (it gets a new id, the old rows go).
+- Documents are written in batches; each batch becomes visible in one commit, so a
+  killed ingest leaves nothing half-written and re-running it completes the work.
+- Unsupported or unreadable files are reported by name and skipped.
+- One ingest at a time per knowledge base (a lock file), which also makes it safe
+  to clean up rows an interrupted ingest left behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+import anyio
+import zstandard
+
+from mcp_analysis.corpus import KnowledgeBase
+from mcp_analysis.embed import load_tokenizer
+from mcp_analysis.errors import AnalysisError, IngestError
+from mcp_analysis.ingest.chunker import ChunkDraft, chunk_items
+from mcp_analysis.ingest.converters import convert_file, detect_format
+from mcp_analysis.ingest.items import ItemDraft, document_title, extract_items, render_content
+from mcp_analysis.store.database import DocumentRows, is_local_path
+from mcp_analysis.store.models import DocumentMeta
+
+log = logging.getLogger(__name__)
+
+_CHUNKS_PER_FLUSH = 512
+
+
+class ProgressSink(Protocol):
+    def start(self, total: int) -> None: ...
+    def advance(self, label: str) -> None: ...
+    def finish(self) -> None: ...
+
+
+@dataclass
+class IngestReport:
+    added: list[str] = field(default_factory=list)
+    replaced: list[str] = field(default_factory=list)
+    metadata_updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    chunks: int = 0
+
+    def summary(self) -> str:
+        parts = [
+            f"{len(self.added)} added",
+            f"{len(self.replaced)} replaced",
+            f"{len(self.unchanged)} unchanged",
+        ]
+        if self.metadata_updated:
+            parts.append(f"{len(self.metadata_updated)} metadata updated")
+        parts.append(f"{len(self.skipped)} skipped")
+        return ", ".join(parts) + f" ({self.chunks} chunks written)"
+
+
+@dataclass
+class _Prepared:
+    path: Path
+    meta: DocumentMeta
+    content: str
+    docling_json: bytes
+    items: list[ItemDraft]
+    chunks: list[ChunkDraft]
+    replacing: bool
+
+
+def collect_files(paths: Sequence[Path]) -> tuple[list[Path], list[tuple[str, str]]]:
+    """Files to ingest (directories walked recursively, hidden entries skipped)."""
+    files: list[Path] = []
+    skipped: list[tuple[str, str]] = []
+    for raw in paths:
+        path = Path(raw).expanduser()
+        if not path.exists():
+            skipped.append((str(path), "does not exist"))
+        elif path.is_dir():
+            for root, dirs, names in os.walk(path):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                for name in sorted(names):
+                    if not name.startswith("."):
+                        files.append(Path(root) / name)
+        else:
+            files.append(path)
+    unique = list(dict.fromkeys(p.resolve() for p in files))
+    return unique, skipped
+
+
+@contextlib.contextmanager
+def ingest_lock(db_path: str) -> Iterator[None]:
+    """An exclusive lock file in the knowledge base directory (local paths, POSIX)."""
+    if not is_local_path(db_path):
+        yield
+        return
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    lock_path = Path(db_path) / ".ingest.lock"
+    with open(lock_path, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log.warning("Another ingest is writing to %s; waiting for it to finish...", db_path)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _prepare(
+    path: Path,
+    data: bytes,
+    digest: str,
+    title: str | None,
+    metadata: dict[str, Any],
+    existing: DocumentMeta | None,
+    tokenizer: Any,
+    chunk_tokens: int,
+) -> _Prepared:
+    """Parse, itemize and chunk one file (runs in a worker thread)."""
+    converted = convert_file(path)
+    items = extract_items(converted.document)
+    if not any(it.text.strip() for it in items):
+        raise IngestError(f"{path}: no text could be extracted")
+
+    def count(texts: Sequence[str]) -> list[int]:
+        return [len(e.ids) for e in tokenizer.encode_batch(list(texts), add_special_tokens=False)]
+
+    chunks = chunk_items(items, count, chunk_tokens)
+    content = render_content(items)
+    now = _now()
+    meta = DocumentMeta(
+        id=str(uuid.uuid4()),
+        uri=path.as_uri(),
+        title=title or document_title(converted.document, items, path.stem),
+        metadata={"format": converted.format, "file_name": path.name, **metadata},
+        created_at=existing.created_at if existing else now,
+        updated_at=now,
+        content_hash=digest,
+        content_size=len(content.encode("utf-8")),
+    )
+    payload = json.dumps(converted.document.export_to_dict(), ensure_ascii=False).encode("utf-8")
+    return _Prepared(path, meta, content, zstandard.compress(payload, 6), items, chunks, replacing=existing is not None)
+
+
+class Ingestor:
+    """Adds files to one knowledge base."""
+
+    def __init__(self, kb: KnowledgeBase, progress: ProgressSink | None = None) -> None:
+        self.kb = kb
+        self.progress = progress
+        self.tokenizer = load_tokenizer(max_tokens=100_000)
+
+    async def add(
+        self, paths: Sequence[Path], *, title: str | None = None, metadata: dict[str, Any] | None = None
+    ) -> IngestReport:
+        files, skipped = collect_files(paths)
+        if title and len(files) != 1:
+            raise IngestError(f"--title applies to exactly one file, but {len(files)} files were given.")
+        report = IngestReport(skipped=list(skipped))
+        store = self.kb.store
+        with ingest_lock(store.path):
+            if not store.ready:
+                embedder = await self.kb.embedder()
+                dimension = embedder.dimension or len(await embedder.embed_query("dimension probe"))
+                await store.initialize(embedder.name, dimension)
+            else:
+                await store.remove_orphans()
+            by_uri = {m.uri: m for m in await store.all_meta()}
+            if self.progress:
+                self.progress.start(len(files))
+            pending: list[_Prepared] = []
+            for path in files:
+                if self.progress:
+                    self.progress.advance(path.name)
+                prepared = await self._one(path, title, metadata or {}, by_uri, report)
+                if prepared is None:
+                    continue
+                pending.append(prepared)
+                if (
+                    len(pending) >= self.kb.settings.ingest.batch_documents
+                    or sum(len(p.chunks) for p in pending) >= _CHUNKS_PER_FLUSH
+                ):
+                    await self._flush(pending, report)
+                    pending = []
+            await self._flush(pending, report)
+            if self.progress:
+                self.progress.finish()
+            if report.added or report.replaced:
+                await store.ensure_indexes()
+                await store.optimize()
+        await self.kb.refresh()
+        return report
+
+    async def _one(
+        self,
+        path: Path,
+        title: str | None,
+        metadata: dict[str, Any],
+        by_uri: dict[str, DocumentMeta],
+        report: IngestReport,
+    ) -> _Prepared | None:
+        try:
+            detect_format(path)
+            data = await anyio.Path(path).read_bytes()
+        except AnalysisError as exc:
+            report.skipped.append((str(path), str(exc).split(": ", 1)[-1]))
+            return None
+        except OSError as exc:
+            report.skipped.append((str(path), f"cannot read: {exc.strerror or exc}"))
+            return None
+        digest = hashlib.sha256(data).hexdigest()
+        uri = path.as_uri()
+        existing = by_uri.get(uri)
+        if existing is not None and existing.content_hash == digest:
+            merged = {**existing.metadata, **metadata}
+            new_title = title or existing.title
+            if new_title != existing.title or merged != existing.metadata:
+                updated = existing.model_copy(update={"title": new_title, "metadata": merged, "updated_at": _now()})
+                await self.kb.store.update_meta(updated)
+                report.metadata_updated.append(uri)
+            else:
+                report.unchanged.append(uri)
+            return None
+        try:
+            return await anyio.to_thread.run_sync(
+                _prepare,
+                path,
+                data,
+                digest,
+                title,
+                metadata,
+                existing,
+                self.tokenizer,
+                self.kb.settings.ingest.chunk_tokens,
+            )
+        except AnalysisError as exc:
+            report.skipped.append((str(path), str(exc).split(": ", 1)[-1]))
+        except Exception as exc:  # a parser bug on one file must not sink the batch
+            log.debug("Failed to convert %s", path, exc_info=True)
+            report.skipped.append((str(path), f"could not be converted: {type(exc).__name__}: {exc}"))
+        return None
+
+    async def _flush(self, pending: list[_Prepared], report: IngestReport) -> None:
+        if not pending:
+            return
+        embedder = await self.kb.embedder()
+        texts = [chunk.fts_text for p in pending for chunk in p.chunks]
+        vectors = await embedder.embed_documents(texts)
+        batch: list[DocumentRows] = []
+        cursor = 0
+        for prepared in pending:
+            doc_id = prepared.meta.id
+            chunk_rows = []
+            item_chunks: dict[int, list[str]] = {}
+            for chunk in prepared.chunks:
+                chunk_id = str(uuid.uuid4())
+                for position in chunk.item_positions:
+                    item_chunks.setdefault(position, []).append(chunk_id)
+                chunk_rows.append(
+                    {
+                        "id": chunk_id,
+                        "document_id": doc_id,
+                        "content": chunk.content,
+                        "content_fts": chunk.fts_text,
+                        "metadata": json.dumps(chunk.metadata(), ensure_ascii=False),
+                        "order": chunk.order,
+                        "vector": vectors[cursor].tolist(),
+                    }
+                )
+                cursor += 1
+            item_rows = [
+                {
+                    "document_id": doc_id,
+                    "position": it.position,
+                    "self_ref": it.self_ref,
+                    "label": it.label,
+                    "text": it.text,
+                    "page_numbers": it.page_numbers,
+                    "heading_level": it.heading_level,
+                    "picture_data": None,
+                    "chunk_ids": item_chunks.get(it.position, []),
+                }
+                for it in prepared.items
+            ]
+            document_row = {
+                "id": doc_id,
+                "content": prepared.content,
+                "docling_document": prepared.docling_json,
+            }
+            batch.append(DocumentRows(prepared.meta, document_row, item_rows, chunk_rows))
+        await self.kb.store.write_documents(batch)
+        for prepared in pending:
+            (report.replaced if prepared.replacing else report.added).append(prepared.meta.uri)
+            report.chunks += len(prepared.chunks)
+
+
+async def remove_document(kb: KnowledgeBase, id_or_uri: str) -> DocumentMeta:
+    """Delete one document by id or uri (a path is turned into its file:// uri)."""
+    store = kb.store
+    metas = await store.all_meta()
+    target = next((m for m in metas if m.id == id_or_uri or m.uri == id_or_uri), None)
+    if target is None and "://" not in id_or_uri:
+        uri = Path(id_or_uri).expanduser().resolve().as_uri()
+        target = next((m for m in metas if m.uri == uri), None)
+    if target is None:
+        raise AnalysisError(f"No document with id or uri {id_or_uri!r}. `mcp-analysis list` shows them.")
+    with ingest_lock(store.path):
+        await store.delete_document(target.id)
+    await kb.refresh()
+    return target

@@ -1,0 +1,1 @@
+"""Hybrid search with context expansion."""

@@ -1,0 +1,157 @@
+"""Context expansion: grow each hit with neighbouring items of its section.
+
+The whole enclosing section is used when it fits in ``max_chars``; otherwise the hit
+grows outward (one item before, one after, alternately) without leaving its
+section. Page headers/footers are left out. Hits of one document whose ranges
+overlap or touch are merged into one result (best score, best chunk id). All items
+needed are fetched in one query.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from mcp_analysis.ingest.items import NOISE_LABELS
+from mcp_analysis.search.hybrid import Hit
+from mcp_analysis.search.models import SearchResult
+from mcp_analysis.store.database import Store
+from mcp_analysis.store.filters import sql_quote
+from mcp_analysis.store.models import DocumentMeta
+
+WINDOW = 40  # items fetched on each side of a hit; bounds work on huge sections
+_SKIP = NOISE_LABELS - {"footnote"}
+
+
+@dataclass
+class _Span:
+    hit: Hit
+    meta: DocumentMeta
+    lo: int
+    hi: int
+    score: float
+
+
+def render_item(label: str, text: str, heading_level: int | None) -> str:
+    if label == "title":
+        return f"# {text}"
+    if label == "section_header":
+        return "#" * min(6, (heading_level or 1) + 1) + f" {text}"
+    if label == "list_item":
+        return f"- {text}"
+    return text
+
+
+async def expand_hits(
+    store: Store,
+    hits: Sequence[Hit],
+    meta_of: Callable[[str], DocumentMeta | None],
+    max_chars: int,
+    limit: int,
+) -> list[SearchResult]:
+    """Turn ranked hits into merged, expanded search results (at most `limit`)."""
+    visible = [(h, m) for h in hits if (m := meta_of(h.chunk.document_id)) is not None]
+    if not visible:
+        return []
+    if max_chars <= 0:
+        return [_plain(h, m, rank) for rank, (h, m) in enumerate(visible[:limit], start=1)]
+
+    windows: dict[str, list[tuple[int, int]]] = {}
+    for hit, _ in visible:
+        a, b = hit.chunk.item_range
+        s, e = hit.chunk.section_range
+        windows.setdefault(hit.chunk.document_id, []).append((max(s, a - WINDOW), min(e, b + WINDOW)))
+    clauses = []
+    for doc_id, ranges in windows.items():
+        spans = " OR ".join(f"(position >= {lo} AND position <= {hi})" for lo, hi in ranges)
+        clauses.append(f"(document_id = {sql_quote(doc_id)} AND ({spans}))")
+    rows = await store.items(
+        " OR ".join(clauses),
+        ["document_id", "position", "self_ref", "label", "text", "page_numbers", "heading_level"],
+    )
+    by_pos: dict[tuple[str, int], dict] = {(r["document_id"], int(r["position"])): r for r in rows}
+
+    def size(doc_id: str, pos: int) -> int:
+        row = by_pos.get((doc_id, pos))
+        if row is None or row["label"] in _SKIP:
+            return 0
+        return len(row["text"] or "") + 2
+
+    spans: list[_Span] = []
+    for hit, meta in visible:
+        doc_id = hit.chunk.document_id
+        a, b = hit.chunk.item_range
+        s, e = hit.chunk.section_range
+        lo_w, hi_w = max(s, a - WINDOW), min(e, b + WINDOW)
+        section_fetched = lo_w == s and hi_w == e
+        if section_fetched and sum(size(doc_id, p) for p in range(s, e + 1)) <= max_chars:
+            lo, hi = s, e
+        else:
+            lo, hi = a, b
+            total = sum(size(doc_id, p) for p in range(a, b + 1))
+            grow_before, grow_after = True, True
+            while grow_before or grow_after:
+                if grow_before:
+                    if lo - 1 >= lo_w and total + size(doc_id, lo - 1) <= max_chars:
+                        lo -= 1
+                        total += size(doc_id, lo)
+                    else:
+                        grow_before = False
+                if grow_after:
+                    if hi + 1 <= hi_w and total + size(doc_id, hi + 1) <= max_chars:
+                        hi += 1
+                        total += size(doc_id, hi)
+                    else:
+                        grow_after = False
+        spans.append(_Span(hit, meta, lo, hi, hit.score))
+
+    merged: list[_Span] = []
+    for span in spans:  # spans arrive best-first
+        for other in merged:
+            if other.meta.id == span.meta.id and span.lo <= other.hi + 1 and other.lo <= span.hi + 1:
+                other.lo, other.hi = min(other.lo, span.lo), max(other.hi, span.hi)
+                break
+        else:
+            merged.append(span)
+
+    results = []
+    for rank, span in enumerate(merged[:limit], start=1):
+        items = [by_pos[(span.meta.id, p)] for p in range(span.lo, span.hi + 1) if (span.meta.id, p) in by_pos]
+        body = [r for r in items if r["label"] not in _SKIP]
+        content = "\n\n".join(render_item(r["label"], r["text"], r["heading_level"]) for r in body)
+        chunk = span.hit.chunk
+        results.append(
+            SearchResult(
+                chunk_id=chunk.id,
+                content=content or chunk.content,
+                document_id=span.meta.id,
+                document_title=span.meta.title,
+                document_uri=span.meta.uri,
+                score=round(span.score, 6),
+                rank=rank,
+                page_numbers=sorted({p for r in body for p in (r["page_numbers"] or [])}) or chunk.page_numbers,
+                headings=chunk.headings,
+                doc_item_refs=[r["self_ref"] for r in body] or chunk.doc_item_refs,
+                labels=list(dict.fromkeys(r["label"] for r in body)) or chunk.labels,
+                picture_refs=[r["self_ref"] for r in body if r["label"] == "picture"],
+            )
+        )
+    return results
+
+
+def _plain(hit: Hit, meta: DocumentMeta, rank: int) -> SearchResult:
+    chunk = hit.chunk
+    return SearchResult(
+        chunk_id=chunk.id,
+        content=chunk.content,
+        document_id=meta.id,
+        document_title=meta.title,
+        document_uri=meta.uri,
+        score=round(hit.score, 6),
+        rank=rank,
+        page_numbers=chunk.page_numbers,
+        headings=chunk.headings,
+        doc_item_refs=chunk.doc_item_refs,
+        labels=chunk.labels,
+        picture_refs=chunk.picture_refs,
+    )

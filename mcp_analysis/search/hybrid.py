@@ -1,0 +1,42 @@
+"""Hybrid retrieval: LanceDB vector (cosine) + full-text, fused by reciprocal rank (RRF).
+
+The document filter becomes a ``document_id IN (...)`` prefilter, applied to both
+legs before ranking, so filtered-out documents can never take a slot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mcp_analysis.store import schema
+from mcp_analysis.store.database import Store
+from mcp_analysis.store.models import ChunkRecord
+
+_COLUMNS = ["id", "document_id", "content", "metadata", "order"]
+
+
+@dataclass
+class Hit:
+    chunk: ChunkRecord
+    score: float
+
+
+async def hybrid_search(store: Store, vector: np.ndarray, query: str, limit: int, prefilter: str | None) -> list[Hit]:
+    """Top `limit` chunks by RRF of vector and full-text ranks (prefiltered)."""
+    if schema.CHUNKS not in store.tables:
+        return []
+    table = store.table(schema.CHUNKS)
+    builder = (
+        table.query()
+        .nearest_to(vector.astype(np.float32))
+        .distance_type("cosine")
+        .nearest_to_text(query, columns=["content_fts"])
+        .select(_COLUMNS)
+        .limit(limit)
+    )
+    if prefilter:
+        builder = builder.where(prefilter)
+    rows = await builder.to_list()
+    return [Hit(ChunkRecord.from_row(r), float(r.get("_relevance_score") or 0.0)) for r in rows]

@@ -1,0 +1,1 @@
+"""LanceDB storage: schema, filters, atomic writes."""

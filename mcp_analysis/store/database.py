@@ -1,0 +1,347 @@
+"""The LanceDB database: opening, checking, writing atomically, maintaining.
+
+Atomicity without multi-table transactions: a document's rows in ``documents``,
+``document_items`` and ``chunks`` are written first under a fresh id; its
+``document_meta`` row is written last in one commit (merge on uri). Every read
+goes through ``document_meta``, so a process killed mid-ingest leaves only
+invisible orphans, which the next ingest deletes (under the ingest lock).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import lancedb
+import pyarrow as pa
+from lancedb.index import FTS, BTree
+
+from mcp_analysis.errors import DatabaseMismatchError, DatabaseNotFoundError, FilterError
+from mcp_analysis.store import schema
+from mcp_analysis.store.filters import filter_error_from, normalize_filter, sql_in, sql_quote
+from mcp_analysis.store.models import DocumentMeta
+
+log = logging.getLogger(__name__)
+
+_CLEANUP_AFTER = timedelta(minutes=30)  # never 0: concurrent readers still use old versions
+
+
+@dataclass
+class StoredSettings:
+    schema_version: int
+    embedder: str
+    vector_dim: int
+    created_at: str = ""
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "version": self.schema_version,
+                "embeddings": {"model": self.embedder, "vector_dim": self.vector_dim},
+                "created_at": self.created_at,
+                "app": "mcp-analysis",
+            }
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> StoredSettings:
+        data = json.loads(text)
+        emb = data.get("embeddings") or {}
+        return cls(
+            schema_version=int(data.get("version", 0)),
+            embedder=str(emb.get("model", "")),
+            vector_dim=int(emb.get("vector_dim", 0)),
+            created_at=str(data.get("created_at", "")),
+        )
+
+
+@dataclass
+class DocumentRows:
+    """Everything written for one document."""
+
+    meta: DocumentMeta
+    document: dict[str, Any]
+    items: list[dict[str, Any]]
+    chunks: list[dict[str, Any]]
+
+
+def is_local_path(path: str | Path) -> bool:
+    return "://" not in str(path)
+
+
+class Store:
+    """Async LanceDB tables of one knowledge base."""
+
+    def __init__(self, path: str, db: Any, tables: dict[str, Any], settings: StoredSettings | None) -> None:
+        self.path = path
+        self.db = db
+        self.tables = tables
+        self.settings = settings
+
+    @classmethod
+    async def open(
+        cls,
+        path: str | Path,
+        *,
+        create: bool = False,
+        read_consistency: timedelta | None = timedelta(seconds=1),
+    ) -> Store:
+        """Open the knowledge base at `path` (create the directory and tables if `create`)."""
+        location = str(path)
+        if is_local_path(location):
+            p = Path(location)
+            if not p.exists():
+                if not create:
+                    raise DatabaseNotFoundError(
+                        f"No knowledge base at {p}. Create one with `mcp-analysis add PATH --db {p}`, "
+                        "point --db / MCP_ANALYSIS_DB at an existing one, or try `mcp-analysis serve --sample`."
+                    )
+                p.mkdir(parents=True, exist_ok=True)
+            elif not p.is_dir():
+                raise DatabaseNotFoundError(f"{p} is a file, not a LanceDB knowledge base directory.")
+        db = await lancedb.connect_async(location, read_consistency_interval=read_consistency)
+        names = set((await db.list_tables()).tables)
+        tables: dict[str, Any] = {}
+        for name in schema.TABLES:
+            if name in names:
+                tables[name] = await db.open_table(name)
+        if not tables and not create:
+            raise DatabaseNotFoundError(
+                f"{location} holds no knowledge base tables. "
+                f"Add documents with `mcp-analysis add PATH --db {location}`."
+            )
+        missing_core = {schema.DOCUMENT_META, schema.SETTINGS} - tables.keys()
+        if tables and missing_core and not create:
+            raise DatabaseMismatchError(
+                f"{location} is not an mcp-analysis / haiku.rag knowledge base "
+                f"(missing tables: {', '.join(sorted(missing_core))})."
+            )
+        stored = None
+        if schema.SETTINGS in tables:
+            rows = await tables[schema.SETTINGS].query().limit(1).to_list()
+            if rows:
+                stored = StoredSettings.from_json(rows[0]["settings"])
+                if stored.schema_version > schema.SCHEMA_VERSION:
+                    raise DatabaseMismatchError(
+                        f"{location} uses schema version {stored.schema_version}; this mcp-analysis understands "
+                        f"up to {schema.SCHEMA_VERSION}. Upgrade mcp-analysis."
+                    )
+        return cls(location, db, tables, stored)
+
+    # ------------------------------------------------------------------ setup
+
+    def check_embedder(self, name: str, dimension: int | None, *, explicit: bool) -> str:
+        """Return the embedder to use; raise if the configured one cannot read this database."""
+        stored = self.settings
+        if stored is None:
+            return name
+        if not explicit:
+            return stored.embedder
+        if stored.embedder != name or (dimension is not None and dimension != stored.vector_dim):
+            configured = f"'{name}'" + (f" ({dimension}-dim)" if dimension else "")
+            raise DatabaseMismatchError(
+                f"The knowledge base at {self.path} was built with embedder '{stored.embedder}' "
+                f"({stored.vector_dim}-dim vectors), but the configured embedder is {configured}. "
+                f"Use embedder '{stored.embedder}' (unset the `embedder` setting / MCP_ANALYSIS_EMBEDDER), "
+                "or build a new knowledge base with the new embedder under another --db path."
+            )
+        return name
+
+    async def initialize(self, embedder: str, dimension: int) -> None:
+        """Create missing tables and the settings row (first ingest)."""
+        creators = {
+            schema.DOCUMENTS: schema.DOCUMENTS_SCHEMA,
+            schema.DOCUMENT_META: schema.DOCUMENT_META_SCHEMA,
+            schema.CHUNKS: schema.chunks_schema(dimension),
+            schema.DOCUMENT_ITEMS: schema.DOCUMENT_ITEMS_SCHEMA,
+            schema.SETTINGS: schema.SETTINGS_SCHEMA,
+        }
+        for name, table_schema in creators.items():
+            if name not in self.tables:
+                self.tables[name] = await self.db.create_table(name, schema=table_schema, exist_ok=True)
+        if self.settings is None:
+            from datetime import UTC, datetime
+
+            self.settings = StoredSettings(
+                schema.SCHEMA_VERSION, embedder, dimension, datetime.now(UTC).isoformat(timespec="seconds")
+            )
+            await self.tables[schema.SETTINGS].add([{"id": "settings", "settings": self.settings.to_json()}])
+
+    @property
+    def ready(self) -> bool:
+        return all(name in self.tables for name in schema.TABLES) and self.settings is not None
+
+    def table(self, name: str) -> Any:
+        return self.tables[name]
+
+    async def ensure_indexes(self) -> None:
+        """Full-text index on chunks and scalar indexes on ids (idempotent)."""
+        wanted: list[tuple[str, str, Any]] = [
+            (schema.CHUNKS, "content_fts", FTS(with_position=True)),
+            (schema.CHUNKS, "id", BTree()),
+            (schema.CHUNKS, "document_id", BTree()),
+            (schema.DOCUMENT_ITEMS, "document_id", BTree()),
+            (schema.DOCUMENT_META, "id", BTree()),
+            (schema.DOCUMENT_META, "uri", BTree()),
+            (schema.DOCUMENTS, "id", BTree()),
+        ]
+        for table_name, column, config in wanted:
+            table = self.tables[table_name]
+            existing = {tuple(ix.columns) for ix in await table.list_indices()}
+            if (column,) in existing:
+                continue
+            if await table.count_rows() == 0:
+                continue
+            await table.create_index(column, config=config, replace=True)
+
+    async def index_names(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for name, table in self.tables.items():
+            out[name] = [f"{ix.index_type}({', '.join(ix.columns)})" for ix in await table.list_indices()]
+        return out
+
+    async def optimize(self) -> None:
+        """Compact files and fold new rows into the indexes (keeps hybrid search fast)."""
+        for name in (schema.CHUNKS, schema.DOCUMENT_ITEMS, schema.DOCUMENT_META, schema.DOCUMENTS):
+            if name in self.tables:
+                await self.tables[name].optimize(cleanup_older_than=_CLEANUP_AFTER)
+
+    # ------------------------------------------------------------------ reads
+
+    async def validate_filter(self, expression: str | None) -> str | None:
+        """Check a filter against the metadata table; returns the normalized filter."""
+        text = normalize_filter(expression)
+        if text is None:
+            return None
+        if schema.DOCUMENT_META not in self.tables:
+            raise FilterError("The knowledge base is empty; add documents before filtering.")
+        try:
+            await self.tables[schema.DOCUMENT_META].query().where(text).select(["id"]).limit(1).to_list()
+        except Exception as exc:
+            raise filter_error_from(exc, text) from None
+        return text
+
+    async def meta_version(self) -> int:
+        if schema.DOCUMENT_META not in self.tables:
+            return 0
+        return int(await self.tables[schema.DOCUMENT_META].version())
+
+    async def all_meta(self, where: str | None = None) -> list[DocumentMeta]:
+        if schema.DOCUMENT_META not in self.tables:
+            return []
+        query = self.tables[schema.DOCUMENT_META].query()
+        if where:
+            query = query.where(where)
+        rows = await query.to_list()
+        return [DocumentMeta.from_row(r) for r in rows]
+
+    async def meta_by_uri(self, uri: str) -> DocumentMeta | None:
+        found = await self.all_meta(f"uri = {sql_quote(uri)}")
+        return found[0] if found else None
+
+    async def document_content(self, document_id: str) -> str:
+        rows = (
+            await self.tables[schema.DOCUMENTS]
+            .query()
+            .where(f"id = {sql_quote(document_id)}")
+            .select(["content"])
+            .limit(1)
+            .to_list()
+        )
+        return rows[0]["content"] if rows else ""
+
+    async def items(self, where: str, columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        query = self.tables[schema.DOCUMENT_ITEMS].query().where(where)
+        if columns:
+            query = query.select(list(columns))
+        return await query.to_list()
+
+    async def chunks(self, where: str, columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        query = self.tables[schema.CHUNKS].query().where(where)
+        query = query.select(list(columns or ("id", "document_id", "content", "metadata", "order")))
+        return await query.to_list()
+
+    async def counts(self) -> dict[str, int]:
+        return {name: await table.count_rows() for name, table in self.tables.items()}
+
+    # ----------------------------------------------------------------- writes
+
+    async def write_documents(self, batch: Sequence[DocumentRows]) -> list[str]:
+        """Write a batch atomically per document; return ids of documents they replaced."""
+        if not batch:
+            return []
+        old = await self.all_meta(sql_in("uri", [b.meta.uri for b in batch]))
+        await self.tables[schema.DOCUMENTS].add(
+            pa.Table.from_pylist([b.document for b in batch], schema=schema.DOCUMENTS_SCHEMA)
+        )
+        items = [row for b in batch for row in b.items]
+        if items:
+            await self.tables[schema.DOCUMENT_ITEMS].add(
+                pa.Table.from_pylist(items, schema=schema.DOCUMENT_ITEMS_SCHEMA)
+            )
+        chunks = [row for b in batch for row in b.chunks]
+        if chunks:
+            await self.tables[schema.CHUNKS].add(
+                pa.Table.from_pylist(chunks, schema=await self.tables[schema.CHUNKS].schema())
+            )
+        # The commit point: one merge makes every document of the batch visible at once.
+        meta = pa.Table.from_pylist([b.meta.to_row() for b in batch], schema=schema.DOCUMENT_META_SCHEMA)
+        await (
+            self.tables[schema.DOCUMENT_META]
+            .merge_insert("uri")
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute(meta)
+        )
+        replaced = [m.id for m in old]
+        if replaced:
+            await self.delete_rows(replaced)
+        return replaced
+
+    async def update_meta(self, meta: DocumentMeta) -> None:
+        await (
+            self.tables[schema.DOCUMENT_META]
+            .merge_insert("id")
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute(pa.Table.from_pylist([meta.to_row()], schema=schema.DOCUMENT_META_SCHEMA))
+        )
+
+    async def delete_document(self, document_id: str) -> None:
+        """Hide the document first (meta row), then remove its rows."""
+        await self.tables[schema.DOCUMENT_META].delete(f"id = {sql_quote(document_id)}")
+        await self.delete_rows([document_id])
+
+    async def delete_rows(self, document_ids: Sequence[str]) -> None:
+        if not document_ids:
+            return
+        await self.tables[schema.CHUNKS].delete(sql_in("document_id", document_ids))
+        await self.tables[schema.DOCUMENT_ITEMS].delete(sql_in("document_id", document_ids))
+        await self.tables[schema.DOCUMENTS].delete(sql_in("id", document_ids))
+
+    async def orphan_ids(self) -> set[str]:
+        """Ids with rows but no meta row: left by an ingest that was killed."""
+        if not self.ready:
+            return set()
+        visible = {r["id"] for r in await self.tables[schema.DOCUMENT_META].query().select(["id"]).to_list()}
+        present: set[str] = set()
+        for name, column in (
+            (schema.DOCUMENTS, "id"),
+            (schema.CHUNKS, "document_id"),
+            (schema.DOCUMENT_ITEMS, "document_id"),
+        ):
+            rows = await self.tables[name].query().select([column]).to_arrow()
+            present.update(rows.column(column).unique().to_pylist())
+        return present - visible
+
+    async def remove_orphans(self) -> int:
+        orphans = await self.orphan_ids()
+        if orphans:
+            log.info("Removing rows of %d unfinished document(s) from an interrupted ingest", len(orphans))
+            await self.delete_rows(sorted(orphans))
+        return len(orphans)

@@ -1,0 +1,82 @@
+"""Document filters: one SQL WHERE expression over document metadata.
+
+A filter is checked before use. A syntax error, an unknown column or a second
+statement is a FilterError naming the problem, never a crash and never
+"no filter" (which would widen access).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from mcp_analysis.errors import FilterError
+from mcp_analysis.store.schema import FILTER_COLUMNS
+
+_HELP = (
+    "A filter is one SQL WHERE expression over document metadata; columns: "
+    + ", ".join(FILTER_COLUMNS)
+    + ". Example: uri LIKE '%report%' AND created_at >= '2025-01-01'."
+)
+_MAX_LENGTH = 4000
+
+
+def sql_quote(value: str) -> str:
+    """A SQL string literal."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def sql_in(column: str, values: Iterable[str]) -> str:
+    items = [sql_quote(v) for v in values]
+    if not items:
+        return "FALSE"
+    return f"{column} IN ({', '.join(items)})"
+
+
+def _outside_literals(expression: str) -> str:
+    """The expression with string literals and quoted identifiers blanked out."""
+    return re.sub(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|`[^`]*`", "''", expression)
+
+
+def normalize_filter(expression: str | None) -> str | None:
+    """Cheap syntactic checks; returns the trimmed filter or None for "no filter"."""
+    if expression is None:
+        return None
+    text = expression.strip()
+    if not text:
+        return None
+    if len(text) > _MAX_LENGTH:
+        raise FilterError(f"Filter is {len(text)} characters long; the limit is {_MAX_LENGTH}. {_HELP}")
+    bare = _outside_literals(text)
+    if bare.count("'") % 2 or "'" in bare.replace("''", ""):
+        raise FilterError(f"Filter has an unterminated string literal: {text!r}. {_HELP}")
+    if ";" in bare:
+        raise FilterError(f"Filter must be a single expression; ';' is not allowed: {text!r}. {_HELP}")
+    if "--" in bare or "/*" in bare:
+        raise FilterError(f"Filter must not contain SQL comments: {text!r}. {_HELP}")
+    if re.search(r"\b(select|insert|update|delete|drop|union|create|alter)\b", bare, re.IGNORECASE):
+        raise FilterError(f"Filter must be a WHERE expression, not a statement or subquery: {text!r}. {_HELP}")
+    return text
+
+
+def combine_filters(*expressions: str | None) -> str | None:
+    """AND of the given filters (None entries ignored)."""
+    parts = [e for e in expressions if e]
+    if not parts:
+        return None
+    if len(parts) == 1:
+        return parts[0]
+    return " AND ".join(f"({p})" for p in parts)
+
+
+def filter_error_from(exc: Exception, expression: str) -> FilterError:
+    """Turn a DataFusion/Lance planning error into a readable FilterError."""
+    message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    message = re.sub(r"^(lance error: |Invalid user input: |LanceError\(\w+\): )", "", message)
+    unknown = re.search(r"[Nn]o field named ([\w\"'.`]+)", str(exc)) or re.search(
+        r"[Cc]olumn ([\w\"'.`]+) does not exist", str(exc)
+    )
+    if unknown:
+        column = unknown.group(1).strip("\"'`")
+        return FilterError(f"Invalid filter {expression!r}: unknown column {column!r}. {_HELP}")
+    return FilterError(f"Invalid filter {expression!r}: {message[:300]}. {_HELP}")
