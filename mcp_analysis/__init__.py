@@ -13,7 +13,7 @@ import os
 from typing import Any
 
 # Lance logs deprecation chatter from Rust at WARN; keep stderr for our own messages.
-os.environ.setdefault("LANCE_LOG", "error")
+os.environ.setdefault("LANCEDB_LOG", "error")
 
 __version__ = "0.1.0"
 

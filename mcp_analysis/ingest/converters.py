@@ -137,11 +137,13 @@ def _docling_backend(path: Path, fmt: str) -> DoclingDocument:
 
 
 def _text_document(path: Path, text: str) -> DoclingDocument:
+    """Plain text: blank-line separated paragraphs; a short first line on its own is the title."""
     doc = DoclingDocument(name=path.stem)
-    for block in re.split(r"\n\s*\n", text.replace("\r\n", "\n")):
-        block = block.strip("\n")
-        if block.strip():
-            doc.add_text(label=DocItemLabel.TEXT, text=block.strip())
+    blocks = [b.strip() for b in re.split(r"\n\s*\n", text.replace("\r\n", "\n")) if b.strip()]
+    if len(blocks) > 1 and "\n" not in blocks[0] and len(blocks[0]) <= 150 and path.suffix.lower() != ".csv":
+        doc.add_title(text=blocks.pop(0))
+    for block in blocks:
+        doc.add_text(label=DocItemLabel.TEXT, text=block)
     return doc
 
 

@@ -71,12 +71,15 @@ def combine_filters(*expressions: str | None) -> str | None:
 
 def filter_error_from(exc: Exception, expression: str) -> FilterError:
     """Turn a DataFusion/Lance planning error into a readable FilterError."""
-    message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    message = re.sub(r"^(lance error: |Invalid user input: |LanceError\(\w+\): )", "", message)
-    unknown = re.search(r"[Nn]o field named ([\w\"'.`]+)", str(exc)) or re.search(
-        r"[Cc]olumn ([\w\"'.`]+) does not exist", str(exc)
-    )
+    raw = str(exc).strip()
+    unknown = re.search(r"No field named ([\w\"'`]+)", raw)
     if unknown:
         column = unknown.group(1).strip("\"'`")
         return FilterError(f"Invalid filter {expression!r}: unknown column {column!r}. {_HELP}")
+    parser = re.search(r"sql parser error: (.*?)\)?$", raw.splitlines()[0] if raw else "")
+    if parser:
+        return FilterError(f"Invalid filter {expression!r}: syntax error ({parser.group(1)}). {_HELP}")
+    message = raw.splitlines()[0] if raw else type(exc).__name__
+    message = re.sub(r"^(lance error: |Invalid input, |Query Execution error: |Execution error: )+", "", message)
+    message = re.sub(r", /\S+\.rs:\d+:\d+$", "", message)  # drop Rust source locations
     return FilterError(f"Invalid filter {expression!r}: {message[:300]}. {_HELP}")

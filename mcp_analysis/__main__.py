@@ -1,0 +1,5 @@
+"""`python -m mcp_analysis` == the `mcp-analysis` command."""
+
+from mcp_analysis.cli import main
+
+main()

@@ -1,0 +1,443 @@
+"""Command line: ``mcp-analysis serve | add | rm | list | search | info | exec | analyze``.
+
+Errors are one line on stderr and a non-zero exit (``--debug`` shows tracebacks).
+Human output goes to the terminal; ``--json`` prints machine-readable results.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import anyio
+import typer
+from rich.console import Console
+
+from mcp_analysis.config import Settings, load_settings
+from mcp_analysis.errors import AnalysisError
+from mcp_analysis.logging_setup import configure_logging
+
+app = typer.Typer(
+    name="mcp-analysis",
+    help="Analyse a document knowledge base: an MCP server with hybrid search, a sandboxed Python "
+    "interpreter over the documents, and citations.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+
+@dataclass
+class Options:
+    config: Path | None
+    db: Path | None
+    sample: bool
+    debug: bool
+    log_level: str | None
+
+    def settings(self, **overrides: Any) -> Settings:
+        if self.sample and self.db is None:
+            from mcp_analysis.sample import default_sample_db
+
+            overrides.setdefault("db", default_sample_db())
+        return load_settings(self.config, db=self.db, **overrides)
+
+
+def _options(ctx: typer.Context) -> Options:
+    return ctx.obj  # type: ignore[no-any-return]
+
+
+@app.callback()
+def main_options(
+    ctx: typer.Context,
+    config: Annotated[
+        Path | None, typer.Option("--config", "-c", help="YAML config file (default ./mcp-analysis.yaml).")
+    ] = None,
+    db: Annotated[
+        Path | None, typer.Option("--db", help="Knowledge base path (or MCP_ANALYSIS_DB / HAIKU_RAG_DB).")
+    ] = None,
+    sample: Annotated[
+        bool, typer.Option("--sample", help="Use the built-in sample knowledge base (built on first use).")
+    ] = False,
+    log_level: Annotated[str | None, typer.Option("--log-level", help="DEBUG, INFO, WARNING or ERROR.")] = None,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
+) -> None:
+    configure_logging(log_level or ("DEBUG" if debug else "WARNING"))
+    ctx.obj = Options(config, db, sample, debug, log_level)
+
+
+def _run(options: Options, func: Any, *args: Any) -> Any:
+    """Run an async command; user errors become one line on stderr and exit code 1."""
+    try:
+        return anyio.run(func, *args)
+    except AnalysisError as exc:
+        if options.debug:
+            raise
+        err.print(f"[red]error:[/red] {exc}", highlight=False, markup=True)
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+
+
+async def _ensure_sample(options: Options, settings: Settings) -> None:
+    if options.sample:
+        from mcp_analysis.sample import ensure_sample_kb
+
+        await ensure_sample_kb(settings)
+
+
+async def _open_kb(options: Options, settings: Settings) -> Any:
+    from mcp_analysis.corpus import KnowledgeBase
+
+    await _ensure_sample(options, settings)
+    return await KnowledgeBase.open(settings)
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+# ---------------------------------------------------------------------------- serve
+
+
+@app.command()
+def serve(
+    ctx: typer.Context,
+    http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP instead of stdio.")] = False,
+    host: Annotated[str | None, typer.Option(help="HTTP bind address (default 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(help="HTTP port (default 8765).")] = None,
+    filter: Annotated[
+        str | None, typer.Option("--filter", help="SQL WHERE over document metadata scoping everything served.")
+    ] = None,
+    tokens_file: Annotated[
+        Path | None, typer.Option("--tokens-file", help="Bearer tokens (YAML) with per-token filters (HTTP).")
+    ] = None,
+    allowed_host: Annotated[
+        list[str] | None, typer.Option("--allowed-host", help="Extra Host header to accept (repeatable).")
+    ] = None,
+    allowed_origin: Annotated[
+        list[str] | None, typer.Option("--allowed-origin", help="Extra Origin header to accept (repeatable).")
+    ] = None,
+) -> None:
+    """Run the MCP server (stdio by default) on the knowledge base."""
+    options = _options(ctx)
+    server: dict[str, Any] = {}
+    for key, value in (
+        ("host", host),
+        ("port", port),
+        ("filter", filter),
+        ("tokens_file", tokens_file),
+        ("allowed_hosts", allowed_host or None),
+        ("allowed_origins", allowed_origin or None),
+        ("log_level", options.log_level.upper() if options.log_level else None),
+    ):
+        if value is not None:
+            server[key] = value
+    try:
+        settings = options.settings(server=server or None)
+    except AnalysisError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(1) from None
+    configure_logging(settings.server.log_level)
+    from mcp_analysis.server.runner import run_server
+
+    async def go() -> None:
+        await _ensure_sample(options, settings)
+        await run_server(settings, http=http)
+
+    _run(options, go)
+
+
+# ------------------------------------------------------------------------------ add
+
+
+class _RichProgress:
+    """A progress bar on stderr for long ingests; silent when stderr is not a terminal."""
+
+    def __init__(self) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(
+            TextColumn("[bold]Adding[/bold] {task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err,
+            transient=True,
+        )
+        self.task: Any = None
+
+    def start(self, total: int) -> None:
+        self.progress.start()
+        self.task = self.progress.add_task("", total=total)
+
+    def advance(self, label: str) -> None:
+        self.progress.update(self.task, advance=1, description=label[:40])
+
+    def finish(self) -> None:
+        self.progress.stop()
+
+
+def _parse_meta(pairs: list[str] | None) -> dict[str, Any]:
+    meta: dict[str, Any] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise AnalysisError(f"--meta expects key=value, got {pair!r}.")
+        meta[key.strip()] = value
+    return meta
+
+
+@app.command()
+def add(
+    ctx: typer.Context,
+    paths: Annotated[list[Path], typer.Argument(help="Files or directories (walked recursively).")],
+    title: Annotated[str | None, typer.Option(help="Title for a single file.")] = None,
+    meta: Annotated[list[str] | None, typer.Option("--meta", help="key=value metadata (repeatable).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Add or update documents (.md .html .pdf .docx .txt and source files)."""
+    options = _options(ctx)
+
+    async def go() -> None:
+        from mcp_analysis.corpus import KnowledgeBase
+        from mcp_analysis.ingest.pipeline import Ingestor
+
+        metadata = _parse_meta(meta)
+        settings = options.settings()
+        kb = await KnowledgeBase.open(settings, create=True)
+        progress = _RichProgress() if err.is_terminal and not as_json else None
+        try:
+            report = await Ingestor(kb, progress).add(paths, title=title, metadata=metadata)
+        finally:
+            await kb.close()
+        if as_json:
+            _print_json(report.__dict__)
+            return
+        for path, reason in report.skipped:
+            err.print(f"[yellow]skipped[/yellow] {path}: {reason}", highlight=False)
+        out.print(f"{report.summary()} -> {settings.db}", highlight=False)
+
+    _run(options, go)
+
+
+@app.command()
+def rm(
+    ctx: typer.Context,
+    document: Annotated[str, typer.Argument(help="Document id, uri, or the path it was added from.")],
+) -> None:
+    """Remove a document."""
+    options = _options(ctx)
+
+    async def go() -> None:
+        from mcp_analysis.ingest.pipeline import remove_document
+
+        kb = await _open_kb(options, options.settings())
+        try:
+            meta = await remove_document(kb, document)
+        finally:
+            await kb.close()
+        out.print(f"removed {meta.id} ({meta.title})", highlight=False)
+
+    _run(options, go)
+
+
+# ----------------------------------------------------------------------- read paths
+
+
+@app.command("list")
+def list_documents(
+    ctx: typer.Context,
+    filter: Annotated[str | None, typer.Option("--filter", help="SQL WHERE over document metadata.")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """List documents."""
+    options = _options(ctx)
+
+    async def go() -> None:
+        kb = await _open_kb(options, options.settings())
+        try:
+            docs = await (await kb.open_corpus(filter)).documents()
+        finally:
+            await kb.close()
+        if as_json:
+            _print_json([d.model_dump() for d in docs])
+            return
+        from rich.table import Table
+
+        table = Table("id", "title", "uri", "created", show_lines=False)
+        for d in docs:
+            table.add_row(d.id, d.title, d.uri, d.created_at[:10])
+        out.print(table)
+        out.print(f"{len(docs)} document(s)")
+
+    _run(options, go)
+
+
+@app.command()
+def search(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="What to look for.")],
+    limit: Annotated[int | None, typer.Option("--limit", "-n", help="Number of results (default 5).")] = None,
+    filter: Annotated[str | None, typer.Option("--filter", help="SQL WHERE over document metadata.")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Hybrid search (vector + full text) with context expansion."""
+    options = _options(ctx)
+
+    async def go() -> None:
+        kb = await _open_kb(options, options.settings())
+        try:
+            results = await (await kb.open_corpus(filter)).search(query, limit)
+        finally:
+            await kb.close()
+        if as_json:
+            _print_json([r.model_dump() for r in results])
+            return
+        if not results:
+            out.print("no results")
+        for r in results:
+            pages = f" p.{','.join(map(str, r.page_numbers))}" if r.page_numbers else ""
+            out.rule(f"{r.rank}. {r.document_title}{pages}  score {r.score:.4f}")
+            out.print(f"[dim]{r.document_uri}  chunk {r.chunk_id}[/dim]")
+            if r.headings:
+                out.print(f"[bold]{' > '.join(r.headings)}[/bold]")
+            out.print(r.content, markup=False, highlight=False)
+
+    _run(options, go)
+
+
+@app.command()
+def info(ctx: typer.Context, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Counts, embedder, schema version and indexes of the knowledge base."""
+    options = _options(ctx)
+
+    async def go() -> None:
+        kb = await _open_kb(options, options.settings())
+        try:
+            store = kb.store
+            data = {
+                "db": str(kb.settings.db),
+                "documents": await kb.corpus().count(),
+                "rows": await store.counts(),
+                "embedder": store.settings.embedder if store.settings else kb.embedder_name,
+                "vector_dim": store.settings.vector_dim if store.settings else None,
+                "schema_version": store.settings.schema_version if store.settings else None,
+                "created_at": store.settings.created_at if store.settings else None,
+                "indexes": await store.index_names(),
+            }
+        finally:
+            await kb.close()
+        if as_json:
+            _print_json(data)
+            return
+        for key, value in data.items():
+            out.print(f"[bold]{key}[/bold]: {value}", highlight=False)
+
+    _run(options, go)
+
+
+# ------------------------------------------------------------------------- exec
+
+
+@app.command("exec")
+def exec_code(
+    ctx: typer.Context,
+    code: Annotated[str | None, typer.Argument(help="Python code (or use -f).")] = None,
+    file: Annotated[Path | None, typer.Option("--file", "-f", help="Read the code from a file ('-' = stdin).")] = None,
+    filter: Annotated[str | None, typer.Option("--filter", help="SQL WHERE over document metadata.")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Run sandboxed Python against the knowledge base (the /documents tree, search, list_documents)."""
+    options = _options(ctx)
+    if (code is None) == (file is None):
+        err.print("[red]error:[/red] give CODE or --file (exactly one).")
+        raise typer.Exit(2)
+    source = code if code is not None else (sys.stdin.read() if str(file) == "-" else Path(file).read_text())  # type: ignore[arg-type]
+
+    async def go() -> int:
+        from mcp_analysis.session.analysis import AnalysisSession
+
+        kb = await _open_kb(options, options.settings())
+        try:
+            async with AnalysisSession(kb, filter=filter) as session:
+                result = await session.execute(source)
+        finally:
+            await kb.close()
+        if as_json:
+            _print_json(result.model_dump())
+        else:
+            if result.stdout:
+                sys.stdout.write(result.stdout)
+            if result.stderr:
+                sys.stderr.write(result.stderr)
+            if result.value is not None:
+                sys.stdout.write(result.value + "\n")
+            if result.error:
+                err.print(result.error, markup=False, highlight=False)
+        return 0 if result.success else 1
+
+    code_ = _run(options, go)
+    raise typer.Exit(code_)
+
+
+# ---------------------------------------------------------------------- analyze
+
+
+@app.command()
+def analyze(
+    ctx: typer.Context,
+    question: Annotated[str, typer.Argument(help="The question to answer from the knowledge base.")],
+    filter: Annotated[str | None, typer.Option("--filter", help="Restrict the documents the agent can see.")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="pydantic-ai model (overrides analysis.model).")] = None,
+    show_code: Annotated[bool, typer.Option("--show-code", help="Also print the programs that were run.")] = False,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Answer a question with the built-in analysis agent (needs an LLM; see README)."""
+    options = _options(ctx)
+
+    async def go() -> None:
+        from mcp_analysis.agent.client import AnalysisClient
+
+        settings = options.settings(analysis={"model": model} if model else None)
+        await _ensure_sample(options, settings)
+        async with AnalysisClient(settings=settings) as client:
+            if err.is_terminal and not as_json:
+                with err.status("Analysing..."):
+                    result = await client.analyze(question, filter=filter)
+            else:
+                result = await client.analyze(question, filter=filter)
+            executions = list(client.last_session_executions)
+        if as_json:
+            data = result.model_dump()
+            if show_code:
+                data["executions"] = [e.model_dump() for e in executions]
+            _print_json(data)
+            return
+        out.print(result.answer, markup=False, highlight=False)
+        if result.citations:
+            out.rule("Citations")
+            for c in result.citations:
+                pages = f" (p. {', '.join(map(str, c.page_numbers))})" if c.page_numbers else ""
+                out.print(f"- {c.document_title}{pages} — {c.document_uri}", highlight=False, markup=False)
+        if show_code:
+            for e in executions:
+                out.rule(f"Program {e.index} ({'ok' if e.success else 'failed'})")
+                out.print(e.code, markup=False, highlight=False)
+
+    _run(options, go)
+
+
+def main() -> None:
+    logging.captureWarnings(True)
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Sandboxed Python over the documents: monty workers, the /documents VFS, host functions."""

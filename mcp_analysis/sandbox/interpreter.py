@@ -1,0 +1,228 @@
+"""One analysis session's Python interpreter: persistent, hibernating, self-healing.
+
+Variables, functions and imports persist across `execute` calls. After every call
+that leaves the worker healthy, the interpreter state is dumped (~0.1 ms for small
+state); that dump is what hibernation keeps and what recovery restores. A timeout,
+a memory blow-up, a crashed or killed worker, or a cancelled call discards the
+worker and rolls back to the state after the last good call.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+from pydantic_monty import (
+    AsyncMontySession,
+    MontyCrashedError,
+    MontyError,
+    MontyRuntimeError,
+    MontySyntaxError,
+)
+
+from mcp_analysis.config import SandboxSettings
+from mcp_analysis.sandbox.hints import with_hint
+from mcp_analysis.sandbox.models import ExecutionResult
+from mcp_analysis.sandbox.output import OutputCollector, truncate
+from mcp_analysis.sandbox.pool import WorkerPool
+
+log = logging.getLogger(__name__)
+
+_GRACE_SECONDS = 2.0  # past code_timeout before the wall-clock backstop kills the worker
+KEPT = "Variables from before this call are kept."
+
+StateListener = Callable[[bytes | None], None]
+
+
+class Interpreter:
+    def __init__(
+        self,
+        pool: WorkerPool,
+        settings: SandboxSettings,
+        state: bytes | None = None,
+        on_state: StateListener | None = None,
+    ) -> None:
+        self.pool = pool
+        self.settings = settings
+        self.state = state
+        self.on_state = on_state
+        self.last_used = time.monotonic()
+        self._session: AsyncMontySession | None = None
+        self._lock = anyio.Lock()
+        self.executions = 0
+
+    @property
+    def is_idle(self) -> bool:
+        return not self._lock.locked()
+
+    @property
+    def attached(self) -> bool:
+        return self._session is not None
+
+    # ------------------------------------------------------------------ public
+
+    async def execute(
+        self, code: str, *, os_handler: Any = None, functions: dict[str, Any] | None = None
+    ) -> ExecutionResult:
+        async with self._lock:
+            self.last_used = time.monotonic()
+            started = time.perf_counter()
+            try:
+                return await self._execute(code, os_handler, functions or {}, started)
+            finally:
+                self.last_used = time.monotonic()
+                self.executions += 1
+
+    async def hibernate(self) -> None:
+        """Give the worker back; the state stays in `self.state` (dumped after the last call)."""
+        if self._session is None:
+            return
+        if self._lock.locked():
+            return
+        async with self._lock:
+            await self._detach()
+
+    async def reset(self) -> None:
+        """Forget all variables (a new analysis)."""
+        async with self._lock:
+            await self._detach()
+            self._set_state(None)
+
+    async def close(self) -> None:
+        await self.hibernate()
+
+    # ----------------------------------------------------------------- private
+
+    def _set_state(self, state: bytes | None) -> None:
+        self.state = state
+        if self.on_state is not None:
+            self.on_state(state)
+
+    async def _attach(self) -> AsyncMontySession:
+        if self._session is not None:
+            self.pool.touch(self)
+            return self._session
+        session = await self.pool.acquire(self)
+        if self.state is not None:
+            try:
+                await session.load_session(self.state)
+            except Exception as exc:
+                await self.pool.release(self, session)
+                log.warning("Could not restore interpreter state (%s); starting fresh", exc)
+                self._set_state(None)
+                session = await self.pool.acquire(self)
+        self._session = session
+        return session
+
+    async def _detach(self) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            await self.pool.release(self, session)
+
+    async def _execute(self, code: str, os_handler: Any, functions: dict[str, Any], started: float) -> ExecutionResult:
+        limit = self.settings.max_output_chars
+        output = OutputCollector(limit)
+        session = await self._attach()
+        value: str | None = None
+        error: str | None = None
+        rollback = False
+        timeout = self.settings.code_timeout
+        try:
+            with anyio.fail_after(timeout + _GRACE_SECONDS):
+                result = await session.feed_run(code, external_lookup=functions, os=os_handler, print_callback=output)
+            if result is not None:
+                value = repr(result)
+        except MontySyntaxError as exc:
+            error = with_hint(exc.display())
+        except MontyRuntimeError as exc:
+            error, rollback = self._runtime_error(exc)
+        except MontyCrashedError as exc:
+            rollback = True
+            detail = "it exceeded the wall-clock limit" if exc.timed_out else str(exc)
+            error = f"SandboxError: the interpreter process died ({detail}). {KEPT}"
+        except TimeoutError:
+            rollback = True
+            error = (
+                f"TimeoutError: execution stopped after {timeout:g} s (sandbox.code_timeout). {KEPT} "
+                "Split the work into smaller calls or make it cheaper."
+            )
+        except MontyError as exc:
+            rollback = True
+            error = f"SandboxError: {exc}. {KEPT}"
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await self._detach()
+            raise
+        except RuntimeError as exc:  # e.g. the checkout died underneath us
+            rollback = True
+            error = f"SandboxError: {exc}. {KEPT}"
+
+        if rollback:
+            await self._detach()
+        else:
+            try:
+                self._set_state(await session.dump())
+            except Exception as exc:
+                log.warning("Could not save interpreter state after a call: %s", exc)
+                await self._detach()
+                rollback = True
+
+        stdout, stderr = output.render()
+        truncated = output.truncated
+        if value is not None:
+            room = max(2000, limit - output.kept)
+            value, cut = truncate(value, room)
+            truncated = truncated or cut
+        return ExecutionResult(
+            success=error is None,
+            stdout=stdout,
+            stderr=stderr,
+            value=value,
+            error=error,
+            duration_ms=round((time.perf_counter() - started) * 1000, 3),
+            truncated=truncated,
+            output_chars=output.total + (len(value) if value else 0),
+            state_restored=rollback,
+        )
+
+    def _runtime_error(self, exc: MontyRuntimeError) -> tuple[str, bool]:
+        """(message, whether the worker's heap must be discarded)."""
+        text = exc.display()
+        inner = exc.exception()
+        s = self.settings
+        if isinstance(inner, TimeoutError) and "limit" in str(inner):
+            if "sleep" in str(inner):
+                return (
+                    f"TimeoutError: the code slept longer than sandbox.code_timeout ({s.code_timeout:g} s) "
+                    f"in total. {KEPT}",
+                    True,
+                )
+            return (
+                f"{text.rstrip()}\nTimeoutError: execution stopped after {s.code_timeout:g} s "
+                f"(sandbox.code_timeout). {KEPT} Split the work into smaller calls or make it cheaper.",
+                True,
+            )
+        if isinstance(inner, MemoryError):
+            return (
+                f"{text.rstrip()}\nMemoryError: the interpreter exceeded its memory limit "
+                f"({s.max_memory_mb} MB, sandbox.max_memory_mb) and was stopped. {KEPT} "
+                "Process documents one at a time instead of holding them all.",
+                True,
+            )
+        if "suspension limit" in text:
+            return (
+                f"{text.rstrip()}\nHint: one call may make at most {s.max_host_calls} host calls "
+                "(file reads, searches; sandbox.max_host_calls). Read fewer files per call, or reuse "
+                "what earlier calls stored in variables.",
+                False,
+            )
+        if isinstance(inner, RecursionError):
+            return (
+                f"{text.rstrip()}\nHint: the call depth limit is {s.max_recursion_depth} "
+                "(sandbox.max_recursion_depth); use a loop instead of deep recursion.",
+                False,
+            )
+        return with_hint(text), False

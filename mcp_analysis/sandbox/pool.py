@@ -1,0 +1,143 @@
+"""A fixed set of monty worker processes shared by any number of interpreters.
+
+An interpreter keeps its worker between calls (a warm call costs ~0.2 ms). When a
+worker is needed and none is free, the least recently used *idle* interpreter is
+hibernated: its state is already dumped after every call, so it just hands the
+worker back and reloads its state on its next call. Idle interpreters also give
+their worker back after ``sandbox.idle_release_seconds``. Checkout waits are
+bounded: when every worker is busy running code, the caller gets a clear error.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from pydantic_monty import AsyncMonty, AsyncMontySession
+
+from mcp_analysis.config import SandboxSettings
+from mcp_analysis.errors import SandboxError
+
+if TYPE_CHECKING:
+    from mcp_analysis.sandbox.interpreter import Interpreter
+
+log = logging.getLogger(__name__)
+
+
+class WorkerPool:
+    def __init__(self, settings: SandboxSettings) -> None:
+        self.settings = settings
+        self.size = settings.workers or os.cpu_count() or 1
+        self._monty = AsyncMonty(
+            max_processes=self.size,
+            min_processes=1,
+            checkout_timeout=settings.checkout_timeout,
+        )
+        self._attached: OrderedDict[Interpreter, None] = OrderedDict()
+        self._in_use = 0
+        self._changed = anyio.Condition()
+        self._task_group: Any = None
+        self.hibernations = 0
+
+    # ------------------------------------------------------------- lifecycle
+
+    async def __aenter__(self) -> WorkerPool:
+        await self._monty.__aenter__()
+        self._task_group = anyio.create_task_group()
+        await self._task_group.__aenter__()
+        if self.settings.idle_release_seconds > 0:
+            self._task_group.start_soon(self._release_idle_loop)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._task_group is not None:
+            self._task_group.cancel_scope.cancel()
+            await self._task_group.__aexit__(None, None, None)
+            self._task_group = None
+        with anyio.CancelScope(shield=True):
+            for owner in list(self._attached):
+                await owner.hibernate()
+            await self._monty.__aexit__(None, None, None)
+
+    def limits(self) -> dict[str, Any]:
+        s = self.settings
+        return {
+            "max_feed_duration_secs": s.code_timeout,
+            "max_memory": s.max_memory_mb * 1024 * 1024,
+            "max_recursion_depth": s.max_recursion_depth,
+            "max_suspensions": s.max_host_calls,
+            "max_total_sleep_secs": s.code_timeout,
+        }
+
+    @property
+    def attached(self) -> int:
+        return len(self._attached)
+
+    # -------------------------------------------------------------- checkout
+
+    async def acquire(self, owner: Interpreter) -> AsyncMontySession:
+        """A fresh worker session for `owner` (hibernating an idle interpreter if needed)."""
+        deadline = time.monotonic() + self.settings.checkout_timeout
+        async with self._changed:
+            while self._in_use >= self.size:
+                victim = next((o for o in self._attached if o is not owner and o.is_idle), None)
+                if victim is not None:
+                    # Release the condition while the victim hands its worker back.
+                    self._changed.release()
+                    try:
+                        await victim.hibernate()
+                        self.hibernations += 1
+                    finally:
+                        await self._changed.acquire()
+                    continue
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise SandboxError(
+                        f"All {self.size} interpreter workers are busy running code; try again shortly "
+                        "(or raise sandbox.workers)."
+                    )
+                with anyio.move_on_after(remaining):
+                    await self._changed.wait()
+            self._in_use += 1
+        session = self._monty.checkout(limits=self.limits(), os_policy={"timezone": "utc"})  # type: ignore[typeddict-item]
+        try:
+            await session.__aenter__()
+        except BaseException as exc:
+            await self._give_back()
+            if isinstance(exc, Exception):
+                raise SandboxError(f"Could not start an interpreter worker: {exc}") from exc
+            raise
+        self._attached[owner] = None
+        return session
+
+    async def release(self, owner: Interpreter, session: AsyncMontySession) -> None:
+        """Return `owner`'s worker (a dead or killed worker is replaced by the pool)."""
+        self._attached.pop(owner, None)
+        with anyio.CancelScope(shield=True):
+            try:
+                await session.__aexit__(None, None, None)
+            except Exception:  # the worker may already be gone; the pool replaces it
+                log.debug("worker release after failure", exc_info=True)
+            await self._give_back()
+
+    def touch(self, owner: Interpreter) -> None:
+        if owner in self._attached:
+            self._attached.move_to_end(owner)
+
+    async def _give_back(self) -> None:
+        async with self._changed:
+            self._in_use -= 1
+            self._changed.notify_all()
+
+    async def _release_idle_loop(self) -> None:
+        interval = max(1.0, self.settings.idle_release_seconds / 4)
+        while True:
+            await anyio.sleep(interval)
+            cutoff = time.monotonic() - self.settings.idle_release_seconds
+            for owner in list(self._attached):
+                if owner.is_idle and owner.last_used < cutoff:
+                    await owner.hibernate()

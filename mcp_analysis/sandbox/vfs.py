@@ -1,0 +1,244 @@
+"""The read-only /documents tree the sandbox sees, answered from the store.
+
+    /documents/{id}/metadata.json   {id, title, uri, created_at, metadata}   from the in-memory index
+    /documents/{id}/content.txt     full text                                 loaded on first read
+    /documents/{id}/items.jsonl     one JSON object per document item         loaded on first read
+    /documents/{id}/toc.json        section tree with item ranges, chunk ids  loaded on first read
+
+Every path is normalized first (``..`` cannot climb out); anything outside the tree
+is FileNotFoundError, every write is PermissionError, the environment is empty.
+Documents outside the session's filter do not exist here, whatever id is guessed.
+Listing never loads contents.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from pathlib import PurePosixPath
+from typing import Any, ClassVar
+
+from pydantic_monty import NOT_HANDLED, MontyFileHandle, ScanEntry, StatResult
+
+from mcp_analysis.corpus import Corpus
+from mcp_analysis.store.models import DocumentMeta
+
+ROOT = "/documents"
+FILES = ("metadata.json", "content.txt", "items.jsonl", "toc.json")
+_WRITES = {
+    "Path.write_text",
+    "Path.write_bytes",
+    "Path.append_text",
+    "Path.append_bytes",
+    "Path.mkdir",
+    "Path.unlink",
+    "Path.rmdir",
+    "Path.rename",
+}
+_RENDER_CACHE_CHARS = 32 * 1024 * 1024
+
+
+def _normalize(path: Any) -> str:
+    raw = str(path.path if isinstance(path, MontyFileHandle) else path)
+    if not raw.startswith("/"):
+        raw = "/" + raw
+    normal = posixpath.normpath(raw)
+    return "/" if normal.startswith("//") and normal.strip("/") == "" else normal
+
+
+def _not_found(path: str) -> FileNotFoundError:
+    return FileNotFoundError(f"[Errno 2] No such file or directory: '{path}'")
+
+
+def _epoch(meta: DocumentMeta) -> float:
+    try:
+        return datetime.fromisoformat(meta.updated_at or meta.created_at).timestamp()
+    except ValueError:
+        return 0.0
+
+
+class DocumentsFS:
+    """A monty OS handler (``os=``) serving the /documents tree of one Corpus."""
+
+    def __init__(self, corpus: Corpus) -> None:
+        self.corpus = corpus
+        self._rendered: OrderedDict[str, str] = OrderedDict()
+        self._rendered_chars = 0
+        self.reads = 0
+
+    # monty calls the handler with keyword arguments; async work is returned as a coroutine.
+    def __call__(
+        self, *, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], is_async: bool = True, **_: Any
+    ) -> Any:
+        if name in _WRITES:
+            target = _normalize(args[0]) if args else "?"
+            return self._fail(PermissionError(f"[Errno 30] Read-only file system: '{target}'"))
+        if name == "os.getenv":
+            return args[1] if len(args) > 1 else kwargs.get("default")
+        if name == "os.environ":
+            return {}
+        handler = self._handlers.get(name)
+        if handler is None:
+            return NOT_HANDLED
+        return handler(self, *args, **kwargs)
+
+    @staticmethod
+    async def _fail(exc: BaseException) -> Any:
+        raise exc
+
+    # ---------------------------------------------------------------- resolving
+
+    async def _kind(self, path: str) -> tuple[str, DocumentMeta | None, str | None]:
+        """('root'|'tree'|'doc'|'file'|'missing', meta, file name)."""
+        if path == "/":
+            return "root", None, None
+        if path == ROOT:
+            return "tree", None, None
+        if not path.startswith(ROOT + "/"):
+            return "missing", None, None
+        parts = path[len(ROOT) + 1 :].split("/")
+        meta = await self.corpus.find(parts[0]) if parts[0] else None
+        if meta is None or len(parts) > 2:
+            return "missing", None, None
+        if len(parts) == 1:
+            return "doc", meta, None
+        if parts[1] in FILES:
+            return "file", meta, parts[1]
+        return "missing", None, None
+
+    async def _render(self, meta: DocumentMeta, name: str) -> str:
+        if name == "metadata.json":
+            return json.dumps(meta.public(), ensure_ascii=False, indent=2)
+        key = f"{meta.id}/{name}"
+        cached = self._rendered.get(key)
+        if cached is not None:
+            self._rendered.move_to_end(key)
+            return cached
+        self.reads += 1
+        if name == "content.txt":
+            text = await self.corpus.content(meta.id)
+        elif name == "items.jsonl":
+            text = await self.corpus.items_jsonl(meta.id)
+        else:
+            text = json.dumps(await self.corpus.toc(meta.id), ensure_ascii=False, indent=2)
+        if name != "content.txt":  # content is cached by the knowledge base already
+            self._rendered[key] = text
+            self._rendered_chars += len(text)
+            while self._rendered_chars > _RENDER_CACHE_CHARS and self._rendered:
+                _, dropped = self._rendered.popitem(last=False)
+                self._rendered_chars -= len(dropped)
+        return text
+
+    # ---------------------------------------------------------------- handlers
+
+    async def _exists(self, path: Any) -> bool:
+        return (await self._kind(_normalize(path)))[0] != "missing"
+
+    async def _is_file(self, path: Any) -> bool:
+        return (await self._kind(_normalize(path)))[0] == "file"
+
+    async def _is_dir(self, path: Any) -> bool:
+        return (await self._kind(_normalize(path)))[0] in ("root", "tree", "doc")
+
+    async def _is_symlink(self, path: Any) -> bool:
+        return False
+
+    async def _open(self, path: Any, mode: str = "r", *_: Any) -> MontyFileHandle:
+        normal = _normalize(path)
+        if any(flag in mode for flag in "wax+"):
+            raise PermissionError(f"[Errno 30] Read-only file system: '{normal}'")
+        kind, _meta, _name = await self._kind(normal)
+        if kind == "missing":
+            raise _not_found(normal)
+        if kind != "file":
+            raise IsADirectoryError(f"[Errno 21] Is a directory: '{normal}'")
+        return MontyFileHandle(normal, mode)
+
+    async def _file_text(self, path: Any) -> str:
+        normal = _normalize(path)
+        kind, meta, name = await self._kind(normal)
+        if kind == "missing":
+            raise _not_found(normal)
+        if kind != "file" or meta is None or name is None:
+            raise IsADirectoryError(f"[Errno 21] Is a directory: '{normal}'")
+        return await self._render(meta, name)
+
+    async def _read_text(self, path: Any, *_: Any) -> str:
+        return await self._file_text(path)
+
+    async def _read_bytes(self, path: Any, *_: Any) -> bytes:
+        return (await self._file_text(path)).encode("utf-8")
+
+    async def _children(self, normal: str) -> list[str]:
+        kind, meta, _ = await self._kind(normal)
+        if kind == "root":
+            return ["documents"]
+        if kind == "tree":
+            return [m.id for m in await self.corpus.documents()]
+        if kind == "doc" and meta is not None:
+            return list(FILES)
+        if kind == "file":
+            raise NotADirectoryError(f"[Errno 20] Not a directory: '{normal}'")
+        raise _not_found(normal)
+
+    async def _iterdir(self, path: Any) -> list[PurePosixPath]:
+        normal = _normalize(path)
+        base = PurePosixPath(normal)
+        return [base / child for child in await self._children(normal)]
+
+    async def _scan(self, path: Any, **_: Any) -> list[ScanEntry]:
+        """The whole subtree in one host call (os.walk, glob, scandir); no contents loaded."""
+        normal = _normalize(path)
+        kind, _meta, _ = await self._kind(normal)
+        if kind == "missing":
+            raise _not_found(normal)
+        if kind == "file":
+            return [ScanEntry("", False, True, False)]
+        entries = [ScanEntry("", True, False, False)]
+        if kind == "root":
+            entries.append(ScanEntry("documents", True, False, False))
+            prefix = "documents/"
+            ids = [m.id for m in await self.corpus.documents()]
+        elif kind == "tree":
+            prefix = ""
+            ids = [m.id for m in await self.corpus.documents()]
+        else:
+            prefix = ""
+            ids = []
+            entries.extend(ScanEntry(name, False, True, False) for name in FILES)
+        for doc_id in ids:
+            entries.append(ScanEntry(f"{prefix}{doc_id}", True, False, False))
+            entries.extend(ScanEntry(f"{prefix}{doc_id}/{name}", False, True, False) for name in FILES)
+        return entries
+
+    async def _stat(self, path: Any) -> StatResult:
+        normal = _normalize(path)
+        kind, meta, name = await self._kind(normal)
+        if kind == "missing":
+            raise _not_found(normal)
+        mtime = _epoch(meta) if meta else 0.0
+        if kind != "file" or meta is None or name is None:
+            return StatResult.dir_stat(0o555, mtime)
+        size = meta.content_size if name == "content.txt" else len((await self._render(meta, name)).encode("utf-8"))
+        return StatResult.file_stat(size, 0o444, mtime)
+
+    async def _resolve(self, path: Any) -> str:
+        return _normalize(path)
+
+    _handlers: ClassVar[dict[str, Callable[..., Awaitable[Any]]]] = {
+        "Path.exists": _exists,
+        "Path.is_file": _is_file,
+        "Path.is_dir": _is_dir,
+        "Path.is_symlink": _is_symlink,
+        "open": _open,
+        "Path.read_text": _read_text,
+        "Path.read_bytes": _read_bytes,
+        "Path.iterdir": _iterdir,
+        "Path.scan": _scan,
+        "Path.stat": _stat,
+        "Path.resolve": _resolve,
+        "Path.absolute": _resolve,
+    }

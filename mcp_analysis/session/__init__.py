@@ -1,0 +1,1 @@
+"""Per-client analysis state and interpreter handles: keyed, expiring, hibernated."""

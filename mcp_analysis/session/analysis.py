@@ -1,0 +1,160 @@
+"""`AnalysisSession`: one client's analysis — state, filtered corpus and interpreter.
+
+This is the single implementation behind every front door (MCP tools, the
+pydantic-ai toolset, the CLI's `exec`, the Python API):
+
+    async with AnalysisSession(kb, filter="uri LIKE '%report%'") as session:
+        result = await session.execute("len(list(Path('/documents').iterdir()))")
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from typing import Any
+
+import anyio
+
+from mcp_analysis.corpus import Corpus, KnowledgeBase
+from mcp_analysis.sandbox.host import HostFunctions
+from mcp_analysis.sandbox.interpreter import Interpreter
+from mcp_analysis.sandbox.models import ExecutionResult
+from mcp_analysis.sandbox.pool import WorkerPool
+from mcp_analysis.sandbox.vfs import DocumentsFS
+from mcp_analysis.search.models import SearchResult
+from mcp_analysis.session.citations import CiteOutcome, resolve_citations
+from mcp_analysis.session.state import AnalysisState, CodeExecutionEntry
+from mcp_analysis.store.models import DocumentMeta
+
+
+def new_session_id() -> str:
+    return "s_" + secrets.token_urlsafe(18)
+
+
+class AnalysisSession:
+    """See module docs. Use as an async context manager, or `start()`/`close()`."""
+
+    def __init__(
+        self,
+        kb: KnowledgeBase,
+        *,
+        filter: str | None = None,
+        pool: WorkerPool | None = None,
+        session_id: str | None = None,
+        state: AnalysisState | None = None,
+        interpreter_state: bytes | None = None,
+        owner: str | None = None,
+    ) -> None:
+        self.kb = kb
+        self.id = session_id or new_session_id()
+        self.owner = owner
+        self.state = state or AnalysisState(document_filter=filter)
+        if state is None:
+            self.state.document_filter = filter
+        self._pool = pool
+        self._own_pool = pool is None
+        self._interpreter_state = interpreter_state
+        self.interpreter: Interpreter | None = None
+        self.corpus: Corpus | None = None
+        self.fs: DocumentsFS | None = None
+        self.host: HostFunctions | None = None
+        self.last_used = time.monotonic()
+        self.dirty = False
+        self._lock = anyio.Lock()
+
+    # ---------------------------------------------------------------- lifecycle
+
+    async def start(self) -> AnalysisSession:
+        if self.corpus is not None:
+            return self
+        self.corpus = await self.kb.open_corpus(self.state.document_filter)
+        if self._pool is None:
+            self._pool = WorkerPool(self.kb.settings.sandbox)
+            await self._pool.__aenter__()
+        self.interpreter = Interpreter(
+            self._pool, self.kb.settings.sandbox, self._interpreter_state, on_state=self._interpreter_changed
+        )
+        self.fs = DocumentsFS(self.corpus)
+        self.host = HostFunctions(self.corpus, self.kb.settings.search.sandbox_limit, self._record_search)
+        return self
+
+    async def close(self) -> None:
+        if self.interpreter is not None:
+            await self.interpreter.close()
+        if self._own_pool and self._pool is not None:
+            await self._pool.__aexit__(None, None, None)
+            self._pool = None
+
+    async def __aenter__(self) -> AnalysisSession:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def _interpreter_changed(self, state: bytes | None) -> None:
+        self._interpreter_state = state
+        self.dirty = True
+
+    @property
+    def interpreter_state(self) -> bytes | None:
+        return self._interpreter_state
+
+    def _record_search(self, query: str, results: list[SearchResult]) -> None:
+        self.state.record_search(query, results)
+        self.dirty = True
+
+    def _ready(self) -> tuple[Corpus, Interpreter]:
+        if self.corpus is None or self.interpreter is None:
+            raise RuntimeError("AnalysisSession is not started; use `async with` or `await session.start()`.")
+        self.last_used = time.monotonic()
+        return self.corpus, self.interpreter
+
+    # ------------------------------------------------------------------- tools
+
+    async def execute(self, code: str) -> ExecutionResult:
+        """Run Python in this session's interpreter; variables persist across calls."""
+        _corpus, interpreter = self._ready()
+        assert self.fs is not None and self.host is not None
+        result = await interpreter.execute(code, os_handler=self.fs, functions=self.host.mapping())
+        self.state.execution_counter += 1
+        self.state.record_execution(
+            CodeExecutionEntry(
+                index=self.state.execution_counter,
+                code=code,
+                stdout=result.stdout,
+                stderr=result.stderr,
+                value=result.value,
+                error=result.error,
+                success=result.success,
+                duration_ms=result.duration_ms,
+                truncated=result.truncated,
+            )
+        )
+        self.dirty = True
+        return result
+
+    async def search(self, query: str, limit: int | None = None) -> list[SearchResult]:
+        corpus, _ = self._ready()
+        results = await corpus.search(query, limit)
+        self._record_search(query, results)
+        return results
+
+    async def list_documents(self) -> list[DocumentMeta]:
+        corpus, _ = self._ready()
+        return await corpus.documents()
+
+    async def cite(self, chunk_ids: list[str]) -> CiteOutcome:
+        corpus, _ = self._ready()
+        outcome = await resolve_citations(self.state, corpus, chunk_ids)
+        self.dirty = True
+        return outcome
+
+    async def new_analysis(self) -> None:
+        """Clear executions, citations, searches and variables; keep citation_index and the filter."""
+        _, interpreter = self._ready()
+        await interpreter.reset()
+        self.state.start_new_analysis()
+        self.dirty = True
+
+    def summary(self) -> dict[str, Any]:
+        return {"session": self.id, **self.state.summary()}

@@ -1,0 +1,85 @@
+"""AnalysisState, with the reference system's semantics.
+
+- document_filter: session configuration set by the operator, never by the model;
+- executions: every execute_code call of the current analysis (code, output, success);
+- citation_index: every citation ever resolved in this session (accumulates);
+- citations: chunk ids cited for the current answer (deduplicated, per analysis);
+- searches: results of tool and sandbox searches of the current analysis, by query.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from pydantic import BaseModel, Field
+
+from mcp_analysis.search.models import SearchResult
+
+MAX_EXECUTIONS_KEPT = 200
+MAX_SEARCHES_KEPT = 200
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+class CodeExecutionEntry(BaseModel):
+    index: int = Field(description="1-based number of this execution within the session.")
+    code: str
+    stdout: str = ""
+    stderr: str = ""
+    value: str | None = None
+    error: str | None = None
+    success: bool
+    duration_ms: float = 0.0
+    truncated: bool = False
+    started_at: str = Field(default_factory=now_iso)
+
+
+class Citation(BaseModel):
+    document_id: str
+    chunk_id: str
+    document_uri: str
+    document_title: str
+    page_numbers: list[int] = Field(default_factory=list)
+    headings: list[str] = Field(default_factory=list)
+    content: str = ""
+
+
+class AnalysisState(BaseModel):
+    document_filter: str | None = None
+    executions: list[CodeExecutionEntry] = Field(default_factory=list)
+    citation_index: dict[str, Citation] = Field(default_factory=dict)
+    citations: list[str] = Field(default_factory=list)
+    searches: dict[str, list[SearchResult]] = Field(default_factory=dict)
+    execution_counter: int = 0
+    analysis_number: int = 1
+
+    def record_search(self, query: str, results: list[SearchResult]) -> None:
+        self.searches.pop(query, None)
+        self.searches[query] = results
+        while len(self.searches) > MAX_SEARCHES_KEPT:
+            self.searches.pop(next(iter(self.searches)))
+
+    def record_execution(self, entry: CodeExecutionEntry) -> None:
+        self.executions.append(entry)
+        if len(self.executions) > MAX_EXECUTIONS_KEPT:
+            del self.executions[: len(self.executions) - MAX_EXECUTIONS_KEPT]
+
+    def start_new_analysis(self) -> None:
+        """Clear executions, citations and searches; keep citation_index and the filter."""
+        self.executions.clear()
+        self.citations.clear()
+        self.searches.clear()
+        self.analysis_number += 1
+
+    def summary(self) -> dict[str, object]:
+        return {
+            "document_filter": self.document_filter,
+            "analysis_number": self.analysis_number,
+            "executions": len(self.executions),
+            "failed_executions": sum(1 for e in self.executions if not e.success),
+            "searches": list(self.searches),
+            "citations": list(self.citations),
+            "citation_index_size": len(self.citation_index),
+        }
