@@ -107,7 +107,7 @@ class KnowledgeBase:
             async with self._embedder_lock:
                 if self._embedder is None:
                     embedder = create_embedder(self.embedder_name)
-                    if self.store.settings is not None:
+                    if self.store.settings is not None and embedder.dimension is None:
                         embedder.dimension = self.store.settings.vector_dim
                     await anyio.to_thread.run_sync(embedder.warm_up)
                     self._embedder = embedder

@@ -80,13 +80,24 @@ class TextEmbedder:
         return vectors
 
 
+_LOCAL: dict[str, TextEmbedder] = {}
+
+
 def create_embedder(name: str, cache_dir: Path | None = None) -> TextEmbedder:
-    """Build the embedder named `provider:model` (see module docs)."""
+    """Build the embedder named `provider:model` (see module docs).
+
+    Local models are shared per process: they are pure functions and loading one costs
+    about a second and ~100 MB.
+    """
     provider, _, model_name = name.partition(":")
     if not model_name:
         raise EmbedderError(f"Embedder name must look like 'provider:model', got {name!r}.")
     if provider == "onnx":
-        return TextEmbedder(name, OnnxMiniLMEmbeddingModel(variant=model_name, cache_dir=cache_dir), DIMENSION)
+        key = f"{name}|{cache_dir}"
+        if key not in _LOCAL:
+            model = OnnxMiniLMEmbeddingModel(variant=model_name, cache_dir=cache_dir)
+            _LOCAL[key] = TextEmbedder(name, model, DIMENSION)
+        return _LOCAL[key]
     try:
         from pydantic_ai.embeddings import infer_embedding_model
 

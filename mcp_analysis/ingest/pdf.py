@@ -15,6 +15,7 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from docling_core.types.doc import (
     BoundingBox,
@@ -26,6 +27,8 @@ from docling_core.types.doc import (
 )
 
 from mcp_analysis.errors import IngestError
+
+_BULLET = re.compile(r"^\s*([-\u2022\u2023\u25aa\u25cf\u2013*\u00b7]|\d{1,3}[.)]|[a-z][.)])\s+")
 
 
 @dataclass
@@ -214,19 +217,36 @@ class _Builder:
         self.title_done = False
         self.paragraph: list[_Line] = []
         self.widest = 1.0
+        self.list_group: Any = None  # the open list, while consecutive bullets continue it
 
-    def flush(self) -> None:
+    def flush(self, keep_list: bool = False) -> None:
         if not self.paragraph:
+            if not keep_list:
+                self.list_group = None
             return
-        # Lines that fill the measure are wrapped prose; short lines (lists, addresses)
+        # Lines that fill the measure are wrapped prose; short lines (addresses, verse)
         # keep their breaks so their structure survives.
         text = self.paragraph[0].text
         for prev, line in itertools.pairwise(self.paragraph):
             full = (prev.right - prev.left) >= self.widest * 0.7
             text += (" " if full else "\n") + line.text
         text = re.sub(r"(\w)- (\w)", r"\1\2", text)  # re-join hyphenated line breaks
-        self.doc.add_text(label=DocItemLabel.TEXT, text=text, prov=_prov(self.paragraph[0], len(text)))
+        bullet = _BULLET.match(text)
+        prov = _prov(self.paragraph[0], len(text))
+        if bullet:
+            if self.list_group is None:
+                self.list_group = self.doc.add_list_group()
+            marker = bullet.group(1)
+            enumerated = marker[0].isalnum()
+            self.doc.add_list_item(
+                text=text[bullet.end() :], marker=marker, enumerated=enumerated, parent=self.list_group, prov=prov
+            )
+        else:
+            self.list_group = None
+            self.doc.add_text(label=DocItemLabel.TEXT, text=text, prov=prov)
         self.paragraph = []
+        if not keep_list:
+            self.list_group = None
 
     def page(self, lines: list[_Line]) -> None:
         pitches = [
@@ -269,11 +289,13 @@ class _Builder:
             if larger or bold_heading:
                 index = self._heading(lines, index, larger)
                 continue
-            if self.paragraph:
+            if _BULLET.match(line.text) and self.paragraph:
+                self.flush(keep_list=True)  # each bullet starts a new list item
+            elif self.paragraph:
                 previous = self.paragraph[-1]
                 gap = previous.bottom - line.bottom
                 if gap > pitch * 1.3 or gap < 0 or abs(line.size - previous.size) > 0.5:
-                    self.flush()
+                    self.flush(keep_list=bool(_BULLET.match(self.paragraph[0].text)) and gap < pitch * 2.5)
             self.paragraph.append(line)
             index += 1
         self.flush()

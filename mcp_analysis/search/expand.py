@@ -106,13 +106,19 @@ async def expand_hits(
         spans.append(_Span(hit, meta, lo, hi, hit.score))
 
     merged: list[_Span] = []
-    for span in spans:  # spans arrive best-first
-        for other in merged:
-            if other.meta.id == span.meta.id and span.lo <= other.hi + 1 and other.lo <= span.hi + 1:
-                other.lo, other.hi = min(other.lo, span.lo), max(other.hi, span.hi)
-                break
-        else:
+    for span in spans:  # spans arrive best-first; a merged result keeps the best rank
+        touching = [
+            other
+            for other in merged
+            if other.meta.id == span.meta.id and span.lo <= other.hi + 1 and other.lo <= span.hi + 1
+        ]
+        if not touching:
             merged.append(span)
+            continue
+        keeper = touching[0]
+        for other in [span, *touching[1:]]:
+            keeper.lo, keeper.hi = min(keeper.lo, other.lo), max(keeper.hi, other.hi)
+        merged = [m for m in merged if m is keeper or m not in touching]
 
     results = []
     for rank, span in enumerate(merged[:limit], start=1):

@@ -1,0 +1,71 @@
+"""Shared fixtures: one real sample knowledge base on disk per test run, real embedder, real workers."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from mcp_analysis.config import Settings, load_settings
+from mcp_analysis.corpus import KnowledgeBase
+from mcp_analysis.sample import documents_dir, ensure_sample_kb
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def anyio_backend() -> str:
+    return "asyncio"  # LanceDB's async API does not run under trio
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Keep tests away from the user's data dir and config; keep the model cache shared."""
+    home = tmp_path_factory.mktemp("home")
+    saved = {k: os.environ.get(k) for k in ("XDG_DATA_HOME", "MCP_ANALYSIS_CONFIG", "MCP_ANALYSIS_DB", "HAIKU_RAG_DB")}
+    os.environ["XDG_DATA_HOME"] = str(home / "data")
+    for key in ("MCP_ANALYSIS_CONFIG", "MCP_ANALYSIS_DB", "HAIKU_RAG_DB"):
+        os.environ.pop(key, None)
+    yield
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+@pytest.fixture(scope="session")
+def sample_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sample knowledge base, built once per test run."""
+    db = tmp_path_factory.mktemp("sample") / "sample.lancedb"
+    anyio.run(ensure_sample_kb, make_settings(db))
+    return db
+
+
+def make_settings(db: Path, **overrides: Any) -> Settings:
+    return load_settings(db=db, **overrides)
+
+
+@pytest.fixture
+def sample_settings(sample_db: Path, tmp_path: Path) -> Settings:
+    return make_settings(sample_db, sessions={"dir": tmp_path / "sessions"})
+
+
+@pytest.fixture
+async def kb(sample_settings: Settings) -> AsyncIterator[KnowledgeBase]:
+    base = await KnowledgeBase.open(sample_settings)
+    yield base
+    await base.close()
+
+
+@pytest.fixture
+def sample_docs_copy(tmp_path: Path) -> Path:
+    """A writable copy of the sample documents (for ingest tests that modify files)."""
+    target = tmp_path / "docs"
+    shutil.copytree(documents_dir(), target)
+    return target

@@ -1,0 +1,84 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mcp_analysis.config import DEFAULT_EMBEDDER, load_settings
+from mcp_analysis.errors import ConfigError
+
+
+@pytest.fixture
+def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    for key in ("MCP_ANALYSIS_DB", "HAIKU_RAG_DB", "MCP_ANALYSIS_CONFIG", "MCP_ANALYSIS_SEARCH__LIMIT"):
+        monkeypatch.delenv(key, raising=False)
+    return tmp_path
+
+
+def test_defaults(in_tmp: Path) -> None:
+    s = load_settings()
+    assert s.search.limit == 5
+    assert s.search.max_context_chars == 5000
+    assert s.sandbox.code_timeout == 60
+    assert s.sandbox.max_output_chars == 50_000
+    assert s.embedder == DEFAULT_EMBEDDER
+    assert s.db.name == "kb.lancedb"
+
+
+def test_precedence_flag_env_file(in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (in_tmp / "mcp-analysis.yaml").write_text("db: /from/file\nsearch:\n  limit: 7\n  max_context_chars: 900\n")
+    s = load_settings()
+    assert s.db == Path("/from/file")
+    assert (s.search.limit, s.search.max_context_chars) == (7, 900)
+
+    monkeypatch.setenv("HAIKU_RAG_DB", "/from/haiku")
+    assert load_settings().db == Path("/from/haiku")
+
+    monkeypatch.setenv("MCP_ANALYSIS_DB", "/from/env")
+    monkeypatch.setenv("MCP_ANALYSIS_SEARCH__LIMIT", "9")
+    s = load_settings()
+    assert s.db == Path("/from/env")
+    assert s.search.limit == 9
+    assert s.search.max_context_chars == 900  # the file still fills what env does not set
+
+    s = load_settings(db=Path("/from/flag"), search={"limit": 3})
+    assert s.db == Path("/from/flag")
+    assert s.search.limit == 3
+    assert s.search.max_context_chars == 900
+
+
+def test_explicit_config_file_and_env_pointer(in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    other = in_tmp / "other.yaml"
+    other.write_text("sandbox:\n  code_timeout: 5\n")
+    assert load_settings(other).sandbox.code_timeout == 5
+    monkeypatch.setenv("MCP_ANALYSIS_CONFIG", str(other))
+    assert load_settings().sandbox.code_timeout == 5
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_settings(in_tmp / "missing.yaml")
+
+
+def test_unknown_keys_are_named(in_tmp: Path) -> None:
+    (in_tmp / "mcp-analysis.yaml").write_text("search:\n  limitt: 3\n")
+    with pytest.raises(ConfigError, match=r"unknown setting 'search\.limitt'"):
+        load_settings()
+    (in_tmp / "mcp-analysis.yaml").write_text("colour: blue\n")
+    with pytest.raises(ConfigError, match="unknown setting 'colour'"):
+        load_settings()
+
+
+def test_bad_values_and_yaml(in_tmp: Path) -> None:
+    (in_tmp / "mcp-analysis.yaml").write_text("search:\n  limit: 0\n")
+    with pytest.raises(ConfigError, match=r"search\.limit"):
+        load_settings()
+    (in_tmp / "mcp-analysis.yaml").write_text("search: [unclosed\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_settings()
+    (in_tmp / "mcp-analysis.yaml").write_text("embedder: nocolon\n")
+    with pytest.raises(ConfigError, match="provider:model"):
+        load_settings()
+
+
+def test_embedder_explicitness_is_tracked(in_tmp: Path) -> None:
+    assert "embedder" not in load_settings().model_fields_set
+    assert "embedder" in load_settings(embedder="onnx:all-MiniLM-L6-v2-exact").model_fields_set
