@@ -10,6 +10,7 @@ worker and rolls back to the state after the last good call.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -67,14 +68,17 @@ class Interpreter:
     async def execute(
         self, code: str, *, os_handler: Any = None, functions: dict[str, Any] | None = None
     ) -> ExecutionResult:
-        async with self._lock:
-            self.last_used = time.monotonic()
-            started = time.perf_counter()
-            try:
-                return await self._execute(code, os_handler, functions or {}, started)
-            finally:
+        try:
+            async with self._lock:
                 self.last_used = time.monotonic()
-                self.executions += 1
+                started = time.perf_counter()
+                try:
+                    return await self._execute(code, os_handler, functions or {}, started)
+                finally:
+                    self.last_used = time.monotonic()
+                    self.executions += 1
+        finally:
+            self.pool.wake()  # this interpreter is idle again: a waiter may take its worker
 
     async def hibernate(self) -> None:
         """Give the worker back; the state stays in `self.state` (dumped after the last call)."""
@@ -103,8 +107,12 @@ class Interpreter:
 
     async def _attach(self) -> AsyncMontySession:
         if self._session is not None:
-            self.pool.touch(self)
-            return self._session
+            if _alive(self._session):
+                self.pool.touch(self)
+                return self._session
+            # The worker died while idle (OOM killer, kill -9): reload the last good state.
+            log.warning("Interpreter worker died while idle; restoring the session on a fresh worker")
+            await self._detach()
         session = await self.pool.acquire(self)
         if self.state is not None:
             try:
@@ -226,3 +234,25 @@ class Interpreter:
                 False,
             )
         return with_hint(text), False
+
+
+def _alive(session: AsyncMontySession) -> bool:
+    """Whether the session's worker process still exists (a cheap signal-0 probe)."""
+    pid = session.worker_pid
+    if pid is None:
+        return True  # a turn is in flight on another thread; cannot tell, assume alive
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return _not_zombie(pid)
+
+
+def _not_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().split(b") ", 1)[1][:1] != b"Z"
+    except (OSError, IndexError):
+        return True

@@ -39,7 +39,7 @@ class WorkerPool:
         )
         self._attached: OrderedDict[Interpreter, None] = OrderedDict()
         self._in_use = 0
-        self._changed = anyio.Condition()
+        self._freed: anyio.Event | None = None
         self._task_group: Any = None
         self.hibernations = 0
 
@@ -82,32 +82,29 @@ class WorkerPool:
     async def acquire(self, owner: Interpreter) -> AsyncMontySession:
         """A fresh worker session for `owner` (hibernating an idle interpreter if needed)."""
         deadline = time.monotonic() + self.settings.checkout_timeout
-        async with self._changed:
-            while self._in_use >= self.size:
-                victim = next((o for o in self._attached if o is not owner and o.is_idle), None)
-                if victim is not None:
-                    # Release the condition while the victim hands its worker back.
-                    self._changed.release()
-                    try:
-                        await victim.hibernate()
-                        self.hibernations += 1
-                    finally:
-                        await self._changed.acquire()
-                    continue
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise SandboxError(
-                        f"All {self.size} interpreter workers are busy running code; try again shortly "
-                        "(or raise sandbox.workers)."
-                    )
-                with anyio.move_on_after(remaining):
-                    await self._changed.wait()
-            self._in_use += 1
+        # Single event loop: no await between the capacity check and taking the slot.
+        while self._in_use >= self.size:
+            victim = next((o for o in self._attached if o is not owner and o.is_idle), None)
+            if victim is not None:
+                await victim.hibernate()
+                self.hibernations += 1
+                continue
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise SandboxError(
+                    f"All {self.size} interpreter workers are busy running code; try again shortly "
+                    "(or raise sandbox.workers)."
+                )
+            if self._freed is None:
+                self._freed = anyio.Event()
+            with anyio.move_on_after(remaining):
+                await self._freed.wait()
+        self._in_use += 1
         session = self._monty.checkout(limits=self.limits(), os_policy={"timezone": "utc"})  # type: ignore[typeddict-item]
         try:
             await session.__aenter__()
         except BaseException as exc:
-            await self._give_back()
+            self._give_back()
             if isinstance(exc, Exception):
                 raise SandboxError(f"Could not start an interpreter worker: {exc}") from exc
             raise
@@ -122,16 +119,21 @@ class WorkerPool:
                 await session.__aexit__(None, None, None)
             except Exception:  # the worker may already be gone; the pool replaces it
                 log.debug("worker release after failure", exc_info=True)
-            await self._give_back()
+            self._give_back()
 
     def touch(self, owner: Interpreter) -> None:
         if owner in self._attached:
             self._attached.move_to_end(owner)
 
-    async def _give_back(self) -> None:
-        async with self._changed:
-            self._in_use -= 1
-            self._changed.notify_all()
+    def _give_back(self) -> None:
+        self._in_use -= 1
+        self.wake()
+
+    def wake(self) -> None:
+        """Wake checkouts waiting for a worker (one was freed, or an interpreter went idle)."""
+        if self._freed is not None:
+            self._freed.set()
+            self._freed = None
 
     async def _release_idle_loop(self) -> None:
         interval = max(1.0, self.settings.idle_release_seconds / 4)
