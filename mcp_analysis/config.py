@@ -27,6 +27,11 @@ CONFIG_ENV = "MCP_ANALYSIS_CONFIG"
 DEFAULT_CONFIG_FILE = "mcp-analysis.yaml"
 
 
+def is_local_path(path: str | Path) -> bool:
+    """False for object-store URIs such as s3://bucket/kb."""
+    return "://" not in str(path)
+
+
 def data_home() -> Path:
     """Where we keep knowledge bases and session state by default (XDG)."""
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")

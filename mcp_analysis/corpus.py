@@ -30,6 +30,7 @@ from mcp_analysis.store import schema
 from mcp_analysis.store.database import Store
 from mcp_analysis.store.filters import combine_filters, sql_in, sql_quote
 from mcp_analysis.store.models import ChunkRecord, DocumentItem, DocumentMeta
+from mcp_analysis.structure import HEADING_LABELS, section_ranges
 
 log = logging.getLogger(__name__)
 
@@ -272,25 +273,22 @@ class Corpus:
 
 
 def build_toc(meta: DocumentMeta, items: list[DocumentItem]) -> dict[str, Any]:
-    from mcp_analysis.ingest.chunker import section_ranges
-    from mcp_analysis.ingest.items import HEADING_LABELS, ItemDraft
-
-    drafts = [ItemDraft(i.position, i.self_ref, i.label, i.text, i.page_numbers, i.heading_level) for i in items]
-    ranges = section_ranges(drafts) if drafts else []
+    """The section tree of a document: headings with item ranges, pages and chunk ids."""
+    ranges = section_ranges([i.label for i in items], [i.heading_level for i in items])
     root: dict[str, Any] = {"document_id": meta.id, "title": meta.title, "sections": []}
     stack: list[tuple[int, dict[str, Any]]] = []
     for index, item in enumerate(items):
         if item.label not in HEADING_LABELS:
             continue
         start, end = ranges[index]
-        chunk_ids = list(dict.fromkeys(c for it in items[start : end + 1] for c in it.chunk_ids))
+        inside = items[start : end + 1]
         node = {
             "heading": item.text,
             "level": item.heading_level if item.heading_level is not None else 1,
             "self_ref": item.self_ref,
             "item_range": [start, end],
-            "page_numbers": sorted({p for it in items[start : end + 1] for p in it.page_numbers}),
-            "chunk_ids": chunk_ids,
+            "page_numbers": sorted({p for it in inside for p in it.page_numbers}),
+            "chunk_ids": list(dict.fromkeys(c for it in inside for c in it.chunk_ids)),
             "sections": [],
         }
         while stack and stack[-1][0] >= node["level"]:

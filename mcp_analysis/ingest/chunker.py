@@ -13,7 +13,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from mcp_analysis.ingest.items import HEADING_LABELS, NOISE_LABELS, ItemDraft
+from mcp_analysis.ingest.items import ItemDraft
+from mcp_analysis.structure import HEADING_LABELS, SKIPPED_LABELS, section_ranges
 
 TokenCounter = Callable[[Sequence[str]], list[int]]
 
@@ -47,41 +48,6 @@ class ChunkDraft:
             "item_range": list(self.item_range),
             "section_range": list(self.section_range),
         }
-
-
-def section_ranges(items: Sequence[ItemDraft]) -> list[tuple[int, int]]:
-    """For each item, the positions [start, end] of the smallest section containing it."""
-    n = len(items)
-    ranges: list[tuple[int, int]] = [(0, n - 1)] * n
-    stack: list[tuple[int, int]] = []  # (heading level, position)
-    starts: list[int] = [0] * n
-    for i, item in enumerate(items):
-        if item.label in HEADING_LABELS:
-            level = item.heading_level if item.heading_level is not None else 1
-            while stack and stack[-1][0] >= level:
-                stack.pop()
-            stack.append((level, i))
-        starts[i] = stack[-1][1] if stack else 0
-    # End of a section that starts at heading h: just before the next heading of level <= h's.
-    ends: dict[int, int] = {}
-    open_headings: list[tuple[int, int]] = []
-    for i, item in enumerate(items):
-        if item.label in HEADING_LABELS:
-            level = item.heading_level if item.heading_level is not None else 1
-            while open_headings and open_headings[-1][0] >= level:
-                _, start = open_headings.pop()
-                ends[start] = i - 1
-            open_headings.append((level, i))
-    for _, start in open_headings:
-        ends[start] = n - 1
-    first_heading = next((i for i, it in enumerate(items) if it.label in HEADING_LABELS), n)
-    for i in range(n):
-        start = starts[i]
-        if i < first_heading:
-            ranges[i] = (0, max(0, first_heading - 1))
-        else:
-            ranges[i] = (start, ends.get(start, n - 1))
-    return ranges
 
 
 def _split_long(text: str, counts: TokenCounter, max_tokens: int, level: int = 0) -> list[str]:
@@ -119,7 +85,7 @@ def chunk_items(items: Sequence[ItemDraft], count_tokens: TokenCounter, max_toke
     """Group items into chunks (see module docs). Noise items (page headers...) are left out."""
     if not items:
         return []
-    sections = section_ranges(items)
+    sections = section_ranges([it.label for it in items], [it.heading_level for it in items])
     sizes = count_tokens([it.text for it in items])
     chunks: list[ChunkDraft] = []
     heading_stack: list[tuple[int, str]] = []
@@ -151,7 +117,7 @@ def chunk_items(items: Sequence[ItemDraft], count_tokens: TokenCounter, max_toke
         )
 
     for i, item in enumerate(items):
-        if item.label in NOISE_LABELS and item.label != "footnote":
+        if item.label in SKIPPED_LABELS:
             continue
         if item.label in HEADING_LABELS:
             emit(current)

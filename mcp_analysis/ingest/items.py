@@ -24,8 +24,7 @@ from docling_core.types.doc import (
     TitleItem,
 )
 
-NOISE_LABELS = frozenset({"page_header", "page_footer", "footnote"})
-HEADING_LABELS = frozenset({"title", "section_header"})
+from mcp_analysis.structure import NOISE_LABELS, SKIPPED_LABELS, render_item
 
 
 @dataclass
@@ -70,7 +69,7 @@ def _item_text(item: DocItem, doc: DoclingDocument) -> str:
 
 
 def extract_items(doc: DoclingDocument) -> list[ItemDraft]:
-    """Items in reading order, body and furniture (page headers/footers keep their labels)."""
+    """Items in reading order: the body, plus page headers/footers (labelled, left out of chunks)."""
     drafts: list[ItemDraft] = []
     consumed: set[str] = set()
     layers = {ContentLayer.BODY, ContentLayer.FURNITURE}
@@ -95,6 +94,9 @@ def extract_items(doc: DoclingDocument) -> list[ItemDraft]:
             continue
         if not isinstance(node, DocItem):
             continue
+        label = str(node.label.value if hasattr(node.label, "value") else node.label)
+        if node.content_layer == ContentLayer.FURNITURE and label not in NOISE_LABELS:
+            continue  # e.g. HTML <head><title>: metadata, not part of the text
         text = _item_text(node, doc)
         if not text:
             continue
@@ -103,7 +105,6 @@ def extract_items(doc: DoclingDocument) -> list[ItemDraft]:
             level = 0
         elif isinstance(node, SectionHeaderItem):
             level = int(node.level)
-        label = str(node.label.value if hasattr(node.label, "value") else node.label)
         drafts.append(ItemDraft(len(drafts), ref, label, text, _pages(node), level))
     return drafts
 
@@ -119,19 +120,6 @@ def document_title(doc: DoclingDocument, items: list[ItemDraft], fallback: str) 
 
 
 def render_content(items: list[ItemDraft]) -> str:
-    """The document as markdown-ish text (what content.txt serves); noise labels left out."""
-    blocks: list[str] = []
-    for item in items:
-        if item.label in NOISE_LABELS and item.label != "footnote":
-            continue
-        if item.label == "title":
-            blocks.append(f"# {item.text}")
-        elif item.label == "section_header":
-            blocks.append("#" * min(6, (item.heading_level or 1) + 1) + f" {item.text}")
-        elif item.label == "list_item":
-            blocks.append(f"- {item.text}")
-        elif item.label == "code":
-            blocks.append(f"```\n{item.text}\n```")
-        else:
-            blocks.append(item.text)
+    """The document as markdown-ish text (what content.txt serves); page furniture left out."""
+    blocks = [render_item(i.label, i.text, i.heading_level) for i in items if i.label not in SKIPPED_LABELS]
     return "\n\n".join(blocks) + ("\n" if blocks else "")

@@ -109,7 +109,8 @@ class DocumentsFS:
             return "file", meta, parts[1]
         return "missing", None, None
 
-    async def _render(self, meta: DocumentMeta, name: str) -> str:
+    async def render(self, meta: DocumentMeta, name: str) -> str:
+        """The text of one file of a visible document (cached per session except content.txt)."""
         if name == "metadata.json":
             return json.dumps(meta.public(), ensure_ascii=False, indent=2)
         key = f"{meta.id}/{name}"
@@ -164,7 +165,7 @@ class DocumentsFS:
             raise _not_found(normal)
         if kind != "file" or meta is None or name is None:
             raise IsADirectoryError(f"[Errno 21] Is a directory: '{normal}'")
-        return await self._render(meta, name)
+        return await self.render(meta, name)
 
     async def _read_text(self, path: Any, *_: Any) -> str:
         return await self._file_text(path)
@@ -222,7 +223,7 @@ class DocumentsFS:
         mtime = _epoch(meta) if meta else 0.0
         if kind != "file" or meta is None or name is None:
             return StatResult.dir_stat(0o555, mtime)
-        size = meta.content_size if name == "content.txt" else len((await self._render(meta, name)).encode("utf-8"))
+        size = meta.content_size if name == "content.txt" else len((await self.render(meta, name)).encode("utf-8"))
         return StatResult.file_stat(size, 0o444, mtime)
 
     async def _resolve(self, path: Any) -> str:

@@ -12,15 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from mcp_analysis.ingest.items import NOISE_LABELS
 from mcp_analysis.search.hybrid import Hit
 from mcp_analysis.search.models import SearchResult
 from mcp_analysis.store.database import Store
 from mcp_analysis.store.filters import sql_quote
 from mcp_analysis.store.models import DocumentMeta
+from mcp_analysis.structure import SKIPPED_LABELS, render_item
 
 WINDOW = 40  # items fetched on each side of a hit; bounds work on huge sections
-_SKIP = NOISE_LABELS - {"footnote"}
+_SKIP = SKIPPED_LABELS
 
 
 @dataclass
@@ -30,16 +30,6 @@ class _Span:
     lo: int
     hi: int
     score: float
-
-
-def render_item(label: str, text: str, heading_level: int | None) -> str:
-    if label == "title":
-        return f"# {text}"
-    if label == "section_header":
-        return "#" * min(6, (heading_level or 1) + 1) + f" {text}"
-    if label == "list_item":
-        return f"- {text}"
-    return text
 
 
 async def expand_hits(

@@ -21,6 +21,7 @@ import lancedb
 import pyarrow as pa
 from lancedb.index import FTS, BTree
 
+from mcp_analysis.config import is_local_path
 from mcp_analysis.errors import DatabaseMismatchError, DatabaseNotFoundError, FilterError
 from mcp_analysis.store import schema
 from mcp_analysis.store.filters import filter_error_from, normalize_filter, sql_in, sql_quote
@@ -68,10 +69,6 @@ class DocumentRows:
     document: dict[str, Any]
     items: list[dict[str, Any]]
     chunks: list[dict[str, Any]]
-
-
-def is_local_path(path: str | Path) -> bool:
-    return "://" not in str(path)
 
 
 class Store:

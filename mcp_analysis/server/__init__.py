@@ -1,0 +1,1 @@
+"""The MCP surface: tools, resources, prompts, transports, auth."""

@@ -1,0 +1,415 @@
+"""The MCP server: four analysis tools plus session tools, /documents resources, a prompt.
+
+The layer is thin: each handler resolves the caller's `AnalysisSession`
+(server/identity.py), calls the same method the CLI and the Python API call, and
+shapes the result (server/outputs.py).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import anyio
+from mcp.server import MCPServer
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp.server.subscriptions import InMemorySubscriptionBus
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    INVALID_PARAMS,
+    CallToolResult,
+    Completion,
+    ListResourcesResult,
+    PaginatedRequestParams,
+    Resource,
+    ResourceTemplateReference,
+    ToolAnnotations,
+)
+from pydantic import Field
+
+from mcp_analysis import __version__
+from mcp_analysis.config import Settings, load_settings
+from mcp_analysis.errors import AnalysisError
+from mcp_analysis.server import outputs as out
+from mcp_analysis.server.auth import StaticTokenVerifier, load_tokens
+from mcp_analysis.server.identity import caller_filter, session_for
+from mcp_analysis.server.prompts import ANALYZE_PROMPT, EXECUTE_CODE_DOC, INSTRUCTIONS
+from mcp_analysis.server.runtime import Runtime
+
+if TYPE_CHECKING:
+    from mcp_analysis.session.analysis import AnalysisSession
+
+DOC_FILES = {
+    "metadata.json": "application/json",
+    "content.txt": "text/plain",
+    "items.jsonl": "application/jsonl",
+    "toc.json": "application/json",
+}
+SessionArg = Annotated[
+    str | None,
+    Field(
+        description="Analysis session handle. Leave empty over stdio; over HTTP without sessions pass back "
+        "the `session` value of an earlier result to keep your variables and citations."
+    ),
+]
+
+
+def doc_uri(document_id: str, name: str) -> str:
+    return f"documents:///{document_id}/{name}"
+
+
+def state_uri(session_id: str) -> str:
+    return f"analysis://sessions/{session_id}/state"
+
+
+def execution_uri(session_id: str, index: int) -> str:
+    return f"analysis://sessions/{session_id}/executions/{index}"
+
+
+class AnalysisServer(MCPServer):
+    """MCPServer with a shared runtime and paginated, per-caller `resources/list`."""
+
+    runtime: Runtime
+
+    async def _handle_list_resources(self, ctx: Any, params: PaginatedRequestParams | None) -> ListResourcesResult:
+        runtime = await self.runtime.ready()
+        assert runtime.kb is not None
+        _, document_filter = caller_filter(runtime)
+        documents = await runtime.kb.corpus(document_filter).documents()
+        page = runtime.settings.server.resource_page_size
+        offset = _decode_cursor(params.cursor if params else None)
+        names = list(DOC_FILES)
+        total = len(documents) * len(names)
+        entries: list[Resource] = []
+        for position in range(offset, min(total, offset + page)):
+            meta = documents[position // len(names)]
+            name = names[position % len(names)]
+            entries.append(
+                Resource(
+                    uri=doc_uri(meta.id, name),
+                    name=f"{meta.id}/{name}",
+                    title=meta.title if name == "content.txt" else f"{meta.title} — {name}",
+                    description=f"{name} of '{meta.title}' ({meta.uri})",
+                    mime_type=DOC_FILES[name],
+                    size=meta.content_size if name == "content.txt" else None,
+                )
+            )
+        more = offset + page < total
+        return ListResourcesResult(resources=entries, next_cursor=_encode_cursor(offset + page) if more else None)
+
+
+def _encode_cursor(offset: int) -> str:
+    return base64.urlsafe_b64encode(f"o:{offset}".encode()).decode()
+
+
+def _decode_cursor(cursor: str | None) -> int:
+    if not cursor:
+        return 0
+    try:
+        kind, _, value = base64.urlsafe_b64decode(cursor.encode()).decode().partition(":")
+        offset = int(value)
+        if kind != "o" or offset < 0:
+            raise ValueError(cursor)
+    except (ValueError, UnicodeDecodeError):
+        raise MCPError(code=INVALID_PARAMS, message="Invalid cursor: pass next_cursor from the last page.") from None
+    return offset
+
+
+def _tool_error(exc: AnalysisError) -> ToolError:
+    return ToolError(str(exc))
+
+
+def create_server(
+    db_path: str | Path | None = None,
+    config: Settings | None = None,
+    *,
+    http: bool = False,
+) -> AnalysisServer:
+    """Build the MCP server for a knowledge base (stdio by default; ``http=True`` adds bearer auth)."""
+    settings = config or load_settings()
+    if db_path is not None:
+        settings = settings.model_copy(update={"db": Path(db_path)})
+    auth_kwargs: dict[str, Any] = {}
+    if http and settings.server.tokens_file is not None:
+        base = f"http://{settings.server.host}:{settings.server.port}"
+        auth_kwargs = {
+            "token_verifier": StaticTokenVerifier(load_tokens(settings.server.tokens_file)),
+            "auth": AuthSettings(issuer_url=base, resource_server_url=f"{base}{settings.server.path}"),
+        }
+    bus = InMemorySubscriptionBus()
+    runtime = Runtime(settings, bus)
+
+    from contextlib import asynccontextmanager
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer) -> Any:
+        async with runtime.use():
+            yield {}
+
+    server = AnalysisServer(
+        "mcp-analysis",
+        title="Document analysis",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        subscriptions=bus,
+        lifespan=lifespan,
+        log_level=settings.server.log_level,
+        **auth_kwargs,
+    )
+    server.runtime = runtime
+    budget = settings.server.max_result_chars
+    read_only = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+
+    async def session_of(ctx: Context, session: str | None) -> tuple[AnalysisSession, bool]:
+        try:
+            return await session_for(ctx, session)
+        except AnalysisError as exc:
+            raise _tool_error(exc) from None
+
+    # ------------------------------------------------------------------ tools
+
+    @server.tool(annotations=read_only)
+    async def search(
+        query: Annotated[str, Field(description="What to look for (words or a question).")],
+        ctx: Context,
+        limit: Annotated[int | None, Field(description="Number of results (default 5).", ge=1, le=50)] = None,
+        session: SessionArg = None,
+    ) -> Annotated[CallToolResult, out.SearchOutput]:
+        """Hybrid search (semantic + keyword) over the documents. Each hit is grown with its
+        surrounding section and carries a chunk_id to cite."""
+        analysis, must_pass = await session_of(ctx, session)
+        try:
+            results = await analysis.search(query, limit)
+        except AnalysisError as exc:
+            raise _tool_error(exc) from None
+        model = out.fit_search(out.SearchOutput(session=analysis.id, query=query, results=results), budget)
+        return out.result(model, out.render_search(model) + out.session_note(analysis.id, must_pass), budget)
+
+    @server.tool(annotations=read_only)
+    async def list_documents(
+        ctx: Context,
+        offset: Annotated[int, Field(description="Skip this many documents (paging).", ge=0)] = 0,
+        limit: Annotated[int, Field(description="Documents per page.", ge=1, le=1000)] = 200,
+        session: SessionArg = None,
+    ) -> Annotated[CallToolResult, out.ListDocumentsOutput]:
+        """List the documents visible to you: id, title, uri, created_at, metadata."""
+        analysis, must_pass = await session_of(ctx, session)
+        documents = await analysis.list_documents()
+        chosen = documents[offset : offset + limit]
+        model = out.ListDocumentsOutput(
+            session=analysis.id,
+            total=len(documents),
+            offset=offset,
+            documents=[out.DocumentInfo(**d.public()) for d in chosen],
+            next_offset=offset + limit if offset + limit < len(documents) else None,
+        )
+        return out.result(model, out.render_documents(model) + out.session_note(analysis.id, must_pass), budget)
+
+    async def execute_code(
+        code: Annotated[str, Field(description="Python source to run.")],
+        ctx: Context,
+        session: SessionArg = None,
+    ) -> Annotated[CallToolResult, out.ExecuteOutput]:
+        analysis, must_pass = await session_of(ctx, session)
+        started = time.monotonic()
+        timeout = settings.sandbox.code_timeout
+
+        async def progress() -> None:
+            while True:
+                await anyio.sleep(1.0)
+                elapsed = time.monotonic() - started
+                await ctx.report_progress(min(elapsed, timeout), timeout, f"running for {elapsed:.0f} s")
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(progress)
+            try:
+                result = await analysis.execute(code)
+            except AnalysisError as exc:
+                raise _tool_error(exc) from None
+            finally:
+                tg.cancel_scope.cancel()
+        index = analysis.state.execution_counter
+        model = out.ExecuteOutput(session=analysis.id, execution=index, **result.model_dump(exclude={"output_chars"}))
+        model = out.fit_execution(model, budget, execution_uri(analysis.id, index))
+        return out.result(model, out.render_execution(model) + out.session_note(analysis.id, must_pass), budget)
+
+    server.add_tool(
+        execute_code,
+        description=EXECUTE_CODE_DOC,
+        annotations=ToolAnnotations(
+            read_only_hint=True, idempotent_hint=False, destructive_hint=False, open_world_hint=False
+        ),
+    )
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=False, idempotent_hint=True, destructive_hint=False))
+    async def cite(
+        chunk_ids: Annotated[
+            list[str],
+            Field(description="chunk_id values supporting the answer; [] if the answer is not from the documents."),
+        ],
+        ctx: Context,
+        session: SessionArg = None,
+    ) -> Annotated[CallToolResult, out.CiteOutput]:
+        """Register the chunks that support your current answer. Returns each citation's document title,
+        uri, pages, headings and a snippet. Slightly mangled ids are repaired; unknown ones are listed."""
+        analysis, must_pass = await session_of(ctx, session)
+        try:
+            outcome = await analysis.cite(chunk_ids)
+        except AnalysisError as exc:
+            raise _tool_error(exc) from None
+        model = out.CiteOutput(
+            session=analysis.id,
+            citations=[out.CitationOut.of(c) for c in outcome.citations],
+            repaired=outcome.repaired,
+            ignored=outcome.ignored,
+            no_evidence=outcome.no_evidence,
+            total_cited=len(analysis.state.citations),
+        )
+        return out.result(model, out.render_citations(model) + out.session_note(analysis.id, must_pass), budget)
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False))
+    async def new_analysis(
+        ctx: Context, session: SessionArg = None
+    ) -> Annotated[CallToolResult, out.NewAnalysisOutput]:
+        """Start a new analysis: clears variables, executions, searches and citations of this session
+        (keeps the citation index and the document filter)."""
+        analysis, must_pass = await session_of(ctx, session)
+        await analysis.new_analysis()
+        model = out.NewAnalysisOutput(
+            session=analysis.id,
+            analysis_number=analysis.state.analysis_number,
+            message="New analysis started: the interpreter is empty and no citations are registered.",
+        )
+        return out.result(model, model.message + out.session_note(analysis.id, must_pass), budget)
+
+    @server.tool(annotations=read_only)
+    async def analysis_state(ctx: Context, session: SessionArg = None) -> Annotated[CallToolResult, out.StateOutput]:
+        """Summary of this session: executions, searches, citations, filter; the full state (every
+        program and its output) is the resource named in the result."""
+        analysis, must_pass = await session_of(ctx, session)
+        model = _state_model(analysis)
+        return out.result(model, out.render_state(model) + out.session_note(analysis.id, must_pass), budget)
+
+    # -------------------------------------------------------------- resources
+
+    async def _corpus(ctx: Context) -> Any:
+        runtime = await server.runtime.ready()
+        assert runtime.kb is not None
+        _, document_filter = caller_filter(runtime)
+        return runtime.kb.corpus(document_filter)
+
+    async def _doc_file(document_id: str, name: str, ctx: Context) -> str:
+        from mcp_analysis.sandbox.vfs import DocumentsFS
+
+        corpus = await _corpus(ctx)
+        meta = await corpus.find(document_id)
+        if meta is None:
+            raise ResourceNotFoundError(f"No document {document_id!r} (unknown, or outside your filter).")
+        try:
+            return await DocumentsFS(corpus).render(meta, name)
+        except AnalysisError as exc:
+            raise ResourceError(str(exc)) from None
+
+    def register_doc_resource(name: str, mime: str, description: str) -> None:
+        async def read(document_id: str, ctx: Context) -> str:
+            return await _doc_file(document_id, name, ctx)
+
+        server.resource(
+            f"documents:///{{document_id}}/{name}",
+            name=f"document-{name.replace('.', '-')}",
+            title=f"Document {name}",
+            description=description,
+            mime_type=mime,
+        )(read)
+
+    register_doc_resource("metadata.json", "application/json", "A document's id, title, uri, created_at and metadata.")
+    register_doc_resource("content.txt", "text/plain", "A document's full text (markdown, tables as markdown).")
+    register_doc_resource(
+        "items.jsonl", "application/jsonl", "A document's items (one JSON object per line, with self_ref and label)."
+    )
+    register_doc_resource("toc.json", "application/json", "A document's section tree with item ranges and chunk ids.")
+
+    async def _session_by_id(session_id: str) -> AnalysisSession:
+        runtime = await server.runtime.ready()
+        assert runtime.sessions is not None
+        owner, document_filter = caller_filter(runtime)
+        try:
+            return await runtime.sessions.by_id_or_disk(session_id, owner, document_filter)
+        except AnalysisError as exc:
+            raise ResourceNotFoundError(str(exc)) from None
+
+    @server.resource(
+        "analysis://sessions/{session_id}/state",
+        name="analysis-state",
+        title="Analysis session state",
+        description="Executions (code and output), searches and citations of an analysis session.",
+        mime_type="application/json",
+    )
+    async def session_state(session_id: str, ctx: Context) -> str:
+        analysis = await _session_by_id(session_id)
+        state = analysis.state.model_dump(mode="json")
+        state["session"] = analysis.id
+        return json.dumps(state, ensure_ascii=False, indent=2)
+
+    @server.resource(
+        "analysis://sessions/{session_id}/executions/{index}",
+        name="analysis-execution",
+        title="One execute_code call",
+        description="The code of one execution and its full, untruncated output.",
+        mime_type="application/json",
+    )
+    async def session_execution(session_id: str, index: str, ctx: Context) -> str:
+        analysis = await _session_by_id(session_id)
+        for entry in analysis.state.executions:
+            if str(entry.index) == index:
+                return entry.model_dump_json(indent=2)
+        raise ResourceNotFoundError(f"Session {session_id} has no execution {index} in its current analysis.")
+
+    # ------------------------------------------------------------- prompts etc.
+
+    @server.prompt(name="analyze", title="Analyse a question", description="The analysis workflow for a question.")
+    def analyze(question: Annotated[str, Field(description="The question to answer.")]) -> str:
+        return ANALYZE_PROMPT.format(question=question)
+
+    @server.completion()
+    async def complete(ref: Any, argument: Any, context: Any) -> Completion | None:
+        if not isinstance(ref, ResourceTemplateReference) or argument.name != "document_id":
+            return None
+        runtime = await server.runtime.ready()
+        assert runtime.kb is not None
+        _, document_filter = caller_filter(runtime)
+        prefix = (argument.value or "").lower()
+        documents = await runtime.kb.corpus(document_filter).documents()
+        matches = [d.id for d in documents if d.id.startswith(prefix)]
+        matches += [d.id for d in documents if prefix and prefix in d.title.lower() and d.id not in matches]
+        return Completion(values=matches[:100], total=len(matches), has_more=len(matches) > 100)
+
+    return server
+
+
+def _state_model(analysis: AnalysisSession) -> out.StateOutput:
+    state = analysis.state
+    return out.StateOutput(
+        session=analysis.id,
+        document_filter=state.document_filter,
+        analysis_number=state.analysis_number,
+        executions=[
+            out.ExecutionSummary(
+                index=e.index,
+                success=e.success,
+                duration_ms=e.duration_ms,
+                code=e.code if len(e.code) <= 2000 else e.code[:2000] + " …",
+                resource=execution_uri(analysis.id, e.index),
+            )
+            for e in state.executions[-50:]
+        ],
+        searches=list(state.searches),
+        citations=[out.CitationOut.of(state.citation_index[c]) for c in state.citations if c in state.citation_index],
+        citation_index_size=len(state.citation_index),
+        resource=state_uri(analysis.id),
+    )

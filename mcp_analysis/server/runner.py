@@ -1,0 +1,97 @@
+"""`mcp-analysis serve`: stdio (default) or streamable HTTP on both protocol eras.
+
+Over stdio the SDK points fd 1 at stderr while serving, and the interpreter workers
+are only spawned after that, so nothing but protocol messages reaches the wire.
+Over HTTP, Host and Origin headers are checked (DNS-rebinding protection): loopback
+names are always allowed, others only when listed with --allowed-host/--allowed-origin.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from mcp.server.transport_security import TransportSecuritySettings
+
+from mcp_analysis.config import Settings, is_local_path
+from mcp_analysis.errors import DatabaseNotFoundError
+
+log = logging.getLogger(__name__)
+
+_LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+
+
+def security_settings(settings: Settings) -> TransportSecuritySettings:
+    server = settings.server
+    hosts = [f"{name}:*" for name in _LOOPBACK] + list(server.allowed_hosts)
+    origins = [f"http://{name}:*" for name in _LOOPBACK] + list(server.allowed_origins)
+    bind = server.host
+    if bind not in ("127.0.0.1", "localhost", "::1", "0.0.0.0", "::"):
+        hosts.append(f"{bind}:*")
+        origins.append(f"http://{bind}:*")
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
+
+
+def check_database(settings: Settings) -> None:
+    """Fail fast on a missing knowledge base (cheap: no LanceDB import before serving).
+
+    Deeper problems (embedder mismatch, bad --filter) are found when the runtime opens
+    the database right after the server starts; they are logged and every tool call
+    reports them.
+    """
+    db = str(settings.db)
+    if is_local_path(db) and not (settings.db / "document_meta.lance").is_dir():
+        raise DatabaseNotFoundError(
+            f"No knowledge base at {db}. Create one with `mcp-analysis add PATH --db {db}`, point --db / "
+            "MCP_ANALYSIS_DB at an existing one, or try `mcp-analysis serve --sample`."
+        )
+
+
+def build_http_app(settings: Settings) -> object:
+    from mcp_analysis.server.app import create_server
+
+    server = create_server(config=settings, http=True)
+    return server.streamable_http_app(
+        streamable_http_path=settings.server.path,
+        transport_security=security_settings(settings),
+        host=settings.server.host,
+        session_idle_timeout=settings.sessions.ttl_seconds,
+    )
+
+
+async def run_server(settings: Settings, *, http: bool = False) -> None:
+    from mcp_analysis.server.app import create_server
+
+    check_database(settings)
+    if not http:
+        log.info("mcp-analysis serving %s over stdio", settings.db)
+        server = create_server(config=settings)
+        await server.run_stdio_async()
+        return
+
+    import uvicorn
+
+    app = build_http_app(settings)
+    server_settings = settings.server
+    if server_settings.host in ("0.0.0.0", "::") and not server_settings.allowed_hosts:
+        log.warning(
+            "Listening on all interfaces: requests must use a loopback Host header unless you add "
+            "--allowed-host NAME:PORT for the names clients use."
+        )
+    if server_settings.tokens_file is None and server_settings.host not in ("127.0.0.1", "localhost", "::1"):
+        log.warning("No --tokens-file: anyone who can reach %s can read the knowledge base.", server_settings.host)
+    config = uvicorn.Config(
+        app,  # type: ignore[arg-type]
+        host=server_settings.host,
+        port=server_settings.port,
+        log_level=server_settings.log_level.lower(),
+        log_config=None,
+        access_log=server_settings.log_level == "DEBUG",
+    )
+    log.info(
+        "mcp-analysis serving %s at http://%s:%s%s",
+        settings.db,
+        server_settings.host,
+        server_settings.port,
+        server_settings.path,
+    )
+    await uvicorn.Server(config).serve()

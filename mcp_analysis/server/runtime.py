@@ -1,0 +1,150 @@
+"""What a running server holds: the knowledge base, the worker pool, the sessions.
+
+Started lazily in the background when the first connection opens (so `tools/list`
+answers before LanceDB and the embedder are loaded), shared by every connection
+and transport of one server object, and stopped when the last one closes. A
+watcher notices documents added by another process and tells listening clients.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import weakref
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged
+
+from mcp_analysis.config import Settings
+from mcp_analysis.errors import AnalysisError
+
+if TYPE_CHECKING:
+    from mcp_analysis.corpus import KnowledgeBase
+    from mcp_analysis.sandbox.pool import WorkerPool
+    from mcp_analysis.session.manager import SessionManager
+
+log = logging.getLogger(__name__)
+
+
+class Runtime:
+    def __init__(self, settings: Settings, bus: InMemorySubscriptionBus) -> None:
+        self.settings = settings
+        self.bus = bus
+        self.kb: KnowledgeBase | None = None
+        self.pool: WorkerPool | None = None
+        self.sessions: SessionManager | None = None
+        self.server_filter: str | None = None
+        self._users = 0
+        self._ready = anyio.Event()
+        self._failure: BaseException | None = None
+        self._stop = anyio.Event()
+        self._idle = anyio.Event()
+        self._legacy_sessions: weakref.WeakSet[Any] = weakref.WeakSet()
+
+    @asynccontextmanager
+    async def use(self) -> AsyncIterator[Runtime]:
+        """The first user starts the runtime in its own task and stops it after the last user left.
+
+        (Task groups must be exited by the task that entered them, so the owner waits for
+        later users instead of handing over.)
+        """
+        if self._users > 0:
+            self._users += 1
+            try:
+                yield self
+            finally:
+                self._users -= 1
+                if self._users == 0:
+                    self._idle.set()
+            return
+        self._users = 1
+        self._ready = anyio.Event()
+        self._stop = anyio.Event()
+        self._idle = anyio.Event()
+        self._failure = None
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._run)
+            try:
+                yield self
+            finally:
+                self._users -= 1
+                with anyio.CancelScope(shield=True):
+                    if self._users > 0:
+                        await self._idle.wait()
+                    self._stop.set()
+
+    async def ready(self) -> Runtime:
+        """Wait until started; re-raise a startup failure as a clear error."""
+        with anyio.fail_after(120):
+            await self._ready.wait()
+        if self._failure is not None:
+            if isinstance(self._failure, AnalysisError):
+                raise self._failure
+            raise AnalysisError(f"The server could not start: {self._failure}")
+        return self
+
+    async def _run(self) -> None:
+        """Open everything, serve until the last user leaves, then close in order."""
+        try:
+            # Heavy imports (LanceDB, monty, pydantic-ai) in a thread: the event loop keeps
+            # answering tools/list and friends meanwhile.
+            for module in ("mcp_analysis.corpus", "mcp_analysis.session.manager"):
+                await anyio.to_thread.run_sync(importlib.import_module, module)
+            from mcp_analysis.corpus import KnowledgeBase
+            from mcp_analysis.sandbox.pool import WorkerPool
+            from mcp_analysis.session.manager import SessionManager
+
+            kb = await KnowledgeBase.open(self.settings)
+            self.server_filter = await kb.store.validate_filter(self.settings.server.filter)
+            self.kb = kb
+            async with WorkerPool(self.settings.sandbox) as pool, SessionManager(kb, pool, self.settings) as sessions:
+                self.pool, self.sessions = pool, sessions
+                self._ready.set()
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self._warm_up, kb)
+                    tg.start_soon(self._watch, kb)
+                    await self._stop.wait()
+                    tg.cancel_scope.cancel()
+            await kb.close()
+        except Exception as exc:
+            self._failure = exc
+            log.error("Server startup failed: %s", exc)
+            self._ready.set()
+            await self._stop.wait()
+        finally:
+            self.sessions = None
+            self.pool = None
+
+    async def _warm_up(self, kb: KnowledgeBase) -> None:
+        """Load the embedder now so the first search does not pay for it."""
+        try:
+            await kb.embedder()
+        except Exception as exc:  # reported again, clearly, by the first search
+            log.warning("Embedder warm-up failed: %s", exc)
+
+    def remember_legacy_session(self, session: Any) -> None:
+        """Handshake-era connections get list-changed notifications on their own stream."""
+        self._legacy_sessions.add(session)
+
+    async def _watch(self, kb: KnowledgeBase) -> None:
+        last = await kb.refresh()
+        while True:
+            await anyio.sleep(self.settings.server.watch_interval)
+            try:
+                version = await kb.refresh()
+            except Exception as exc:
+                log.debug("watch: %s", exc)
+                continue
+            if version == last:
+                continue
+            last = version
+            log.info("Documents changed (version %s); notifying clients", version)
+            await self.bus.publish(ResourcesListChanged())
+            for session in list(self._legacy_sessions):
+                try:
+                    await session.send_resource_list_changed()
+                except Exception:  # a closed connection: forget it
+                    self._legacy_sessions.discard(session)
