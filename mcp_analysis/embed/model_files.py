@@ -72,9 +72,12 @@ def derived_model_path(cache_dir: Path | None = None) -> Path:
         work_dir = Path(tempfile.mkdtemp(prefix="mcp-analysis-model-"))
         target = work_dir / name
     log.info("Preparing the offline embedding model (one time per machine, a few seconds)...")
+    quiet = _DropOnnxruntimeRecords()
+    logging.getLogger().addFilter(quiet)  # the quantizer logs chatter on the root logger
     try:
         _derive(source, work_dir, target)
     finally:
+        logging.getLogger().removeFilter(quiet)
         for leftover in work_dir.glob("*"):
             if leftover != target:
                 leftover.unlink(missing_ok=True)
@@ -82,6 +85,11 @@ def derived_model_path(cache_dir: Path | None = None) -> Path:
             with contextlib.suppress(OSError):
                 work_dir.rmdir()
     return target
+
+
+class _DropOnnxruntimeRecords(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "onnxruntime" not in record.pathname
 
 
 def _derive(source: Path, work_dir: Path, target: Path) -> None:

@@ -8,23 +8,27 @@ MARKER = "\n... [output truncated: {dropped} more characters not shown; print le
 
 
 class OutputCollector:
-    """A monty print callback keeping at most `limit` characters of stdout+stderr."""
+    """A monty print callback keeping at most `limit` characters of stdout (and a fifth of
+    that of stderr, budgeted separately so warnings printed last are not lost to a flood)."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.stdout: list[str] = []
         self.stderr: list[str] = []
+        self._room = {"stdout": limit, "stderr": max(1000, limit // 5)}
         self.kept = 0
         self.total = 0
 
     def __call__(self, stream: Literal["stdout", "stderr"], text: str) -> None:
         self.total += len(text)
-        room = self.limit - self.kept
+        key = "stderr" if stream == "stderr" else "stdout"
+        room = self._room[key]
         if room <= 0:
             return
         piece = text[:room]
+        self._room[key] -= len(piece)
         self.kept += len(piece)
-        (self.stderr if stream == "stderr" else self.stdout).append(piece)
+        (self.stderr if key == "stderr" else self.stdout).append(piece)
 
     @property
     def truncated(self) -> bool:

@@ -8,6 +8,7 @@ shapes the result (server/outputs.py).
 from __future__ import annotations
 
 import base64
+import inspect
 import json
 import time
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import anyio
 from mcp.server import MCPServer
 from mcp.server.auth.settings import AuthSettings
+from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.server.subscriptions import InMemorySubscriptionBus
@@ -30,6 +32,7 @@ from mcp_types import (
     ResourceTemplateReference,
     ToolAnnotations,
 )
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import Field
 
 from mcp_analysis import __version__
@@ -162,6 +165,15 @@ def create_server(
         **auth_kwargs,
     )
     server.runtime = runtime
+
+    async def remember_legacy_connections(ctx: Any, call_next: Any) -> Any:
+        """Handshake-era connections hear list-changed notifications on their own stream."""
+        if ctx.request_id is not None and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            runtime.remember_legacy_session(ctx.session)
+        return await call_next(ctx)
+
+    server.middleware.append(remember_legacy_connections)
+    _advertise_resource_list_changes(server)
     budget = settings.server.max_result_chars
     read_only = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 
@@ -173,7 +185,16 @@ def create_server(
 
     # ------------------------------------------------------------------ tools
 
-    @server.tool(annotations=read_only)
+    def tool(annotations: ToolAnnotations) -> Any:
+        """Register a tool with its docstring, dedented, as the description the model reads."""
+
+        def register(fn: Any) -> Any:
+            server.add_tool(fn, description=inspect.cleandoc(fn.__doc__ or ""), annotations=annotations)
+            return fn
+
+        return register
+
+    @tool(read_only)
     async def search(
         query: Annotated[str, Field(description="What to look for (words or a question).")],
         ctx: Context,
@@ -190,7 +211,7 @@ def create_server(
         model = out.fit_search(out.SearchOutput(session=analysis.id, query=query, results=results), budget)
         return out.result(model, out.render_search(model) + out.session_note(analysis.id, must_pass), budget)
 
-    @server.tool(annotations=read_only)
+    @tool(read_only)
     async def list_documents(
         ctx: Context,
         offset: Annotated[int, Field(description="Skip this many documents (paging).", ge=0)] = 0,
@@ -246,7 +267,7 @@ def create_server(
         ),
     )
 
-    @server.tool(annotations=ToolAnnotations(read_only_hint=False, idempotent_hint=True, destructive_hint=False))
+    @tool(ToolAnnotations(read_only_hint=False, idempotent_hint=True, destructive_hint=False))
     async def cite(
         chunk_ids: Annotated[
             list[str],
@@ -272,7 +293,7 @@ def create_server(
         )
         return out.result(model, out.render_citations(model) + out.session_note(analysis.id, must_pass), budget)
 
-    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False))
+    @tool(ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False))
     async def new_analysis(
         ctx: Context, session: SessionArg = None
     ) -> Annotated[CallToolResult, out.NewAnalysisOutput]:
@@ -287,7 +308,7 @@ def create_server(
         )
         return out.result(model, model.message + out.session_note(analysis.id, must_pass), budget)
 
-    @server.tool(annotations=read_only)
+    @tool(read_only)
     async def analysis_state(ctx: Context, session: SessionArg = None) -> Annotated[CallToolResult, out.StateOutput]:
         """Summary of this session: executions, searches, citations, filter; the full state (every
         program and its output) is the resource named in the result."""
@@ -390,6 +411,22 @@ def create_server(
         return Completion(values=matches[:100], total=len(matches), has_more=len(matches) > 100)
 
     return server
+
+
+def _advertise_resource_list_changes(server: MCPServer) -> None:
+    """Handshake-era clients learn from `initialize` that resources/list_changed is sent.
+
+    (2026-07-28 clients learn it from subscriptions/listen being served.) MCPServer has no
+    option for this, so the low-level server's default is wrapped; the SDK is pinned to 2.3.
+    """
+    lowlevel = server._lowlevel_server
+    original = lowlevel.create_initialization_options
+
+    def with_resource_changes(notification_options: NotificationOptions | None = None, *args: Any, **kw: Any) -> Any:
+        options = notification_options or NotificationOptions(resources_changed=True)
+        return original(options, *args, **kw)
+
+    lowlevel.create_initialization_options = with_resource_changes  # type: ignore[method-assign]
 
 
 def _state_model(analysis: AnalysisSession) -> out.StateOutput:

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.mcpserver import Context
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_analysis.errors import AnalysisError
 from mcp_analysis.server.runtime import Runtime
@@ -48,9 +47,6 @@ def caller_filter(runtime: Runtime) -> tuple[str | None, str | None]:
 
 def identify(ctx: Context, runtime: Runtime) -> Caller:
     owner, document_filter = caller_filter(runtime)
-    request = ctx.request_context
-    if request.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-        runtime.remember_legacy_session(request.session)
     headers = ctx.headers
     if headers is None:
         return Caller("local", owner, document_filter, False)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib
 import logging
-import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -42,7 +41,7 @@ class Runtime:
         self._failure: BaseException | None = None
         self._stop = anyio.Event()
         self._idle = anyio.Event()
-        self._legacy_sessions: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._legacy_connections: dict[int, Any] = {}
 
     @asynccontextmanager
     async def use(self) -> AsyncIterator[Runtime]:
@@ -126,8 +125,15 @@ class Runtime:
             log.warning("Embedder warm-up failed: %s", exc)
 
     def remember_legacy_session(self, session: Any) -> None:
-        """Handshake-era connections get list-changed notifications on their own stream."""
-        self._legacy_sessions.add(session)
+        """Handshake-era connections get list-changed notifications on their own stream.
+
+        The connection (not the per-request session object) is kept until it closes.
+        """
+        connection = getattr(session, "_connection", None)  # SDK 2.3: the connection of a ServerSession
+        if connection is None or id(connection) in self._legacy_connections:
+            return
+        self._legacy_connections[id(connection)] = connection
+        connection.exit_stack.callback(self._legacy_connections.pop, id(connection), None)
 
     async def _watch(self, kb: KnowledgeBase) -> None:
         last = await kb.refresh()
@@ -141,10 +147,15 @@ class Runtime:
             if version == last:
                 continue
             last = version
-            log.info("Documents changed (version %s); notifying clients", version)
+            log.info(
+                "Documents changed (version %s); notifying clients (%d handshake-era connections)",
+                version,
+                len(self._legacy_connections),
+            )
             await self.bus.publish(ResourcesListChanged())
-            for session in list(self._legacy_sessions):
+            for key, connection in list(self._legacy_connections.items()):
                 try:
-                    await session.send_resource_list_changed()
-                except Exception:  # a closed connection: forget it
-                    self._legacy_sessions.discard(session)
+                    await connection.outbound.notify("notifications/resources/list_changed", None)
+                except Exception as exc:  # a closed connection: forget it
+                    log.debug("dropping a closed connection from notifications: %s", exc)
+                    self._legacy_connections.pop(key, None)

@@ -94,7 +94,7 @@ async def resolve_citations(state: AnalysisState, corpus: Corpus, chunk_ids: lis
     for raw, candidate in unresolved:
         if not candidate:
             continue
-        fixed = _repair(candidate, known - set(found))
+        fixed = _repair(candidate, known)
         if fixed is not None:
             repairs[raw] = fixed
     if repairs:
