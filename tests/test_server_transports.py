@@ -69,7 +69,10 @@ async def test_stdio_cancel_stops_the_code_and_keeps_state(sample_db: Path) -> N
         await client.call_tool("execute_code", {"code": "before = 1"})
         with anyio.move_on_after(1.5):
             await client.call_tool("execute_code", {"code": "after = 1\nwhile True:\n    pass"})
-        probe = "found = []\nfor n in ['before', 'after']:\n    try:\n        eval(n)\n        found.append(n)\n    except NameError:\n        pass\nfound"
+        probe = (
+            "found = []\nfor n in ['before', 'after']:\n    try:\n        eval(n)\n        found.append(n)\n"
+            "    except NameError:\n        pass\nfound"
+        )
         with anyio.fail_after(20):  # the worker was freed: this does not wait for the loop
             result = await client.call_tool("execute_code", {"code": probe})
         assert result.structured_content["value"] == "['before']"
@@ -174,10 +177,11 @@ async def test_clients_hear_when_documents_are_added(sample_db: Path, server_log
     db = tmp_path / "kb.lancedb"
     shutil.copytree(sample_db, db)
     env = {"XDG_DATA_HOME": str(tmp_path / "data"), "MCP_ANALYSIS_SERVER__WATCH_INTERVAL": "0.5"}
-    legacy_messages: list[Any] = []
+    legacy_heard = anyio.Event()
 
     async def on_message(message: Any) -> None:
-        legacy_messages.append(message)
+        if "resources/list_changed" in repr(message):
+            legacy_heard.set()
 
     with http_server(db, log_dir=server_logs, env=env) as server:
         async with server.client() as modern, server.client(mode="legacy", message_handler=on_message) as legacy:
@@ -200,15 +204,14 @@ async def test_clients_hear_when_documents_are_added(sample_db: Path, server_log
                     timeout=120,
                     env={**os.environ, **env},
                 )
-                assert added.returncode == 0, added.stderr
+                assert added.returncode == 0, added.stderr.decode()
                 with anyio.fail_after(30):
                     async for event in subscription:
                         assert isinstance(event, ResourcesListChanged)
                         break
             assert (await modern.call_tool("list_documents", {})).structured_content["total"] == 13
             with anyio.fail_after(10):
-                while not any("resources/list_changed" in repr(m) for m in legacy_messages):
-                    await anyio.sleep(0.1)
+                await legacy_heard.wait()
 
 
 # ------------------------------------------------------------------------ Inspector
