@@ -38,10 +38,10 @@ from pydantic import Field
 from mcp_analysis import __version__
 from mcp_analysis.config import Settings, load_settings
 from mcp_analysis.errors import AnalysisError
+from mcp_analysis.prompts import ANALYZE_PROMPT, EXECUTE_CODE_DOC, INSTRUCTIONS
 from mcp_analysis.server import outputs as out
 from mcp_analysis.server.auth import StaticTokenVerifier, load_tokens
 from mcp_analysis.server.identity import caller_filter, session_for
-from mcp_analysis.server.prompts import ANALYZE_PROMPT, EXECUTE_CODE_DOC, INSTRUCTIONS
 from mcp_analysis.server.runtime import Runtime
 
 if TYPE_CHECKING:

@@ -96,6 +96,12 @@ class AnalysisSession:
         self.dirty = True
 
     @property
+    def is_fresh(self) -> bool:
+        """Nothing has happened in the current analysis yet."""
+        state = self.state
+        return not (state.executions or state.searches or state.citations or self._interpreter_state)
+
+    @property
     def interpreter_state(self) -> bytes | None:
         return self._interpreter_state
 

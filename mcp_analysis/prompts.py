@@ -1,4 +1,4 @@
-"""What the host's model is told: server instructions, tool docs, the `analyze` prompt."""
+"""What a model is told (MCP host or the built-in agent): instructions, the execute_code doc, the `analyze` prompt."""
 
 from __future__ import annotations
 

@@ -1,0 +1,1 @@
+"""The built-in analysis agent (pydantic-ai) and the Python API around it."""
