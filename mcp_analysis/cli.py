@@ -16,6 +16,7 @@ from typing import Annotated, Any
 import anyio
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from mcp_analysis.config import Settings, load_settings
 from mcp_analysis.errors import AnalysisError
@@ -79,7 +80,7 @@ def _run(options: Options, func: Any, *args: Any) -> Any:
     except AnalysisError as exc:
         if options.debug:
             raise
-        err.print(f"[red]error:[/red] {exc}", highlight=False, markup=True)
+        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
@@ -142,7 +143,7 @@ def serve(
     try:
         settings = options.settings(server=server or None)
     except AnalysisError as exc:
-        err.print(f"[red]error:[/red] {exc}")
+        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(1) from None
     configure_logging(settings.server.log_level)
     from mcp_analysis.server.runner import run_server
@@ -221,8 +222,8 @@ def add(
             _print_json(report.__dict__)
             return
         for path, reason in report.skipped:
-            err.print(f"[yellow]skipped[/yellow] {path}: {reason}", highlight=False)
-        out.print(f"{report.summary()} -> {settings.db}", highlight=False)
+            err.print(f"[yellow]skipped[/yellow] {escape(path)}: {escape(reason)}", highlight=False)
+        out.print(f"{report.summary()} -> {escape(str(settings.db))}", highlight=False)
 
     _run(options, go)
 
@@ -243,7 +244,7 @@ def rm(
             meta = await remove_document(kb, document)
         finally:
             await kb.close()
-        out.print(f"removed {meta.id} ({meta.title})", highlight=False)
+        out.print(f"removed {meta.id} ({escape(meta.title)})", highlight=False)
 
     _run(options, go)
 
@@ -273,7 +274,7 @@ def list_documents(
 
         table = Table("id", "title", "uri", "created", show_lines=False)
         for d in docs:
-            table.add_row(d.id, d.title, d.uri, d.created_at[:10])
+            table.add_row(d.id, escape(d.title), escape(d.uri), d.created_at[:10])
         out.print(table)
         out.print(f"{len(docs)} document(s)")
 
@@ -304,10 +305,10 @@ def search(
             out.print("no results")
         for r in results:
             pages = f" p.{','.join(map(str, r.page_numbers))}" if r.page_numbers else ""
-            out.rule(f"{r.rank}. {r.document_title}{pages}  score {r.score:.4f}")
-            out.print(f"[dim]{r.document_uri}  chunk {r.chunk_id}[/dim]")
+            out.rule(escape(f"{r.rank}. {r.document_title}{pages}  score {r.score:.4f}"))
+            out.print(f"[dim]{escape(r.document_uri)}  chunk {r.chunk_id}[/dim]")
             if r.headings:
-                out.print(f"[bold]{' > '.join(r.headings)}[/bold]")
+                out.print(f"[bold]{escape(' > '.join(r.headings))}[/bold]")
             out.print(r.content, markup=False, highlight=False)
 
     _run(options, go)
@@ -338,7 +339,7 @@ def info(ctx: typer.Context, as_json: Annotated[bool, typer.Option("--json")] = 
             _print_json(data)
             return
         for key, value in data.items():
-            out.print(f"[bold]{key}[/bold]: {value}", highlight=False)
+            out.print(f"[bold]{key}[/bold]: {escape(str(value))}", highlight=False)
 
     _run(options, go)
 

@@ -62,8 +62,8 @@ def resolve_model(model: str | Model) -> Model:
         raise ModelConfigError(
             f"Cannot use the analysis model {model!r} (setting `analysis.model`, or --model): {exc}. "
             "Choose a model you have access to, e.g. anthropic:claude-sonnet-4-20250514 with ANTHROPIC_API_KEY "
-            "set, openai:gpt-4o with OPENAI_API_KEY, or ollama:qwen3 with OLLAMA_BASE_URL; install the "
-            "provider with `pip install 'mcp-analysis[anthropic]'` / `[openai]` if needed."
+            "set, openai:gpt-4o with OPENAI_API_KEY, or ollama:qwen3 with OLLAMA_BASE_URL (other providers: "
+            "`pip install 'mcp-analysis[google]'`, `[cohere]`, `[bedrock]`)."
         ) from None
 
 
