@@ -43,11 +43,12 @@ class Options:
     log_level: str | None
 
     def settings(self, **overrides: Any) -> Settings:
-        if self.sample and self.db is None:
+        db = self.db
+        if self.sample and db is None:
             from mcp_analysis.sample import default_sample_db
 
-            overrides.setdefault("db", default_sample_db())
-        return load_settings(self.config, db=self.db, **overrides)
+            db = default_sample_db()
+        return load_settings(self.config, db=db, **overrides)
 
 
 def _options(ctx: typer.Context) -> Options:
