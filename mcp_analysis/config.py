@@ -56,6 +56,11 @@ class SearchSettings(_Section):
         5000, ge=0, le=100_000, description="Each hit is grown with its section up to this size."
     )
     max_concurrent: int = Field(4, ge=1, le=64, description="Concurrent LanceDB searches (more collapse).")
+    vector_index_min_rows: int = Field(
+        50_000, ge=0, description="Build an HNSW vector index once there are this many chunks (0 = never)."
+    )
+    ann_ef: int = Field(256, ge=10, le=4096, description="HNSW search breadth when a vector index exists.")
+    ann_refine_factor: int = Field(4, ge=1, le=100, description="Re-rank this many times more ANN candidates exactly.")
 
 
 class IngestSettings(_Section):

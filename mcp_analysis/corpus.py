@@ -254,7 +254,15 @@ class Corpus:
         vector = await embedder.embed_query(query)
         async with self.kb._search_slots:
             # Over-fetch a little: merged neighbours and unfinished documents drop out below.
-            hits = await hybrid_search(self.kb.store, vector, query, 2 * limit + 5, prefilter)
+            hits = await hybrid_search(
+                self.kb.store,
+                vector,
+                query,
+                2 * limit + 5,
+                prefilter,
+                ef=settings.ann_ef,
+                refine_factor=settings.ann_refine_factor,
+            )
             return await expand_hits(self.kb.store, hits, visible.get, settings.max_context_chars, limit)
 
     async def chunks(self, chunk_ids: Iterable[str]) -> list[tuple[ChunkRecord, DocumentMeta]]:

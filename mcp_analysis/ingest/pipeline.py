@@ -207,7 +207,7 @@ class Ingestor:
             if self.progress:
                 self.progress.finish()
             if report.added or report.replaced:
-                await store.ensure_indexes()
+                await store.ensure_indexes(self.kb.settings.search.vector_index_min_rows)
                 await store.optimize()
         await self.kb.refresh()
         return report

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from mcp_analysis.search.hybrid import Hit
 from mcp_analysis.search.models import SearchResult
 from mcp_analysis.store.database import Store
-from mcp_analysis.store.filters import sql_quote
+from mcp_analysis.store.filters import sql_in
 from mcp_analysis.store.models import DocumentMeta
 from mcp_analysis.structure import SKIPPED_LABELS, render_item
 
@@ -51,12 +51,12 @@ async def expand_hits(
         a, b = hit.chunk.item_range
         s, e = hit.chunk.section_range
         windows.setdefault(hit.chunk.document_id, []).append((max(s, a - WINDOW), min(e, b + WINDOW)))
-    clauses = []
-    for doc_id, ranges in windows.items():
-        spans = " OR ".join(f"(position >= {lo} AND position <= {hi})" for lo, hi in ranges)
-        clauses.append(f"(document_id = {sql_quote(doc_id)} AND ({spans}))")
+    # One indexed query (document_id IN ...) bounded by the overall position range is much
+    # faster than OR-ing per-document ranges; rows outside a hit's window are ignored below.
+    low = min(lo for ranges in windows.values() for lo, _ in ranges)
+    high = max(hi for ranges in windows.values() for _, hi in ranges)
     rows = await store.items(
-        " OR ".join(clauses),
+        f"{sql_in('document_id', windows)} AND position >= {low} AND position <= {high}",
         ["document_id", "position", "self_ref", "label", "text", "page_numbers", "heading_level"],
     )
     by_pos: dict[tuple[str, int], dict] = {(r["document_id"], int(r["position"])): r for r in rows}

@@ -23,8 +23,22 @@ class Hit:
     score: float
 
 
-async def hybrid_search(store: Store, vector: np.ndarray, query: str, limit: int, prefilter: str | None) -> list[Hit]:
-    """Top `limit` chunks by RRF of vector and full-text ranks (prefiltered)."""
+async def hybrid_search(
+    store: Store,
+    vector: np.ndarray,
+    query: str,
+    limit: int,
+    prefilter: str | None,
+    *,
+    ef: int = 256,
+    refine_factor: int = 4,
+) -> list[Hit]:
+    """Top `limit` chunks by RRF of vector and full-text ranks (prefiltered).
+
+    With an HNSW index (large knowledge bases), `ef` widens the graph search and
+    `refine_factor` re-ranks candidates with exact distances; without one the
+    vector leg is an exact scan and both are ignored.
+    """
     if schema.CHUNKS not in store.tables:
         return []
     table = store.table(schema.CHUNKS)
@@ -35,6 +49,8 @@ async def hybrid_search(store: Store, vector: np.ndarray, query: str, limit: int
         .nearest_to_text(query, columns=["content_fts"])
         .select(_COLUMNS)
         .limit(limit)
+        .ef(ef)
+        .refine_factor(refine_factor)
     )
     if prefilter:
         builder = builder.where(prefilter)

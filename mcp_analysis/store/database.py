@@ -19,7 +19,7 @@ from typing import Any
 
 import lancedb
 import pyarrow as pa
-from lancedb.index import FTS, BTree
+from lancedb.index import FTS, BTree, HnswSq
 
 from mcp_analysis.config import is_local_path
 from mcp_analysis.errors import DatabaseMismatchError, DatabaseNotFoundError, FilterError
@@ -176,8 +176,10 @@ class Store:
     def table(self, name: str) -> Any:
         return self.tables[name]
 
-    async def ensure_indexes(self) -> None:
-        """Full-text index on chunks and scalar indexes on ids (idempotent)."""
+    async def ensure_indexes(self, vector_index_min_rows: int = 0) -> None:
+        """Full-text index on chunks, scalar indexes on ids, and (for large knowledge bases) an
+        HNSW vector index; idempotent. Below `vector_index_min_rows` the exact scan is fast enough
+        (about 10 ms at 10k chunks) and exact; above it, it is not (about 45 ms at 100k)."""
         wanted: list[tuple[str, str, Any]] = [
             (schema.CHUNKS, "content_fts", FTS(with_position=True)),
             (schema.CHUNKS, "id", BTree()),
@@ -195,6 +197,14 @@ class Store:
             if await table.count_rows() == 0:
                 continue
             await table.create_index(column, config=config, replace=True)
+        chunks = self.tables[schema.CHUNKS]
+        if vector_index_min_rows and await chunks.count_rows() >= vector_index_min_rows:
+            existing = {tuple(ix.columns) for ix in await chunks.list_indices()}
+            if ("vector",) not in existing:
+                log.info("Building the vector index (HNSW); about 40 s per 100k chunks on 2 cores...")
+                await chunks.create_index(
+                    "vector", config=HnswSq(distance_type="cosine", num_partitions=1), replace=True
+                )
 
     async def index_names(self) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
