@@ -1,0 +1,121 @@
+"""Embedding and ingestion throughput with the default offline embedder.
+
+Measures, in one run:
+- chunks/s of 200-word chunks with the default int8 model and, as the baseline, the
+  shipped model computed in fp32 (`onnx:all-MiniLM-L6-v2-exact`), and their agreement;
+- end-to-end `add` throughput (parse, chunk, embed, write, index) on generated markdown files.
+
+    python bench/embedder.py [--chunks 256] [--files 60]
+Target: >= 50 chunks/s of 200-word chunks on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from mcp_analysis.config import load_settings
+from mcp_analysis.corpus import KnowledgeBase
+from mcp_analysis.embed import create_embedder
+from mcp_analysis.ingest.pipeline import Ingestor
+from mcp_analysis.sample import documents_dir
+
+
+def english_corpus() -> list[str]:
+    """Real prose: the sample documents' words (markdown/html/txt), repeated as needed."""
+    words: list[str] = []
+    for path in sorted(documents_dir().iterdir()):
+        if path.suffix in (".md", ".txt", ".html"):
+            words += [w for w in path.read_text().split() if not w.startswith("<")]
+    return words
+
+
+def chunks_of(words: list[str], n: int, size: int = 200, seed: int = 5) -> list[str]:
+    """`n` chunks of `size` consecutive words starting at random places."""
+    rng = random.Random(seed)
+    doubled = words * 2
+    starts = [rng.randrange(len(words)) for _ in range(n)]
+    return [" ".join(doubled[start : start + size]) for start in starts]
+
+
+async def embed_rate(name: str, texts: list[str]) -> tuple[float, np.ndarray]:
+    embedder = create_embedder(name)
+    embedder.warm_up()
+    started = time.perf_counter()
+    vectors = await embedder.embed_documents(texts)
+    return len(texts) / (time.perf_counter() - started), vectors
+
+
+async def ingest_rate(files: int, words: list[str]) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        docs = Path(tmp) / "docs"
+        docs.mkdir()
+        rng = random.Random(9)
+        for i in range(files):
+            sections = []
+            for s in range(5):
+                start = rng.randrange(len(words) * 2)
+                body = " ".join((words * 4)[start : start + 180])
+                sections.append(f"## Section {s}\n\n{body}")
+            (docs / f"doc{i:04d}.md").write_text(f"# Document {i}\n\n" + "\n\n".join(sections) + "\n")
+        kb = await KnowledgeBase.open(load_settings(db=Path(tmp) / "kb.lancedb"), create=True)
+        await kb.embedder()
+        started = time.perf_counter()
+        report = await Ingestor(kb).add([docs])
+        seconds = time.perf_counter() - started
+        await kb.close()
+        return {
+            "files": files,
+            "chunks": report.chunks,
+            "seconds": seconds,
+            "files_per_s": files / seconds,
+            "chunks_per_s": report.chunks / seconds,
+        }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--chunks", type=int, default=256)
+    parser.add_argument("--files", type=int, default=60)
+    args = parser.parse_args()
+    words = english_corpus()
+    texts = chunks_of(words, args.chunks)
+    fast, fast_vectors = anyio.run(embed_rate, "onnx:all-MiniLM-L6-v2", texts)
+    exact, exact_vectors = anyio.run(embed_rate, "onnx:all-MiniLM-L6-v2-exact", texts)
+    cosine = (fast_vectors * exact_vectors).sum(axis=1)
+    ingest = anyio.run(ingest_rate, args.files, words)
+    print(f"{'model':<34} {'chunks/s':>9}")
+    print(f"{'onnx:all-MiniLM-L6-v2 (int8)':<34} {fast:>9.1f}")
+    print(f"{'onnx:all-MiniLM-L6-v2-exact (base)':<34} {exact:>9.1f}")
+    print(f"ratio {fast / exact:.2f}x; cosine to exact: mean {cosine.mean():.4f}, min {cosine.min():.4f}")
+    print(
+        f"ingest: {ingest['files']} files, {ingest['chunks']} chunks in {ingest['seconds']:.1f} s "
+        f"= {ingest['files_per_s']:.1f} files/s, {ingest['chunks_per_s']:.1f} chunks/s"
+    )
+    print(
+        json.dumps(
+            {
+                "bench": "embedder",
+                "int8_chunks_per_s": fast,
+                "exact_chunks_per_s": exact,
+                "ratio": fast / exact,
+                "cosine_mean": float(cosine.mean()),
+                "cosine_min": float(cosine.min()),
+                "ingest": ingest,
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
