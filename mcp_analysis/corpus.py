@@ -13,7 +13,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -28,7 +28,7 @@ from mcp_analysis.search.hybrid import hybrid_search
 from mcp_analysis.search.models import SearchResult
 from mcp_analysis.store import schema
 from mcp_analysis.store.database import Store
-from mcp_analysis.store.filters import combine_filters, sql_in, sql_quote
+from mcp_analysis.store.filters import combine_filters, sql_in
 from mcp_analysis.store.models import ChunkRecord, DocumentItem, DocumentMeta
 from mcp_analysis.structure import HEADING_LABELS, section_ranges
 
@@ -69,6 +69,12 @@ class _LRU:
 class _FilterView:
     version: int
     docs: dict[str, DocumentMeta]
+    order: list[str] = field(default_factory=list)
+    position: dict[str, int] = field(default_factory=dict)
+
+
+_READAHEAD_DOCS = 64
+_READAHEAD_CHARS = 8 * 1024 * 1024
 
 
 class KnowledgeBase:
@@ -140,7 +146,8 @@ class KnowledgeBase:
         if view is None or view.version != version:
             metas = await self.store.all_meta(document_filter)
             metas.sort(key=lambda m: (m.created_at, m.title, m.id))
-            view = _FilterView(version, {m.id: m for m in metas})
+            order = [m.id for m in metas]
+            view = _FilterView(version, {m.id: m for m in metas}, order, {d: i for i, d in enumerate(order)})
             if len(self._views) > 256:
                 self._views.clear()
             self._views[document_filter] = view
@@ -157,19 +164,46 @@ class KnowledgeBase:
 
     # ------------------------------------------------------------------ content
 
-    async def content(self, document_id: str) -> str:
+    def _readahead(self, document_id: str, document_filter: str | None, cache: _LRU) -> list[str]:
+        """The document plus the next uncached ones in listing order, within a size budget.
+
+        Code that reads one file usually reads the next document's too (a scan); one
+        query for 64 documents costs about what one query for one does.
+        """
+        view = self._views.get(document_filter)
+        if view is None or document_id not in view.position:
+            return [document_id]
+        batch = [document_id]
+        budget = view.docs[document_id].content_size
+        for other in view.order[view.position[document_id] + 1 :]:
+            if len(batch) >= _READAHEAD_DOCS or budget > _READAHEAD_CHARS:
+                break
+            if cache.get(other) is None:
+                batch.append(other)
+                budget += view.docs[other].content_size
+        return batch
+
+    async def content(self, document_id: str, document_filter: str | None = None) -> str:
         cached = self._content.get(document_id)
         if cached is None:
-            cached = await self.store.document_content(document_id)
-            self._content.put(document_id, cached, len(cached))
+            batch = self._readahead(document_id, document_filter, self._content)
+            rows = await self.store.documents_content(batch)
+            for doc_id, text in rows.items():
+                self._content.put(doc_id, text, len(text))
+            cached = rows.get(document_id, "")
         return cached
 
-    async def items(self, document_id: str) -> list[DocumentItem]:
+    async def items(self, document_id: str, document_filter: str | None = None) -> list[DocumentItem]:
         cached = self._items.get(document_id)
         if cached is None:
-            rows = await self.store.items(f"document_id = {sql_quote(document_id)}")
-            cached = sorted((DocumentItem.from_row(r) for r in rows), key=lambda i: i.position)
-            self._items.put(document_id, cached, sum(len(i.text) + 64 for i in cached))
+            batch = self._readahead(document_id, document_filter, self._items)
+            grouped: dict[str, list[DocumentItem]] = {doc_id: [] for doc_id in batch}
+            for row in await self.store.items(sql_in("document_id", batch)):
+                grouped[row["document_id"]].append(DocumentItem.from_row(row))
+            for doc_id, items in grouped.items():
+                items.sort(key=lambda i: i.position)
+                self._items.put(doc_id, items, sum(len(i.text) + 64 for i in items))
+            cached = grouped[document_id]
         return cached
 
     async def close(self) -> None:
@@ -205,11 +239,11 @@ class Corpus:
 
     async def content(self, document_id: str) -> str:
         await self.get(document_id)
-        return await self.kb.content(document_id)
+        return await self.kb.content(document_id, self.filter)
 
     async def items(self, document_id: str) -> list[DocumentItem]:
         await self.get(document_id)
-        return await self.kb.items(document_id)
+        return await self.kb.items(document_id, self.filter)
 
     async def items_jsonl(self, document_id: str) -> str:
         items = await self.items(document_id)
@@ -233,7 +267,7 @@ class Corpus:
     async def toc(self, document_id: str) -> dict[str, Any]:
         """The section tree: each heading with its item range and the chunk ids inside it."""
         meta = await self.get(document_id)
-        items = await self.kb.items(document_id)
+        items = await self.kb.items(document_id, self.filter)
         return build_toc(meta, items)
 
     async def search(self, query: str, limit: int | None = None) -> list[SearchResult]:

@@ -251,16 +251,16 @@ class Store:
         found = await self.all_meta(f"uri = {sql_quote(uri)}")
         return found[0] if found else None
 
-    async def document_content(self, document_id: str) -> str:
+    async def documents_content(self, document_ids: Sequence[str]) -> dict[str, str]:
+        """id -> full text (markdown) of the given documents."""
         rows = (
             await self.tables[schema.DOCUMENTS]
             .query()
-            .where(f"id = {sql_quote(document_id)}")
-            .select(["content"])
-            .limit(1)
+            .where(sql_in("id", document_ids))
+            .select(["id", "content"])
             .to_list()
         )
-        return rows[0]["content"] if rows else ""
+        return {row["id"]: row["content"] or "" for row in rows}
 
     async def items(self, where: str, columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
         query = self.tables[schema.DOCUMENT_ITEMS].query().where(where)
