@@ -99,7 +99,7 @@ class ServerSettings(_Section):
     allowed_origins: list[str] = Field(default_factory=list, description="Extra Origin headers accepted.")
     tokens_file: Path | None = Field(None, description="Bearer tokens with per-token filters (HTTP).")
     max_result_chars: int = Field(
-        60_000, ge=2000, description="Budget of one tool result (text); fits a 25k-token host limit."
+        48_000, ge=2000, description="Budget of one tool result (text + structured); fits a 25k-token host limit."
     )
     resource_page_size: int = Field(500, ge=1, le=10_000)
     watch_interval: float = Field(2.0, gt=0, description="Seconds between checks for added documents.")

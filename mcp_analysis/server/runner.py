@@ -9,6 +9,7 @@ names are always allowed, others only when listed with --allowed-host/--allowed-
 from __future__ import annotations
 
 import logging
+import sys
 
 from mcp.server.transport_security import TransportSecuritySettings
 
@@ -64,6 +65,12 @@ async def run_server(settings: Settings, *, http: bool = False) -> None:
     check_database(settings)
     if not http:
         log.info("mcp-analysis serving %s over stdio", settings.db)
+        if sys.stdin.isatty():
+            log.warning(
+                "Waiting for an MCP client on stdin. An MCP host (Claude Desktop, VS Code, the MCP "
+                "Inspector) should launch this command itself; see the README. For a network "
+                "server use `serve --http`. Ctrl-C to stop."
+            )
         server = create_server(config=settings)
         await server.run_stdio_async()
         return
