@@ -39,6 +39,9 @@ from mcp_analysis.store.models import DocumentMeta
 log = logging.getLogger(__name__)
 
 _CHUNKS_PER_FLUSH = 512
+# During a long ingest, fold new rows into the indexes this often, so servers reading the
+# knowledge base meanwhile do not search a growing unindexed tail.
+_CHUNKS_PER_OPTIMIZE = 5000
 
 
 class ProgressSink(Protocol):
@@ -190,6 +193,7 @@ class Ingestor:
             if self.progress:
                 self.progress.start(len(files))
             pending: list[_Prepared] = []
+            optimized_at = 0
             for path in files:
                 if self.progress:
                     self.progress.advance(path.name)
@@ -203,6 +207,10 @@ class Ingestor:
                 ):
                     await self._flush(pending, report)
                     pending = []
+                    if report.chunks - optimized_at >= _CHUNKS_PER_OPTIMIZE:
+                        await store.ensure_indexes(self.kb.settings.search.vector_index_min_rows)
+                        await store.optimize()
+                        optimized_at = report.chunks
             await self._flush(pending, report)
             if self.progress:
                 self.progress.finish()
