@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -94,11 +96,18 @@ async def _ensure_sample(options: Options, settings: Settings) -> None:
         await ensure_sample_kb(settings)
 
 
-async def _open_kb(options: Options, settings: Settings) -> Any:
+@asynccontextmanager
+async def _knowledge_base(options: Options) -> AsyncIterator[Any]:
+    """The configured knowledge base (the sample one built first if --sample), closed after use."""
     from mcp_analysis.corpus import KnowledgeBase
 
+    settings = options.settings()
     await _ensure_sample(options, settings)
-    return await KnowledgeBase.open(settings)
+    kb = await KnowledgeBase.open(settings)
+    try:
+        yield kb
+    finally:
+        await kb.close()
 
 
 def _print_json(data: Any) -> None:
@@ -240,11 +249,8 @@ def rm(
     async def go() -> None:
         from mcp_analysis.ingest.pipeline import remove_document
 
-        kb = await _open_kb(options, options.settings())
-        try:
+        async with _knowledge_base(options) as kb:
             meta = await remove_document(kb, document)
-        finally:
-            await kb.close()
         out.print(f"removed {meta.id} ({escape(meta.title)})", highlight=False)
 
     _run(options, go)
@@ -263,11 +269,8 @@ def list_documents(
     options = _options(ctx)
 
     async def go() -> None:
-        kb = await _open_kb(options, options.settings())
-        try:
+        async with _knowledge_base(options) as kb:
             docs = await (await kb.open_corpus(filter)).documents()
-        finally:
-            await kb.close()
         if as_json:
             _print_json([d.model_dump() for d in docs])
             return
@@ -294,11 +297,8 @@ def search(
     options = _options(ctx)
 
     async def go() -> None:
-        kb = await _open_kb(options, options.settings())
-        try:
+        async with _knowledge_base(options) as kb:
             results = await (await kb.open_corpus(filter)).search(query, limit)
-        finally:
-            await kb.close()
         if as_json:
             _print_json([r.model_dump() for r in results])
             return
@@ -321,8 +321,7 @@ def info(ctx: typer.Context, as_json: Annotated[bool, typer.Option("--json")] = 
     options = _options(ctx)
 
     async def go() -> None:
-        kb = await _open_kb(options, options.settings())
-        try:
+        async with _knowledge_base(options) as kb:
             store = kb.store
             data = {
                 "db": str(kb.settings.db),
@@ -334,8 +333,6 @@ def info(ctx: typer.Context, as_json: Annotated[bool, typer.Option("--json")] = 
                 "created_at": store.settings.created_at if store.settings else None,
                 "indexes": await store.index_names(),
             }
-        finally:
-            await kb.close()
         if as_json:
             _print_json(data)
             return
@@ -366,12 +363,8 @@ def exec_code(
     async def go() -> int:
         from mcp_analysis.session.analysis import AnalysisSession
 
-        kb = await _open_kb(options, options.settings())
-        try:
-            async with AnalysisSession(kb, filter=filter) as session:
-                result = await session.execute(source)
-        finally:
-            await kb.close()
+        async with _knowledge_base(options) as kb, AnalysisSession(kb, filter=filter) as session:
+            result = await session.execute(source)
         if as_json:
             _print_json(result.model_dump())
         else:

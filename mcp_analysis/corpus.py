@@ -247,22 +247,7 @@ class Corpus:
 
     async def items_jsonl(self, document_id: str) -> str:
         items = await self.items(document_id)
-        return "".join(
-            json.dumps(
-                {
-                    "position": it.position,
-                    "self_ref": it.self_ref,
-                    "label": it.label,
-                    "text": it.text,
-                    "page_numbers": it.page_numbers,
-                    "heading_level": it.heading_level,
-                    "chunk_ids": it.chunk_ids,
-                },
-                ensure_ascii=False,
-            )
-            + "\n"
-            for it in items
-        )
+        return "".join(json.dumps(it.model_dump(exclude={"document_id"}), ensure_ascii=False) + "\n" for it in items)
 
     async def toc(self, document_id: str) -> dict[str, Any]:
         """The section tree: each heading with its item range and the chunk ids inside it."""

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import logging
@@ -299,13 +300,8 @@ class Ingestor:
                 cursor += 1
             item_rows = [
                 {
+                    **dataclasses.asdict(it),
                     "document_id": doc_id,
-                    "position": it.position,
-                    "self_ref": it.self_ref,
-                    "label": it.label,
-                    "text": it.text,
-                    "page_numbers": it.page_numbers,
-                    "heading_level": it.heading_level,
                     "picture_data": None,
                     "chunk_ids": item_chunks.get(it.position, []),
                 }

@@ -61,19 +61,8 @@ def _repair(candidate: str, known: Iterable[str]) -> str | None:
 def _from_search(state: AnalysisState) -> dict[str, Citation]:
     out: dict[str, Citation] = {}
     for results in state.searches.values():
-        for r in results:
-            out.setdefault(
-                r.chunk_id,
-                Citation(
-                    document_id=r.document_id,
-                    chunk_id=r.chunk_id,
-                    document_uri=r.document_uri,
-                    document_title=r.document_title,
-                    page_numbers=r.page_numbers,
-                    headings=r.headings,
-                    content=r.content,
-                ),
-            )
+        for hit in results:
+            out.setdefault(hit.chunk_id, Citation.from_search(hit))
     return out
 
 
@@ -109,15 +98,7 @@ async def resolve_citations(state: AnalysisState, corpus: Corpus, chunk_ids: lis
         if target != candidate:
             outcome.repaired[raw] = target
         chunk, meta = found[target]
-        citation = from_search.get(target) or Citation(
-            document_id=meta.id,
-            chunk_id=chunk.id,
-            document_uri=meta.uri,
-            document_title=meta.title,
-            page_numbers=chunk.page_numbers,
-            headings=chunk.headings,
-            content=chunk.content,
-        )
+        citation = from_search.get(target) or Citation.from_chunk(chunk, meta)
         state.citation_index[target] = citation
         if target not in state.citations:
             state.citations.append(target)

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pydantic import BaseModel, Field
 
 from mcp_analysis.search.models import SearchResult
+from mcp_analysis.store.models import ChunkRecord, DocumentMeta
 
 MAX_EXECUTIONS_KEPT = 200
 MAX_SEARCHES_KEPT = 200
@@ -44,6 +45,31 @@ class Citation(BaseModel):
     page_numbers: list[int] = Field(default_factory=list)
     headings: list[str] = Field(default_factory=list)
     content: str = ""
+
+    @classmethod
+    def from_search(cls, hit: SearchResult) -> Citation:
+        """From a search hit: its (expanded) content is what the model read."""
+        return cls(
+            document_id=hit.document_id,
+            chunk_id=hit.chunk_id,
+            document_uri=hit.document_uri,
+            document_title=hit.document_title,
+            page_numbers=hit.page_numbers,
+            headings=hit.headings,
+            content=hit.content,
+        )
+
+    @classmethod
+    def from_chunk(cls, chunk: ChunkRecord, meta: DocumentMeta) -> Citation:
+        return cls(
+            document_id=meta.id,
+            chunk_id=chunk.id,
+            document_uri=meta.uri,
+            document_title=meta.title,
+            page_numbers=chunk.page_numbers,
+            headings=chunk.headings,
+            content=chunk.content,
+        )
 
 
 class AnalysisState(BaseModel):
