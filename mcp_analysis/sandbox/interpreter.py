@@ -142,7 +142,7 @@ class Interpreter:
             with anyio.fail_after(timeout + _GRACE_SECONDS):
                 result = await session.feed_run(code, external_lookup=functions, os=os_handler, print_callback=output)
             if result is not None:
-                value = repr(result)
+                value = _bounded_repr(result, self.settings.max_output_chars)
         except MontySyntaxError as exc:
             error = with_hint(exc.display())
         except MontyRuntimeError as exc:
@@ -234,6 +234,16 @@ class Interpreter:
                 False,
             )
         return with_hint(text), False
+
+
+def _bounded_repr(value: Any, limit: int) -> str:
+    """repr() of a returned value without building a giant string for a giant text."""
+    if isinstance(value, str | bytes) and len(value) > limit:
+        return repr(value[:limit]) + f" ... [{len(value) - limit} more characters]"
+    try:
+        return repr(value)
+    except Exception as exc:  # a proxy object whose repr fails must not fail the call
+        return f"<{type(value).__name__} (repr failed: {exc})>"
 
 
 def _alive(session: AsyncMontySession) -> bool:

@@ -45,8 +45,7 @@ def _normalize(path: Any) -> str:
     raw = str(path.path if isinstance(path, MontyFileHandle) else path)
     if not raw.startswith("/"):
         raw = "/" + raw
-    normal = posixpath.normpath(raw)
-    return "/" if normal.startswith("//") and normal.strip("/") == "" else normal
+    return "/" + posixpath.normpath(raw).lstrip("/")  # POSIX keeps a leading "//"; we do not
 
 
 def _not_found(path: str) -> FileNotFoundError:
