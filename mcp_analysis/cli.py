@@ -53,8 +53,17 @@ class Options:
         return load_settings(self.config, db=db, **overrides)
 
 
-def _options(ctx: typer.Context) -> Options:
-    return ctx.obj  # type: ignore[no-any-return]
+SampleOption = Annotated[
+    bool, typer.Option("--sample", help="Use the built-in sample knowledge base (built on first use).")
+]
+
+
+def _options(ctx: typer.Context, sample: bool = False) -> Options:
+    """The global options; `--sample` may also be given after the command name."""
+    options: Options = ctx.obj
+    if sample:
+        options.sample = True
+    return options
 
 
 @app.callback()
@@ -135,9 +144,10 @@ def serve(
     allowed_origin: Annotated[
         list[str] | None, typer.Option("--allowed-origin", help="Extra Origin header to accept (repeatable).")
     ] = None,
+    sample: SampleOption = False,
 ) -> None:
     """Run the MCP server (stdio by default) on the knowledge base."""
-    options = _options(ctx)
+    options = _options(ctx, sample)
     server: dict[str, Any] = {}
     for key, value in (
         ("host", host),
@@ -264,9 +274,10 @@ def list_documents(
     ctx: typer.Context,
     filter: Annotated[str | None, typer.Option("--filter", help="SQL WHERE over document metadata.")] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
+    sample: SampleOption = False,
 ) -> None:
     """List documents."""
-    options = _options(ctx)
+    options = _options(ctx, sample)
 
     async def go() -> None:
         async with _knowledge_base(options) as kb:
@@ -292,9 +303,10 @@ def search(
     limit: Annotated[int | None, typer.Option("--limit", "-n", help="Number of results (default 5).")] = None,
     filter: Annotated[str | None, typer.Option("--filter", help="SQL WHERE over document metadata.")] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
+    sample: SampleOption = False,
 ) -> None:
     """Hybrid search (vector + full text) with context expansion."""
-    options = _options(ctx)
+    options = _options(ctx, sample)
 
     async def go() -> None:
         async with _knowledge_base(options) as kb:
@@ -316,9 +328,13 @@ def search(
 
 
 @app.command()
-def info(ctx: typer.Context, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+def info(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+    sample: SampleOption = False,
+) -> None:
     """Counts, embedder, schema version and indexes of the knowledge base."""
-    options = _options(ctx)
+    options = _options(ctx, sample)
 
     async def go() -> None:
         async with _knowledge_base(options) as kb:
@@ -352,9 +368,10 @@ def exec_code(
     file: Annotated[Path | None, typer.Option("--file", "-f", help="Read the code from a file ('-' = stdin).")] = None,
     filter: Annotated[str | None, typer.Option("--filter", help="SQL WHERE over document metadata.")] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
+    sample: SampleOption = False,
 ) -> None:
     """Run sandboxed Python against the knowledge base (the /documents tree, search, list_documents)."""
-    options = _options(ctx)
+    options = _options(ctx, sample)
     if (code is None) == (file is None):
         err.print("[red]error:[/red] give CODE or --file (exactly one).")
         raise typer.Exit(2)
@@ -393,9 +410,10 @@ def analyze(
     model: Annotated[str | None, typer.Option("--model", help="pydantic-ai model (overrides analysis.model).")] = None,
     show_code: Annotated[bool, typer.Option("--show-code", help="Also print the programs that were run.")] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
+    sample: SampleOption = False,
 ) -> None:
     """Answer a question with the built-in analysis agent (needs an LLM; see README)."""
-    options = _options(ctx)
+    options = _options(ctx, sample)
 
     async def go() -> None:
         from mcp_analysis.agent.client import AnalysisClient

@@ -89,5 +89,5 @@ def test_sample_knowledge_base_is_built_on_first_use(tmp_path: Path) -> None:
     titles = [d["title"] for d in json.loads(first.stdout)]
     assert len(titles) == 12 and "Report A: Fleet Operator Survey 2025" in titles
     assert (tmp_path / "data" / "mcp-analysis" / "sample.lancedb").is_dir()
-    again = cli("--sample", "exec", "len(await list_documents())", env=env)
+    again = cli("exec", "--sample", "len(await list_documents())", env=env)  # after the command works too
     assert again.stdout.strip() == "12"
