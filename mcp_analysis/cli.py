@@ -426,7 +426,7 @@ def analyze(
                     result = await client.analyze(question, filter=filter)
             else:
                 result = await client.analyze(question, filter=filter)
-            executions = list(client.last_session_executions)
+            executions = list(client.last_state.executions) if client.last_state else []
         if as_json:
             data = result.model_dump()
             if show_code:

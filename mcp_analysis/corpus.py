@@ -220,9 +220,6 @@ class Corpus:
     async def documents(self) -> list[DocumentMeta]:
         return list((await self.kb.visible(self.filter)).values())
 
-    async def document_ids(self) -> set[str]:
-        return set(await self.kb.visible(self.filter))
-
     async def count(self) -> int:
         return len(await self.kb.visible(self.filter))
 

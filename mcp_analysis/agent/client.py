@@ -114,10 +114,6 @@ class AnalysisClient:
         session = self._sessions.get(filter)
         return session.state if session else None
 
-    @property
-    def last_session_executions(self) -> list[Any]:
-        return list(self.last_state.executions) if self.last_state else []
-
     async def analyze(
         self, question: str, *, filter: str | None = None, model: str | Model | None = None
     ) -> AnalysisResult:

@@ -53,15 +53,10 @@ class Interpreter:
         self.last_used = time.monotonic()
         self._session: AsyncMontySession | None = None
         self._lock = anyio.Lock()
-        self.executions = 0
 
     @property
     def is_idle(self) -> bool:
         return not self._lock.locked()
-
-    @property
-    def attached(self) -> bool:
-        return self._session is not None
 
     # ------------------------------------------------------------------ public
 
@@ -76,7 +71,6 @@ class Interpreter:
                     return await self._execute(code, os_handler, functions or {}, started)
                 finally:
                     self.last_used = time.monotonic()
-                    self.executions += 1
         finally:
             self.pool.wake()  # this interpreter is idle again: a waiter may take its worker
 

@@ -66,7 +66,6 @@ class DocumentsFS:
         self.corpus = corpus
         self._rendered: OrderedDict[str, str] = OrderedDict()
         self._rendered_chars = 0
-        self.reads = 0
 
     # monty calls the handler with keyword arguments; async work is returned as a coroutine.
     def __call__(
@@ -117,7 +116,6 @@ class DocumentsFS:
         if cached is not None:
             self._rendered.move_to_end(key)
             return cached
-        self.reads += 1
         if name == "content.txt":
             text = await self.corpus.content(meta.id)
         elif name == "items.jsonl":

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import secrets
 import time
-from typing import Any
 
 import anyio
 
@@ -161,6 +160,3 @@ class AnalysisSession:
         await interpreter.reset()
         self.state.start_new_analysis()
         self.dirty = True
-
-    def summary(self) -> dict[str, Any]:
-        return {"session": self.id, **self.state.summary()}

@@ -98,14 +98,3 @@ class AnalysisState(BaseModel):
         self.citations.clear()
         self.searches.clear()
         self.analysis_number += 1
-
-    def summary(self) -> dict[str, object]:
-        return {
-            "document_filter": self.document_filter,
-            "analysis_number": self.analysis_number,
-            "executions": len(self.executions),
-            "failed_executions": sum(1 for e in self.executions if not e.success),
-            "searches": list(self.searches),
-            "citations": list(self.citations),
-            "citation_index_size": len(self.citation_index),
-        }

@@ -247,10 +247,6 @@ class Store:
         rows = await query.to_list()
         return [DocumentMeta.from_row(r) for r in rows]
 
-    async def meta_by_uri(self, uri: str) -> DocumentMeta | None:
-        found = await self.all_meta(f"uri = {sql_quote(uri)}")
-        return found[0] if found else None
-
     async def documents_content(self, document_ids: Sequence[str]) -> dict[str, str]:
         """id -> full text (markdown) of the given documents."""
         rows = (
