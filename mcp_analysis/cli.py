@@ -53,6 +53,10 @@ class Options:
         return load_settings(self.config, db=db, **overrides)
 
 
+FilterOption = Annotated[
+    str | None, typer.Option("--filter", help="SQL WHERE over document metadata, e.g. \"uri LIKE '%report%'\".")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 SampleOption = Annotated[
     bool, typer.Option("--sample", help="Use the built-in sample knowledge base (built on first use).")
 ]
@@ -132,9 +136,7 @@ def serve(
     http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP instead of stdio.")] = False,
     host: Annotated[str | None, typer.Option(help="HTTP bind address (default 127.0.0.1).")] = None,
     port: Annotated[int | None, typer.Option(help="HTTP port (default 8765).")] = None,
-    filter: Annotated[
-        str | None, typer.Option("--filter", help="SQL WHERE over document metadata scoping everything served.")
-    ] = None,
+    filter: FilterOption = None,
     tokens_file: Annotated[
         Path | None, typer.Option("--tokens-file", help="Bearer tokens (YAML) with per-token filters (HTTP).")
     ] = None,
@@ -221,7 +223,7 @@ def add(
     paths: Annotated[list[Path], typer.Argument(help="Files or directories (walked recursively).")],
     title: Annotated[str | None, typer.Option(help="Title for a single file.")] = None,
     meta: Annotated[list[str] | None, typer.Option("--meta", help="key=value metadata (repeatable).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Add or update documents (.md .html .pdf .docx .txt and source files)."""
     options = _options(ctx)
@@ -272,8 +274,8 @@ def rm(
 @app.command("list")
 def list_documents(
     ctx: typer.Context,
-    filter: Annotated[str | None, typer.Option("--filter", help="SQL WHERE over document metadata.")] = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    filter: FilterOption = None,
+    as_json: JsonOption = False,
     sample: SampleOption = False,
 ) -> None:
     """List documents."""
@@ -301,8 +303,8 @@ def search(
     ctx: typer.Context,
     query: Annotated[str, typer.Argument(help="What to look for.")],
     limit: Annotated[int | None, typer.Option("--limit", "-n", help="Number of results (default 5).")] = None,
-    filter: Annotated[str | None, typer.Option("--filter", help="SQL WHERE over document metadata.")] = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    filter: FilterOption = None,
+    as_json: JsonOption = False,
     sample: SampleOption = False,
 ) -> None:
     """Hybrid search (vector + full text) with context expansion."""
@@ -330,7 +332,7 @@ def search(
 @app.command()
 def info(
     ctx: typer.Context,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: JsonOption = False,
     sample: SampleOption = False,
 ) -> None:
     """Counts, embedder, schema version and indexes of the knowledge base."""
@@ -366,8 +368,8 @@ def exec_code(
     ctx: typer.Context,
     code: Annotated[str | None, typer.Argument(help="Python code (or use -f).")] = None,
     file: Annotated[Path | None, typer.Option("--file", "-f", help="Read the code from a file ('-' = stdin).")] = None,
-    filter: Annotated[str | None, typer.Option("--filter", help="SQL WHERE over document metadata.")] = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    filter: FilterOption = None,
+    as_json: JsonOption = False,
     sample: SampleOption = False,
 ) -> None:
     """Run sandboxed Python against the knowledge base (the /documents tree, search, list_documents)."""
@@ -406,10 +408,10 @@ def exec_code(
 def analyze(
     ctx: typer.Context,
     question: Annotated[str, typer.Argument(help="The question to answer from the knowledge base.")],
-    filter: Annotated[str | None, typer.Option("--filter", help="Restrict the documents the agent can see.")] = None,
+    filter: FilterOption = None,
     model: Annotated[str | None, typer.Option("--model", help="pydantic-ai model (overrides analysis.model).")] = None,
     show_code: Annotated[bool, typer.Option("--show-code", help="Also print the programs that were run.")] = False,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: JsonOption = False,
     sample: SampleOption = False,
 ) -> None:
     """Answer a question with the built-in analysis agent (needs an LLM; see README)."""
