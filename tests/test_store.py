@@ -20,6 +20,8 @@ BAD_FILTERS = [
     ("title LIKE", "syntax error"),
     ("title = 'unterminated", "unterminated"),
     ("uri = 'a' OR", "syntax error"),
+    ("title = 'x') OR (1 = 1", "unbalanced parentheses"),
+    ("(title = 'x'", "unbalanced parentheses"),
 ]
 
 
@@ -43,6 +45,8 @@ async def test_valid_filters_scope_documents(kb: KnowledgeBase) -> None:
         "q3-2025-financial-report.pdf",
         "report-a-fleet-operator-survey.pdf",
     ]
+    # Parentheses inside string literals do not count.
+    assert await (await kb.open_corpus("title LIKE '%(%' OR title LIKE '%)'")).count() == 0
     assert await kb.open_corpus("   ") is not None  # blank means no filter
     assert (await kb.open_corpus("  ")).filter is None
 

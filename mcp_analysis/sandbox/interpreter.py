@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -243,7 +244,7 @@ def _bounded_repr(value: Any, limit: int) -> str:
 def _alive(session: AsyncMontySession) -> bool:
     """Whether the session's worker process still exists (a cheap signal-0 probe)."""
     pid = session.worker_pid
-    if pid is None:
+    if pid is None or sys.platform == "win32":  # Windows: os.kill(pid, 0) would terminate it
         return True  # a turn is in flight on another thread; cannot tell, assume alive
     try:
         os.kill(pid, 0)

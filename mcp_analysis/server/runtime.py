@@ -134,6 +134,14 @@ class Runtime:
             return
         self._legacy_connections[id(connection)] = connection
         connection.exit_stack.callback(self._legacy_connections.pop, id(connection), None)
+        if connection.session_id:
+            # The client ended its HTTP session (DELETE or idle timeout): free its analysis now.
+            connection.exit_stack.push_async_callback(self._forget_http_session, connection.session_id)
+
+    async def _forget_http_session(self, session_id: str) -> None:
+        if self.sessions is not None:
+            await self.sessions.drop(f"http:{session_id}")
+            log.debug("Closed the analysis session of ended HTTP session %s", session_id)
 
     async def _watch(self, kb: KnowledgeBase) -> None:
         last = await kb.refresh()

@@ -50,6 +50,14 @@ def normalize_filter(expression: str | None) -> str | None:
     bare = _outside_literals(text)
     if bare.count("'") % 2 or "'" in bare.replace("''", ""):
         raise FilterError(f"Filter has an unterminated string literal: {text!r}. {_HELP}")
+    depth = 0
+    for char in bare:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth < 0:
+            break
+    if depth != 0:
+        # Also what keeps "(a) AND (b)" from being widened by a b like "x) OR (1=1".
+        raise FilterError(f"Filter has unbalanced parentheses: {text!r}. {_HELP}")
     if ";" in bare:
         raise FilterError(f"Filter must be a single expression; ';' is not allowed: {text!r}. {_HELP}")
     if "--" in bare or "/*" in bare:
