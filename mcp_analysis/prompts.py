@@ -33,8 +33,9 @@ document_id, document_title, document_uri, score, page_numbers, headings, doc_it
 The interpreter is a sandboxed Python subset: no class inheritance, no generators (yield),
 no property/staticmethod decorators; modules: json, re, math, pathlib, datetime, collections,
 itertools, functools, csv, hashlib, base64, asyncio, os, time, random, dataclasses, typing,
-decimal, bisect, copy. No network and no host filesystem. Each call has a time limit; if it is
-hit, variables from before the call are kept. Print summaries, not whole documents.
+decimal, bisect, copy, statistics (mean, median, stdev, quantiles, ...). No network and no
+host filesystem. Each call has a time limit; if it is hit, variables from before the call are
+kept. Print summaries, not whole documents.
 """
 
 ANALYZE_PROMPT = """\

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import signal
+import statistics
 from pathlib import Path
 
 import anyio
@@ -188,3 +189,20 @@ async def test_tampered_session_file_is_not_loaded(sample_settings: Settings) ->
         with pytest.raises(SessionNotFoundError):
             await manager.get(f"handle:{handle}", document_filter=None, create=False)
     await kb.close()
+
+
+async def test_statistics_module_works_and_survives_hibernation(kb: KnowledgeBase) -> None:
+    settings = make_settings(kb.settings.db, sandbox={"workers": 1})
+    async with WorkerPool(settings.sandbox) as pool:
+        a = await AnalysisSession(kb, pool=pool).start()
+        b = await AnalysisSession(kb, pool=pool).start()
+        got = await a.execute("import statistics\nxs = [12.4, 13.1, 14.6, 15.3]\nstatistics.mean(xs)")
+        assert got.success and float(got.value) == pytest.approx(13.85)
+        await b.execute("y = 1")  # takes the only worker: `a` is hibernated
+        again = await a.execute("(statistics.median(xs), round(statistics.stdev(xs), 3))")
+        expected = (statistics.median([12.4, 13.1, 14.6, 15.3]), round(statistics.stdev([12.4, 13.1, 14.6, 15.3]), 3))
+        assert again.value == repr(expected)
+        empty = await a.execute("statistics.mean([])")
+        assert not empty.success and "at least one data point" in empty.error
+        await a.close()
+        await b.close()

@@ -11,7 +11,7 @@ import re
 AVAILABLE_MODULES = (
     "json, re, math, pathlib, datetime, collections, itertools, functools, csv, hashlib, base64, "
     "asyncio, os (read-only /documents), time, random, dataclasses, typing, decimal, bisect, copy, "
-    "unicodedata, sys, tomllib"
+    "unicodedata, sys, tomllib, statistics"
 )
 
 _HINTS: list[tuple[re.Pattern[str], str]] = [

@@ -21,6 +21,7 @@ from pydantic_monty import AsyncMonty, AsyncMontySession
 
 from mcp_analysis.config import SandboxSettings
 from mcp_analysis.errors import SandboxError
+from mcp_analysis.sandbox.modules import HOST_MODULES
 
 if TYPE_CHECKING:
     from mcp_analysis.sandbox.interpreter import Interpreter
@@ -100,7 +101,11 @@ class WorkerPool:
             with anyio.move_on_after(remaining):
                 await self._freed.wait()
         self._in_use += 1
-        session = self._monty.checkout(limits=self.limits(), os_policy={"timezone": "utc"})  # type: ignore[typeddict-item]
+        session = self._monty.checkout(
+            limits=self.limits(),  # type: ignore[arg-type]
+            os_policy={"timezone": "utc"},
+            external_modules=HOST_MODULES,
+        )
         try:
             await session.__aenter__()
         except BaseException as exc:
