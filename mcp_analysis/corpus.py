@@ -306,17 +306,18 @@ def build_toc(meta: DocumentMeta, items: list[DocumentItem]) -> dict[str, Any]:
             continue
         start, end = ranges[index]
         inside = items[start : end + 1]
-        node = {
+        level = item.heading_level if item.heading_level is not None else 1
+        node: dict[str, Any] = {
             "heading": item.text,
-            "level": item.heading_level if item.heading_level is not None else 1,
+            "level": level,
             "self_ref": item.self_ref,
             "item_range": [start, end],
             "page_numbers": sorted({p for it in inside for p in it.page_numbers}),
             "chunk_ids": list(dict.fromkeys(c for it in inside for c in it.chunk_ids)),
             "sections": [],
         }
-        while stack and stack[-1][0] >= node["level"]:
+        while stack and stack[-1][0] >= level:
             stack.pop()
         (stack[-1][1]["sections"] if stack else root["sections"]).append(node)
-        stack.append((node["level"], node))
+        stack.append((level, node))
     return root

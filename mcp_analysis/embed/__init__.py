@@ -101,10 +101,10 @@ def create_embedder(name: str, cache_dir: Path | None = None) -> TextEmbedder:
     try:
         from pydantic_ai.embeddings import infer_embedding_model
 
-        model = infer_embedding_model(name)
+        remote: EmbeddingModel = infer_embedding_model(name)
     except Exception as exc:
         raise EmbedderError(
             f"Cannot use embedder {name!r}: {exc}. Set `embedder` to 'onnx:all-MiniLM-L6-v2' (offline) or a "
             "pydantic-ai embedding model such as 'openai:text-embedding-3-small' or 'ollama:nomic-embed-text'."
         ) from exc
-    return TextEmbedder(name, model, None)
+    return TextEmbedder(name, remote, None)

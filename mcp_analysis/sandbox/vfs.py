@@ -187,10 +187,13 @@ class DocumentsFS:
         base = PurePosixPath(normal)
         return [base / child for child in await self._children(normal)]
 
-    async def _scan(self, path: Any, **_: Any) -> list[ScanEntry]:
-        """The whole subtree in one host call (os.walk, glob, scandir); no contents loaded."""
+    async def _scan(self, path: Any, **glob_hints: Any) -> list[ScanEntry]:
+        """The whole subtree in one host call (os.walk, glob, scandir); no contents loaded.
+
+        monty filters the reply by the glob itself, so `glob_hints` (pattern, depth) are not needed.
+        """
         normal = _normalize(path)
-        kind, _meta, _ = await self._kind(normal)
+        kind = (await self._kind(normal))[0]
         if kind == "missing":
             raise _not_found(normal)
         if kind == "file":

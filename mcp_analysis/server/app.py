@@ -33,7 +33,7 @@ from mcp_types import (
     ToolAnnotations,
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import Field
+from pydantic import AnyHttpUrl, Field
 
 from mcp_analysis import __version__
 from mcp_analysis.config import Settings, load_settings
@@ -142,7 +142,9 @@ def create_server(
         base = f"http://{settings.server.host}:{settings.server.port}"
         auth_kwargs = {
             "token_verifier": StaticTokenVerifier(load_tokens(settings.server.tokens_file)),
-            "auth": AuthSettings(issuer_url=base, resource_server_url=f"{base}{settings.server.path}"),
+            "auth": AuthSettings(
+                issuer_url=AnyHttpUrl(base), resource_server_url=AnyHttpUrl(f"{base}{settings.server.path}")
+            ),
         }
     bus = InMemorySubscriptionBus()
     runtime = Runtime(settings, bus)
