@@ -147,9 +147,12 @@ def serve(
         list[str] | None, typer.Option("--allowed-origin", help="Extra Origin header to accept (repeatable).")
     ] = None,
     sample: SampleOption = False,
+    log_level: Annotated[str | None, typer.Option("--log-level", help="DEBUG, INFO, WARNING or ERROR.")] = None,
 ) -> None:
     """Run the MCP server (stdio by default) on the knowledge base."""
     options = _options(ctx, sample)
+    if log_level:
+        options.log_level = log_level
     server: dict[str, Any] = {}
     for key, value in (
         ("host", host),
