@@ -24,6 +24,8 @@ from mcp_analysis.config import Settings, load_settings
 from mcp_analysis.errors import AnalysisError
 from mcp_analysis.logging_setup import configure_logging
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
 app = typer.Typer(
     name="mcp-analysis",
     help="Analyse a document knowledge base: an MCP server with hybrid search, a sandboxed Python "
@@ -85,6 +87,8 @@ def main_options(
     log_level: Annotated[str | None, typer.Option("--log-level", help="DEBUG, INFO, WARNING or ERROR.")] = None,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
 ) -> None:
+    if log_level and log_level.upper() not in LOG_LEVELS:
+        raise typer.BadParameter(f"use one of {', '.join(LOG_LEVELS)}", param_hint="--log-level")
     configure_logging(log_level or ("DEBUG" if debug else "WARNING"))
     ctx.obj = Options(config, db, sample, debug, log_level)
 
