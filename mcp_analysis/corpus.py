@@ -73,6 +73,7 @@ class _FilterView:
     position: dict[str, int] = field(default_factory=dict)
 
 
+MAX_QUERY_CHARS = 4000
 _READAHEAD_DOCS = 64
 _READAHEAD_CHARS = 8 * 1024 * 1024
 
@@ -256,6 +257,11 @@ class Corpus:
         query = (query or "").strip()
         if not query:
             raise AnalysisError("search needs a non-empty query.")
+        if len(query) > MAX_QUERY_CHARS:
+            raise AnalysisError(
+                f"The query is {len(query)} characters; the limit is {MAX_QUERY_CHARS}. Search with key words or "
+                "a question, not a whole document."
+            )
         settings = self.kb.settings.search
         limit = settings.limit if limit is None else limit
         if not 1 <= limit <= settings.max_limit:

@@ -138,6 +138,10 @@ async def test_errors_are_actionable_and_the_server_keeps_serving(server_setting
         assert "Hint:" in hint.structured_content["error"]
         empty = await client.call_tool("search", {"query": "  "})
         assert empty.is_error and "non-empty" in text(empty)
+        huge = await client.call_tool("search", {"query": "revenue " * 2000})
+        assert huge.is_error and "the limit is 4000" in text(huge)
+        flood = await client.call_tool("cite", {"chunk_ids": [f"id{i}" for i in range(501)]})
+        assert flood.is_error and "at most 500" in text(flood)
         unknown = await client.call_tool("analysis_state", {"session": "s_doesnotexist"})
         assert unknown.is_error and "Unknown or expired analysis session" in text(unknown)
         assert not (await client.call_tool("list_documents", {})).is_error

@@ -19,6 +19,7 @@ from mcp_analysis.session.state import AnalysisState, Citation
 
 UUID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _STRIP = " \t\r\n[](){}<>\"'`.,;:"
+MAX_CITED = 500
 
 
 @dataclass
@@ -69,6 +70,8 @@ def _from_search(state: AnalysisState) -> dict[str, Citation]:
 async def resolve_citations(state: AnalysisState, corpus: Corpus, chunk_ids: list[str]) -> CiteOutcome:
     """Register `chunk_ids` as the current answer's citations (see module docs)."""
     outcome = CiteOutcome()
+    if len(chunk_ids) > MAX_CITED:
+        raise CitationError(f"Cite at most {MAX_CITED} chunk ids per call ({len(chunk_ids)} given).")
     if not chunk_ids:
         state.citations.clear()
         outcome.no_evidence = True
