@@ -29,7 +29,6 @@ class _Span:
     meta: DocumentMeta
     lo: int
     hi: int
-    score: float
 
 
 async def expand_hits(
@@ -93,7 +92,7 @@ async def expand_hits(
                         total += size(doc_id, hi)
                     else:
                         grow_after = False
-        spans.append(_Span(hit, meta, lo, hi, hit.score))
+        spans.append(_Span(hit, meta, lo, hi))
 
     merged: list[_Span] = []
     for span in spans:  # spans arrive best-first; a merged result keeps the best rank
@@ -115,21 +114,16 @@ async def expand_hits(
         items = [by_pos[(span.meta.id, p)] for p in range(span.lo, span.hi + 1) if (span.meta.id, p) in by_pos]
         body = [r for r in items if r["label"] not in _SKIP]
         content = "\n\n".join(render_item(r["label"], r["text"], r["heading_level"]) for r in body)
-        chunk = span.hit.chunk
+        plain = _plain(span.hit, span.meta, rank)
         results.append(
-            SearchResult(
-                chunk_id=chunk.id,
-                content=content or chunk.content,
-                document_id=span.meta.id,
-                document_title=span.meta.title,
-                document_uri=span.meta.uri,
-                score=round(span.score, 6),
-                rank=rank,
-                page_numbers=sorted({p for r in body for p in (r["page_numbers"] or [])}) or chunk.page_numbers,
-                headings=chunk.headings,
-                doc_item_refs=[r["self_ref"] for r in body] or chunk.doc_item_refs,
-                labels=list(dict.fromkeys(r["label"] for r in body)) or chunk.labels,
-                picture_refs=[r["self_ref"] for r in body if r["label"] == "picture"],
+            plain.model_copy(
+                update={
+                    "content": content or plain.content,
+                    "page_numbers": sorted({p for r in body for p in (r["page_numbers"] or [])}) or plain.page_numbers,
+                    "doc_item_refs": [r["self_ref"] for r in body] or plain.doc_item_refs,
+                    "labels": list(dict.fromkeys(r["label"] for r in body)) or plain.labels,
+                    "picture_refs": [r["self_ref"] for r in body if r["label"] == "picture"],
+                }
             )
         )
     return results

@@ -126,13 +126,7 @@ class AnalysisSession:
             CodeExecutionEntry(
                 index=self.state.execution_counter,
                 code=code,
-                stdout=result.stdout,
-                stderr=result.stderr,
-                value=result.value,
-                error=result.error,
-                success=result.success,
-                duration_ms=result.duration_ms,
-                truncated=result.truncated,
+                **result.model_dump(include=set(CodeExecutionEntry.model_fields)),
             )
         )
         self.dirty = True
