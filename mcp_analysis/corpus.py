@@ -22,7 +22,7 @@ import anyio
 from mcp_analysis.config import Settings
 from mcp_analysis.embed import TextEmbedder, create_embedder
 from mcp_analysis.embed.onnx_model import DIMENSION
-from mcp_analysis.errors import AnalysisError, DocumentNotFoundError
+from mcp_analysis.errors import AnalysisError, DatabaseMismatchError, DocumentNotFoundError, EmbedderError
 from mcp_analysis.search.expand import expand_hits
 from mcp_analysis.search.hybrid import hybrid_search
 from mcp_analysis.search.models import SearchResult
@@ -81,10 +81,13 @@ _READAHEAD_CHARS = 8 * 1024 * 1024
 class KnowledgeBase:
     """An opened knowledge base: store, embedder and shared caches."""
 
-    def __init__(self, settings: Settings, store: Store, embedder_name: str) -> None:
+    def __init__(
+        self, settings: Settings, store: Store, embedder_name: str, embedder_base_url: str | None = None
+    ) -> None:
         self.settings = settings
         self.store = store
         self.embedder_name = embedder_name
+        self.embedder_base_url = embedder_base_url
         self._embedder: TextEmbedder | None = None
         self._embedder_lock = anyio.Lock()
         self._views: dict[str | None, _FilterView] = {}
@@ -102,10 +105,30 @@ class KnowledgeBase:
         create: bool = False,
         read_consistency: timedelta | None = timedelta(seconds=1),
     ) -> KnowledgeBase:
-        store = await Store.open(settings.db, create=create, read_consistency=read_consistency)
+        try:
+            store = await Store.open(settings.db, create=create, read_consistency=read_consistency)
+        except AnalysisError:
+            raise
+        except Exception as exc:  # LanceDB cannot read it at all: say so in one line, no traceback
+            reason = " ".join(str(exc).split())[:300] or type(exc).__name__
+            from mcp_analysis.store.haiku import SUPPORTED
+
+            raise DatabaseMismatchError(
+                f"{settings.db} cannot be read as a LanceDB knowledge base ({reason}). mcp-analysis reads its own "
+                f"knowledge bases and {SUPPORTED}."
+            ) from exc
+        explicit = "embedder" in settings.model_fields_set
+        if store.haiku is not None:
+            from mcp_analysis.embed.haiku import choose_query_embedder, default_base_url
+
+            record = store.haiku.embedder
+            name = choose_query_embedder(
+                record.provider, record.name, record.vector_dim, store.path, settings.embedder if explicit else None
+            )
+            return cls(settings, store, name, settings.embedder_base_url or default_base_url(name))
         known = DIMENSION if settings.embedder.startswith("onnx:") else None
-        name = store.check_embedder(settings.embedder, known, explicit="embedder" in settings.model_fields_set)
-        return cls(settings, store, name)
+        name = store.check_embedder(settings.embedder, known, explicit=explicit)
+        return cls(settings, store, name, settings.embedder_base_url)
 
     # ---------------------------------------------------------------- embedder
 
@@ -114,19 +137,39 @@ class KnowledgeBase:
         if self._embedder is None:
             async with self._embedder_lock:
                 if self._embedder is None:
-                    embedder = create_embedder(self.embedder_name)
-                    if self.store.settings is not None and embedder.dimension is None:
-                        embedder.dimension = self.store.settings.vector_dim
-                    await anyio.to_thread.run_sync(embedder.warm_up)
+                    try:
+                        embedder = create_embedder(self.embedder_name, base_url=self.embedder_base_url)
+                        if self.store.settings is not None and embedder.dimension is None:
+                            embedder.dimension = self.store.settings.vector_dim
+                        await anyio.to_thread.run_sync(embedder.warm_up)
+                    except EmbedderError as exc:
+                        raise self.embedder_unavailable(exc) from None
                     self._embedder = embedder
         return self._embedder
+
+    def embedder_unavailable(self, exc: EmbedderError) -> EmbedderError:
+        """For a haiku.rag database: say what it was built with and offer keyword-only search."""
+        layout = self.store.haiku
+        if layout is None:
+            return exc
+        from mcp_analysis.embed.haiku import unavailable
+
+        record = layout.embedder
+        cause = exc.__cause__ or exc
+        return unavailable(record.provider, record.name, record.vector_dim, self.store.path, self.embedder_name, cause)
 
     # ---------------------------------------------------------- document index
 
     async def _current_version(self) -> int:
         now = time.monotonic()
         if now - self._version_checked >= _VERSION_CHECK_SECONDS or self._version < 0:
-            self._version = await self.store.meta_version()
+            version = await self.store.meta_version()
+            if self.store.haiku is not None and 0 <= self._version != version:
+                # haiku.rag rewrites a document under the same id: per-id caches are stale now.
+                self._content = _LRU(self._content.max_weight)
+                self._items = _LRU(self._items.max_weight)
+                self.store.haiku.forget()
+            self._version = version
             self._version_checked = now
         return self._version
 
@@ -272,8 +315,19 @@ class Corpus:
         prefilter = None
         if self.filter is not None and len(visible) < len(await self.kb.visible(None)):
             prefilter = sql_in("document_id", visible.keys())
-        embedder = await self.kb.embedder()
-        vector = await embedder.embed_query(query)
+        layout = self.kb.store.haiku
+        if layout is not None and not layout.has_fts:
+            raise AnalysisError(
+                f"{self.kb.store.path} has no full-text index on its chunks, which search needs; mcp-analysis does "
+                "not write to haiku.rag databases. Create it with haiku.rag (`haiku-rag migrate` / `haiku-rag vacuum`)."
+            )
+        vector = None
+        if settings.mode != "keyword":
+            embedder = await self.kb.embedder()
+            try:
+                vector = await embedder.embed_query(query)
+            except EmbedderError as exc:
+                raise self.kb.embedder_unavailable(exc) from None
         async with self.kb._search_slots:
             # Over-fetch a little: merged neighbours and unfinished documents drop out below.
             hits = await hybrid_search(

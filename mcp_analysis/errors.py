@@ -58,3 +58,7 @@ class CitationError(AnalysisError):
 
 class ModelConfigError(AnalysisError):
     """The LLM for `analyze` is not configured or not reachable."""
+
+
+class ReadOnlyDatabaseError(AnalysisError):
+    """The knowledge base is served read-only (it was written by another application)."""

@@ -83,11 +83,12 @@ class TextEmbedder:
 _LOCAL: dict[str, TextEmbedder] = {}
 
 
-def create_embedder(name: str, cache_dir: Path | None = None) -> TextEmbedder:
+def create_embedder(name: str, cache_dir: Path | None = None, *, base_url: str | None = None) -> TextEmbedder:
     """Build the embedder named `provider:model` (see module docs).
 
     Local models are shared per process: they are pure functions and loading one costs
-    about a second and ~100 MB.
+    about a second and ~100 MB. `base_url` points Ollama, vLLM or OpenAI-compatible
+    providers at a server (else pydantic-ai reads it from the environment).
     """
     provider, _, model_name = name.partition(":")
     if not model_name:
@@ -101,7 +102,9 @@ def create_embedder(name: str, cache_dir: Path | None = None) -> TextEmbedder:
     try:
         from pydantic_ai.embeddings import infer_embedding_model
 
-        remote: EmbeddingModel = infer_embedding_model(name)
+        from mcp_analysis.embed.providers import provider_factory
+
+        remote: EmbeddingModel = infer_embedding_model(name, provider_factory=provider_factory(base_url))
     except Exception as exc:
         raise EmbedderError(
             f"Cannot use embedder {name!r}: {exc}. Set `embedder` to 'onnx:all-MiniLM-L6-v2' (offline) or a "

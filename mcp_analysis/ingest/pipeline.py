@@ -183,6 +183,7 @@ class Ingestor:
             raise IngestError(f"--title applies to exactly one file, but {len(files)} files were given.")
         report = IngestReport(skipped=list(skipped))
         store = self.kb.store
+        store.check_writable()  # before the lock file: a database we only read stays byte-identical
         with ingest_lock(store.path):
             if not store.ready:
                 embedder = await self.kb.embedder()
@@ -322,6 +323,7 @@ class Ingestor:
 async def remove_document(kb: KnowledgeBase, id_or_uri: str) -> DocumentMeta:
     """Delete one document by id or uri (a path is turned into its file:// uri)."""
     store = kb.store
+    store.check_writable()
     metas = await store.all_meta()
     target = next((m for m in metas if m.id == id_or_uri or m.uri == id_or_uri), None)
     if target is None and "://" not in id_or_uri:

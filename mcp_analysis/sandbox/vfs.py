@@ -111,7 +111,7 @@ class DocumentsFS:
         """The text of one file of a visible document (cached per session except content.txt)."""
         if name == "metadata.json":
             return json.dumps(meta.public(), ensure_ascii=False, indent=2)
-        key = f"{meta.id}/{name}"
+        key = f"{meta.id}/{meta.updated_at}/{name}"  # haiku.rag rewrites documents under the same id
         cached = self._rendered.get(key)
         if cached is not None:
             self._rendered.move_to_end(key)

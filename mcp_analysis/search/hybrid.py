@@ -23,9 +23,12 @@ class Hit:
     score: float
 
 
+_RRF_K = 60  # LanceDB's default for the fusion of both legs
+
+
 async def hybrid_search(
     store: Store,
-    vector: np.ndarray,
+    vector: np.ndarray | None,
     query: str,
     limit: int,
     prefilter: str | None,
@@ -37,11 +40,18 @@ async def hybrid_search(
 
     With an HNSW index (large knowledge bases), `ef` widens the graph search and
     `refine_factor` re-ranks candidates with exact distances; without one the
-    vector leg is an exact scan and both are ignored.
+    vector leg is an exact scan and both are ignored. Without a `vector` (keyword
+    mode) only the full-text leg runs, scored 1 / (60 + rank) like one leg of RRF.
     """
     if schema.CHUNKS not in store.tables:
         return []
     table = store.table(schema.CHUNKS)
+    if vector is None:
+        keyword = table.query().nearest_to_text(query, columns=["content_fts"]).select(_COLUMNS).limit(limit)
+        if prefilter:
+            keyword = keyword.where(prefilter)
+        found = await store.complete_chunks(await keyword.to_list())
+        return [Hit(ChunkRecord.from_row(r), 1.0 / (_RRF_K + rank)) for rank, r in enumerate(found, start=1)]
     builder = (
         table.query()
         .nearest_to(vector.astype(np.float32))
@@ -54,5 +64,5 @@ async def hybrid_search(
     )
     if prefilter:
         builder = builder.where(prefilter)
-    rows = await builder.to_list()
+    rows = await store.complete_chunks(await builder.to_list())
     return [Hit(ChunkRecord.from_row(r), float(r.get("_relevance_score") or 0.0)) for r in rows]

@@ -22,8 +22,8 @@ import pyarrow as pa
 from lancedb.index import FTS, BTree, HnswSq
 
 from mcp_analysis.config import is_local_path
-from mcp_analysis.errors import DatabaseMismatchError, DatabaseNotFoundError, FilterError
-from mcp_analysis.store import schema
+from mcp_analysis.errors import DatabaseMismatchError, DatabaseNotFoundError, FilterError, ReadOnlyDatabaseError
+from mcp_analysis.store import haiku, schema
 from mcp_analysis.store.filters import filter_error_from, normalize_filter, sql_in, sql_quote
 from mcp_analysis.store.models import DocumentMeta
 
@@ -34,10 +34,19 @@ _CLEANUP_AFTER = timedelta(minutes=30)  # never 0: concurrent readers still use 
 
 @dataclass
 class StoredSettings:
+    """The settings row: which embedder built the vectors, and who wrote the database.
+
+    ``origin`` is "mcp-analysis" (our own, ``schema_version`` >= 1) or "haiku.rag"
+    (``origin_version`` is haiku.rag's version string; ``embedder`` is
+    "provider:name" as haiku.rag recorded it).
+    """
+
     schema_version: int
     embedder: str
     vector_dim: int
     created_at: str = ""
+    origin: str = "mcp-analysis"
+    origin_version: str = ""
 
     def to_json(self) -> str:
         return json.dumps(
@@ -50,15 +59,42 @@ class StoredSettings:
         )
 
     @classmethod
-    def from_json(cls, text: str) -> StoredSettings:
-        data = json.loads(text)
-        emb = data.get("embeddings") or {}
-        return cls(
-            schema_version=int(data.get("version", 0)),
-            embedder=str(emb.get("model", "")),
-            vector_dim=int(emb.get("vector_dim", 0)),
-            created_at=str(data.get("created_at", "")),
+    def from_json(cls, text: str, location: str = "the knowledge base") -> StoredSettings:
+        """Parse the row, telling ours from haiku.rag's explicitly (never by guessing)."""
+        try:
+            data = json.loads(text)
+        except (TypeError, json.JSONDecodeError):
+            data = None
+        if isinstance(data, dict) and data.get("app") == "mcp-analysis":
+            emb = data.get("embeddings") or {}
+            try:
+                return cls(
+                    schema_version=int(data.get("version", 0)),
+                    embedder=str(emb.get("model", "")),
+                    vector_dim=int(emb.get("vector_dim", 0)),
+                    created_at=str(data.get("created_at", "")),
+                )
+            except (TypeError, ValueError):
+                pass
+        elif isinstance(data, dict) and haiku.is_haiku_settings(data):
+            record = haiku.embedder_of(data, location)
+            return cls(
+                schema_version=0,
+                embedder=f"{record.provider}:{record.name}",
+                vector_dim=record.vector_dim,
+                origin=haiku.ORIGIN,
+                origin_version=str(data["version"]),
+            )
+        shown = str(text)[:160].replace("\n", " ")
+        raise DatabaseMismatchError(
+            f"{location} has a settings row that neither mcp-analysis nor haiku.rag wrote ({shown!r}). "
+            f"mcp-analysis reads its own knowledge bases (schema version <= {schema.SCHEMA_VERSION}) and "
+            f"{haiku.SUPPORTED}."
         )
+
+    @property
+    def foreign(self) -> bool:
+        return self.origin != "mcp-analysis"
 
 
 @dataclass
@@ -74,11 +110,32 @@ class DocumentRows:
 class Store:
     """Async LanceDB tables of one knowledge base."""
 
-    def __init__(self, path: str, db: Any, tables: dict[str, Any], settings: StoredSettings | None) -> None:
+    def __init__(
+        self,
+        path: str,
+        db: Any,
+        tables: dict[str, Any],
+        settings: StoredSettings | None,
+        layout: haiku.HaikuLayout | None = None,
+    ) -> None:
         self.path = path
         self.db = db
         self.tables = tables
         self.settings = settings
+        self.haiku = layout  # set for a haiku.rag database: read-time adapter, and read-only
+
+    @property
+    def read_only(self) -> bool:
+        return self.haiku is not None
+
+    def check_writable(self) -> None:
+        """Raise before anything is written to a database we only read (haiku.rag's)."""
+        if self.haiku is not None:
+            raise ReadOnlyDatabaseError(
+                f"{self.path} is a {self.haiku.describe()}; mcp-analysis serves it read-only and never writes "
+                f"to it. Add or remove its documents with haiku.rag (e.g. `haiku-rag add-src PATH --db {self.path}`, "
+                f"`haiku-rag delete ID --db {self.path}`); a running server picks the changes up by itself."
+            )
 
     @classmethod
     async def open(
@@ -109,26 +166,11 @@ class Store:
                 tables[name] = await db.open_table(name)
         if not tables and not create:
             raise DatabaseNotFoundError(
-                f"{location} holds no knowledge base tables. "
-                f"Add documents with `mcp-analysis add PATH --db {location}`."
+                f"{location} holds no knowledge base tables{_found(location)}. mcp-analysis serves its own "
+                f"knowledge bases and {haiku.SUPPORTED}. Add documents with `mcp-analysis add PATH --db {location}`."
             )
-        missing_core = {schema.DOCUMENT_META, schema.SETTINGS} - tables.keys()
-        if tables and missing_core and not create:
-            raise DatabaseMismatchError(
-                f"{location} is not an mcp-analysis / haiku.rag knowledge base "
-                f"(missing tables: {', '.join(sorted(missing_core))})."
-            )
-        stored = None
-        if schema.SETTINGS in tables:
-            rows = await tables[schema.SETTINGS].query().limit(1).to_list()
-            if rows:
-                stored = StoredSettings.from_json(rows[0]["settings"])
-                if stored.schema_version > schema.SCHEMA_VERSION:
-                    raise DatabaseMismatchError(
-                        f"{location} uses schema version {stored.schema_version}; this mcp-analysis understands "
-                        f"up to {schema.SCHEMA_VERSION}. Upgrade mcp-analysis."
-                    )
-        return cls(location, db, tables, stored)
+        stored, layout = await _identify(location, tables, create)
+        return cls(location, db, tables, stored, layout)
 
     # ------------------------------------------------------------------ setup
 
@@ -151,6 +193,7 @@ class Store:
 
     async def initialize(self, embedder: str, dimension: int) -> None:
         """Create missing tables and the settings row (first ingest)."""
+        self.check_writable()
         creators = {
             schema.DOCUMENTS: schema.DOCUMENTS_SCHEMA,
             schema.DOCUMENT_META: schema.DOCUMENT_META_SCHEMA,
@@ -180,6 +223,7 @@ class Store:
         """Full-text index on chunks, scalar indexes on ids, and (for large knowledge bases) an
         HNSW vector index; idempotent. Below `vector_index_min_rows` the exact scan is fast enough
         (about 10 ms at 10k chunks) and exact; above it, it is not (about 45 ms at 100k)."""
+        self.check_writable()
         wanted: list[tuple[str, str, Any]] = [
             (schema.CHUNKS, "content_fts", FTS(with_position=True)),
             (schema.CHUNKS, "id", BTree()),
@@ -214,6 +258,7 @@ class Store:
 
     async def optimize(self) -> None:
         """Compact files and fold new rows into the indexes (keeps hybrid search fast)."""
+        self.check_writable()
         for name in (schema.CHUNKS, schema.DOCUMENT_ITEMS, schema.DOCUMENT_META, schema.DOCUMENTS):
             if name in self.tables:
                 await self.tables[name].optimize(cleanup_older_than=_CLEANUP_AFTER)
@@ -245,6 +290,9 @@ class Store:
         if where:
             query = query.where(where)
         rows = await query.to_list()
+        if self.haiku is not None and schema.DOCUMENTS in self.tables:
+            sizes = await self.haiku.content_sizes(self.tables[schema.DOCUMENTS])
+            rows = [{**r, "content_size": sizes.get(r["id"], 0)} for r in rows]
         return [DocumentMeta.from_row(r) for r in rows]
 
     async def documents_content(self, document_ids: Sequence[str]) -> dict[str, str]:
@@ -260,6 +308,16 @@ class Store:
 
     async def items(self, where: str, columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
         query = self.tables[schema.DOCUMENT_ITEMS].query().where(where)
+        if self.haiku is not None:
+            # Their rows lack chunk_ids (derived) and hold page_numbers as JSON text (parsed).
+            wanted = [c for c in columns or () if c != "chunk_ids"]
+            if wanted:
+                query = query.select(wanted)
+            rows = await query.to_list()
+            derive = not columns or "chunk_ids" in columns
+            return await self.haiku.items(
+                rows, self.tables[schema.DOCUMENT_ITEMS], self.tables[schema.CHUNKS], chunk_ids=derive
+            )
         if columns:
             query = query.select(list(columns))
         return await query.to_list()
@@ -267,7 +325,13 @@ class Store:
     async def chunks(self, where: str, columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
         query = self.tables[schema.CHUNKS].query().where(where)
         query = query.select(list(columns or ("id", "document_id", "content", "metadata", "order")))
-        return await query.to_list()
+        return await self.complete_chunks(await query.to_list())
+
+    async def complete_chunks(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Chunk rows as our layers read them (haiku.rag's lack the item ranges context expansion uses)."""
+        if self.haiku is None or not rows or "metadata" not in rows[0]:
+            return rows
+        return await self.haiku.chunks(rows, self.tables[schema.DOCUMENT_ITEMS], self.tables[schema.CHUNKS])
 
     async def counts(self) -> dict[str, int]:
         return {name: await table.count_rows() for name, table in self.tables.items()}
@@ -276,6 +340,7 @@ class Store:
 
     async def write_documents(self, batch: Sequence[DocumentRows]) -> list[str]:
         """Write a batch atomically per document; return ids of documents they replaced."""
+        self.check_writable()
         if not batch:
             return []
         old = await self.all_meta(sql_in("uri", [b.meta.uri for b in batch]))
@@ -307,6 +372,7 @@ class Store:
         return replaced
 
     async def update_meta(self, meta: DocumentMeta) -> None:
+        self.check_writable()
         await (
             self.tables[schema.DOCUMENT_META]
             .merge_insert("id")
@@ -317,10 +383,12 @@ class Store:
 
     async def delete_document(self, document_id: str) -> None:
         """Hide the document first (meta row), then remove its rows."""
+        self.check_writable()
         await self.tables[schema.DOCUMENT_META].delete(f"id = {sql_quote(document_id)}")
         await self.delete_rows([document_id])
 
     async def delete_rows(self, document_ids: Sequence[str]) -> None:
+        self.check_writable()
         if not document_ids:
             return
         await self.tables[schema.CHUNKS].delete(sql_in("document_id", document_ids))
@@ -343,8 +411,64 @@ class Store:
         return present - visible
 
     async def remove_orphans(self) -> int:
+        self.check_writable()
         orphans = await self.orphan_ids()
         if orphans:
             log.info("Removing rows of %d unfinished document(s) from an interrupted ingest", len(orphans))
             await self.delete_rows(sorted(orphans))
         return len(orphans)
+
+
+def _found(location: str) -> str:
+    """A short account of what a local directory holds instead of tables (for error messages)."""
+    if not is_local_path(location) or not Path(location).is_dir():
+        return ""
+    entries = sorted(p.name + ("/" if p.is_dir() else "") for p in Path(location).iterdir())
+    if not entries:
+        return " (the directory is empty)"
+    shown = ", ".join(entries[:6]) + (f", ... ({len(entries)} entries)" if len(entries) > 6 else "")
+    return f" (found: {shown})"
+
+
+async def _identify(
+    location: str, tables: dict[str, Any], create: bool
+) -> tuple[StoredSettings | None, haiku.HaikuLayout | None]:
+    """Who wrote this database (from its settings row, explicitly), and can we read it?"""
+    stored = None
+    if schema.SETTINGS in tables:
+        rows = await tables[schema.SETTINGS].query().limit(1).to_list()
+        if rows:
+            stored = StoredSettings.from_json(rows[0].get("settings") or "", location)
+    schemas = {name: await table.schema() for name, table in tables.items()}
+    if stored is None and haiku.looks_like_haiku({n: sc.names for n, sc in schemas.items()}):
+        raise DatabaseMismatchError(
+            f"{location} has haiku.rag's tables but no settings row, so its embedder is unknown. Open it once with "
+            f"haiku.rag (`haiku-rag info --db {location}`) or rebuild it; mcp-analysis reads {haiku.SUPPORTED}."
+        )
+    if stored is not None and stored.foreign:
+        haiku.check_version(stored.origin_version, location)
+        haiku.check_tables(location, stored.origin_version, tables, schemas, stored.vector_dim)
+        provider, _, name = stored.embedder.partition(":")
+        indexed = {tuple(ix.columns) for ix in await tables[schema.CHUNKS].list_indices()}
+        layout = haiku.HaikuLayout(
+            stored.origin_version,
+            haiku.HaikuEmbedder(provider, name, stored.vector_dim),
+            has_fts=("content_fts",) in indexed,
+        )
+        if create:
+            Store(location, None, tables, stored, layout).check_writable()
+        if not layout.has_fts:
+            log.warning("%s has no full-text index on chunks.content_fts; search will be refused.", location)
+        return stored, layout
+    missing_core = {schema.DOCUMENT_META, schema.SETTINGS} - tables.keys()
+    if tables and missing_core and not create:
+        raise DatabaseMismatchError(
+            f"{location} is not an mcp-analysis or haiku.rag knowledge base (it has the tables "
+            f"{', '.join(sorted(tables))} but not {', '.join(sorted(missing_core))})."
+        )
+    if stored is not None and stored.schema_version > schema.SCHEMA_VERSION:
+        raise DatabaseMismatchError(
+            f"{location} uses schema version {stored.schema_version}; this mcp-analysis understands "
+            f"up to {schema.SCHEMA_VERSION}. Upgrade mcp-analysis."
+        )
+    return stored, None
