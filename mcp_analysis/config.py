@@ -6,7 +6,9 @@
 3. a YAML file: ``--config``, else ``$MCP_ANALYSIS_CONFIG``, else ``./mcp-analysis.yaml``,
 4. defaults.
 
-Unknown keys anywhere are an error that names the key.
+Unknown keys anywhere are an error that names the key. A haiku.rag config file
+(``haiku.rag.yaml``) is read too: the parts that matter here are translated and the
+rest ignored with a note (see haiku_config.py).
 """
 
 from __future__ import annotations
@@ -61,6 +63,9 @@ class SearchSettings(_Section):
     )
     ann_ef: int = Field(256, ge=10, le=4096, description="HNSW search breadth when a vector index exists.")
     ann_refine_factor: int = Field(4, ge=1, le=100, description="Re-rank this many times more ANN candidates exactly.")
+    mode: Literal["hybrid", "keyword"] = Field(
+        "hybrid", description="hybrid = vectors + full text; keyword = full text only (no embedder needed)."
+    )
 
 
 class IngestSettings(_Section):
@@ -110,6 +115,7 @@ class AnalysisSettings(_Section):
     model: str = Field("anthropic:claude-sonnet-4-20250514", description="pydantic-ai model for `analyze`.")
     max_executions: int = Field(15, ge=1, le=200, description="execute_code calls per analysis.")
     max_requests: int = Field(40, ge=2, le=500, description="Model requests per analysis.")
+    base_url: str | None = Field(None, description="Server of an Ollama / vLLM / OpenAI-compatible analysis model.")
 
 
 class _YamlSource(PydanticBaseSettingsSource):
@@ -132,6 +138,10 @@ class _YamlSource(PydanticBaseSettingsSource):
             return
         if not isinstance(loaded, dict):
             raise ConfigError(f"Config file {path} must hold a mapping of settings, not {type(loaded).__name__}.")
+        from mcp_analysis import haiku_config
+
+        if haiku_config.is_haiku_config(loaded, path):
+            loaded = haiku_config.translate(loaded, path)
         self._data = loaded
 
     def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
@@ -164,6 +174,7 @@ class Settings(BaseSettings):
 
     db: Path = Field(default_factory=lambda: data_home() / "kb.lancedb", description="Knowledge base path.")
     embedder: str = Field(DEFAULT_EMBEDDER, description="Embedding model, `provider:name`.")
+    embedder_base_url: str | None = Field(None, description="Server of an Ollama / vLLM / OpenAI-compatible embedder.")
     search: SearchSettings = Field(default_factory=SearchSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
