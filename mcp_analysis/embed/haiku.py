@@ -69,7 +69,7 @@ def unavailable(
     provider: str, name: str, vector_dim: int, location: str, query_embedder: str, exc: Exception
 ) -> EmbedderError:
     """One line: what the database was built with, why we cannot embed queries like it, what to do."""
-    reason = re.sub(r"\s+", " ", str(exc)).strip()
+    reason = re.sub(r"\s+", " ", str(exc)).strip().rstrip(".") + "."
     return EmbedderError(
         f"{location} was built by haiku.rag with {provider} '{name}' ({vector_dim}-dim vectors), and its query "
         f"embedder '{query_embedder}' cannot be used here: {reason} Configure that embedder (API key / base URL / "

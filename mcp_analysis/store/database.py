@@ -442,8 +442,8 @@ async def _identify(
     schemas = {name: await table.schema() for name, table in tables.items()}
     if stored is None and haiku.looks_like_haiku({n: sc.names for n, sc in schemas.items()}):
         raise DatabaseMismatchError(
-            f"{location} has haiku.rag's tables but no settings row, so its embedder is unknown. Open it once with "
-            f"haiku.rag (`haiku-rag info --db {location}`) or rebuild it; mcp-analysis reads {haiku.SUPPORTED}."
+            f"{location} has haiku.rag's tables but no settings row, so the embedder that built it is unknown. "
+            f"Rebuild it with haiku.rag (`haiku-rag rebuild --db {location}`); mcp-analysis reads {haiku.SUPPORTED}."
         )
     if stored is not None and stored.foreign:
         haiku.check_version(stored.origin_version, location)
