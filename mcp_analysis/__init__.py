@@ -4,7 +4,8 @@ Python API:
 
 - ``AnalysisSession`` runs sandboxed code over a knowledge base (no MCP needed);
 - ``AnalysisClient`` answers questions with the built-in agent;
-- ``create_server`` builds the MCP server, ``create_toolset`` a pydantic-ai toolset.
+- ``create_server`` builds the MCP server, ``create_toolset`` a pydantic-ai toolset,
+  ``create_skill`` the same with haiku.rag's skill API.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ os.environ.setdefault("LANCEDB_LOG", "error")
 
 __version__ = "0.1.0"
 
-__all__ = ["AnalysisClient", "AnalysisSession", "KnowledgeBase", "create_server", "create_toolset"]
+__all__ = ["AnalysisClient", "AnalysisSession", "KnowledgeBase", "create_server", "create_skill", "create_toolset"]
 
 
 def __getattr__(name: str) -> Any:
@@ -42,4 +43,8 @@ def __getattr__(name: str) -> Any:
         from mcp_analysis.agent.toolset import create_toolset
 
         return create_toolset
+    if name == "create_skill":
+        from mcp_analysis.agent.skill import create_skill
+
+        return create_skill
     raise AttributeError(name)

@@ -65,6 +65,7 @@ def variants(source: Path, root: Path) -> dict[str, Path]:
         made = {
             "old version": await make_variant(source, root / "old", settings=haiku_settings(version="0.40.0")),
             "missing table": await make_variant(source, root / "missing", drop=("document_items",)),
+            "no settings row": await make_variant(source, root / "nosettings", drop=("settings",)),
             "dimension mismatch": await make_variant(source, root / "dims", vector_dim=768),
             "unknown settings": await make_variant(source, root / "unknown", settings='{"schema": 7, "owner": "x"}'),
             "768-dim ollama": await make_variant(
@@ -92,6 +93,7 @@ def test_unreadable_databases_are_one_line_errors(source: Path, tmp_path: Path) 
     expected = {
         "old version": [r"haiku.rag 0.40.0", "predates 0.64", "haiku-rag migrate", "tested with 0.101.1"],
         "missing table": ["haiku.rag 0.101.1", "lacks the table(s) document_items"],
+        "no settings row": ["haiku.rag's tables but no settings row", "haiku-rag rebuild"],
         "dimension mismatch": ["record 384-dim vectors but the chunks table holds 768"],
         "unknown settings": ["neither mcp-analysis nor haiku.rag wrote", '"schema": 7'],
         "not a database": ["holds no knowledge base tables (found: notes/, readme.txt)", "haiku.rag databases"],

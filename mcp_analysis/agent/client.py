@@ -50,14 +50,19 @@ class AnalysisResult(BaseModel):
     citations: list[Citation] = Field(default_factory=list)
 
 
-def resolve_model(model: str | Model) -> Model:
-    """A pydantic-ai model, or a ModelConfigError that names the setting to fix."""
+def resolve_model(model: str | Model, base_url: str | None = None) -> Model:
+    """A pydantic-ai model, or a ModelConfigError that names the setting to fix.
+
+    `base_url` (``analysis.base_url``) points an Ollama / vLLM / OpenAI-compatible model at its server.
+    """
     if isinstance(model, Model):
         return model
     from pydantic_ai.models import infer_model
 
+    from mcp_analysis.embed.providers import provider_factory
+
     try:
-        return infer_model(model)
+        return infer_model(model, provider_factory=provider_factory(base_url))
     except (UserError, ImportError, ValueError) as exc:
         raise ModelConfigError(
             f"Cannot use the analysis model {model!r} (setting `analysis.model`, or --model): {exc}. "
@@ -119,8 +124,9 @@ class AnalysisClient:
     ) -> AnalysisResult:
         """Answer `question`; the model can only see documents matching `filter`."""
         session = await self.session(filter)
-        llm = resolve_model(model or self.model or self.settings.analysis.model)
         limits = self.settings.analysis
+        chosen = model or self.model
+        llm = resolve_model(chosen) if chosen else resolve_model(limits.model, limits.base_url)
         toolset = AnalysisToolset(session, max_executions=limits.max_executions)
 
         def last_request_answers(ctx: RunContext[Any], tools: list[ToolDefinition]) -> list[ToolDefinition]:
