@@ -1,0 +1,125 @@
+"""The haiku.rag 0.101.1 fixture served over real MCP transports: all four tools, resources and
+execute_code answer with what haiku.rag stored, and the database is byte-identical afterwards."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+
+from tests.haiku_db import FIXTURE, RawDb, copy_fixture, read_raw, tree_hashes
+from tests.mcp_helpers import http_server, stdio_params, text
+
+pytestmark = pytest.mark.anyio
+
+LICENSES = "uri LIKE 'corpus/license-%'"
+STATS = (
+    "from pathlib import Path\n"
+    "import json\n"
+    "stats = {}\n"
+    "for d in Path('/documents').iterdir():\n"
+    "    meta = json.loads((d / 'metadata.json').read_text())\n"
+    "    items = [json.loads(line) for line in (d / 'items.jsonl').read_text().splitlines()]\n"
+    "    toc = json.loads((d / 'toc.json').read_text())\n"
+    "    stats[meta['id']] = [meta['uri'], len((d / 'content.txt').read_text()), len(items), len(toc['sections'])]\n"
+    "len(stats)"
+)
+
+SANDBOX_SEARCH = "r = await search('Mozilla Public License', limit=3)\nprint(json.dumps([h['chunk_id'] for h in r]))"
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, RawDb]:
+    db = copy_fixture(tmp_path_factory.mktemp("haiku-mcp") / "haiku.rag.lancedb")
+    return db, anyio.run(read_raw, db)
+
+
+def env_for(tmp_path: Path) -> dict[str, str]:
+    return {"XDG_DATA_HOME": str(tmp_path / "data")}  # session files live here, never in the database
+
+
+async def test_stdio_client_gets_what_haiku_rag_stored(served: tuple[Path, RawDb], tmp_path: Path) -> None:
+    db, raw = served
+    async with Client(stdio_params(db, env=env_for(tmp_path))) as client:
+        listed = (await client.call_tool("list_documents", {"limit": 1000})).structured_content
+        assert listed["total"] == 36
+        assert {d["id"]: (d["uri"], d["title"], d["created_at"]) for d in listed["documents"]} == {
+            i: (r["uri"], r["title"], r["created_at"]) for i, r in raw.meta.items()
+        }
+
+        found = await client.call_tool(
+            "search", {"query": "ffi_closure_alloc writable and executable memory", "limit": 3}
+        )
+        assert not found.is_error, text(found)
+        hits = found.structured_content["results"]
+        assert hits[0]["document_uri"] == "corpus/The-Closure-API.html"
+        for hit in hits:
+            stored = raw.chunks[hit["chunk_id"]]
+            assert hit["document_id"] == stored["document_id"]
+            assert hit["headings"] == (raw.chunk_meta(hit["chunk_id"])["headings"] or [])
+            assert set(raw.chunk_meta(hit["chunk_id"])["doc_item_refs"]) <= set(hit["doc_item_refs"])
+
+        first = (await client.call_tool("execute_code", {"code": STATS})).structured_content
+        assert first["success"] and first["value"] == "36", first
+        dumped = (await client.call_tool("execute_code", {"code": "print(json.dumps(stats))"})).structured_content
+        stats = json.loads(dumped["stdout"])  # `stats` survived between the two calls
+        for doc_id, (uri, chars, items, _sections) in stats.items():
+            assert (uri, chars, items) == (raw.meta[doc_id]["uri"], len(raw.content[doc_id]), len(raw.items[doc_id]))
+
+        in_sandbox = await client.call_tool("execute_code", {"code": SANDBOX_SEARCH})
+        sandbox_ids = json.loads(in_sandbox.structured_content["stdout"])
+        assert sandbox_ids and set(sandbox_ids) <= set(raw.chunks)
+        assert "MPL" in raw.meta[raw.chunks[sandbox_ids[0]]["document_id"]]["uri"]
+
+        # A chunk id read from items.jsonl (never shown by a search) is citable, like in haiku.rag.
+        other_doc = next(d for d in raw.items if d not in {h["document_id"] for h in hits})
+        from_items = next(
+            raw.chunk_ids_of_item[(other_doc, r["self_ref"])][0]
+            for r in raw.items[other_doc]
+            if (other_doc, r["self_ref"]) in raw.chunk_ids_of_item
+        )
+        cited = await client.call_tool("cite", {"chunk_ids": [hits[0]["chunk_id"], from_items]})
+        assert not cited.is_error, text(cited)
+        citations = cited.structured_content["citations"]
+        assert [c["chunk_id"] for c in citations] == [hits[0]["chunk_id"], from_items]
+        assert [c["document_title"] for c in citations] == [
+            raw.meta[raw.chunks[c]["document_id"]]["title"] for c in (hits[0]["chunk_id"], from_items)
+        ]
+
+        resources = (await client.list_resources()).resources
+        assert len(resources) == 36 * 4
+        doc_id = hits[0]["document_id"]
+        content = await client.read_resource(f"documents:///{doc_id}/content.txt")
+        assert content.contents[0].text == raw.content[doc_id]
+        items = await client.read_resource(f"documents:///{doc_id}/items.jsonl")
+        lines = [json.loads(line) for line in items.contents[0].text.splitlines()]
+        assert [(i["self_ref"], i["text"]) for i in lines] == [(r["self_ref"], r["text"]) for r in raw.items[doc_id]]
+        meta = json.loads((await client.read_resource(f"documents:///{doc_id}/metadata.json")).contents[0].text)
+        assert meta["uri"] == raw.meta[doc_id]["uri"]
+    assert tree_hashes(db) == tree_hashes(FIXTURE)
+
+
+async def test_http_server_with_a_filter_scopes_every_surface(served: tuple[Path, RawDb], tmp_path: Path) -> None:
+    db, raw = served
+    licences = {d for d, r in raw.meta.items() if r["uri"].startswith("corpus/license-")}
+    outside = next(d for d in raw.meta if d not in licences)
+    with http_server(db, "--filter", LICENSES, log_dir=tmp_path, env=env_for(tmp_path)) as server:
+        async with server.client() as client:
+            listed = (await client.call_tool("list_documents", {})).structured_content
+            assert {d["id"] for d in listed["documents"]} == licences
+            hits = (
+                await client.call_tool("search", {"query": "ffi_closure_alloc closure", "limit": 5})
+            ).structured_content
+            assert hits["results"] and {h["document_id"] for h in hits["results"]} <= licences
+            seen = await client.call_tool("execute_code", {"code": "import os\nlen(os.listdir('/documents'))"})
+            assert seen.structured_content["value"] == str(len(licences))
+            hidden = next(c for c, r in raw.chunks.items() if r["document_id"] == outside)
+            refused = await client.call_tool("cite", {"chunk_ids": [hidden]})
+            assert refused.is_error and "could be resolved" in text(refused)
+            assert len((await client.list_resources()).resources) == 4 * len(licences)
+            with pytest.raises(Exception, match="outside your filter"):
+                await client.read_resource(f"documents:///{outside}/content.txt")
+    assert tree_hashes(db) == tree_hashes(FIXTURE)
