@@ -356,6 +356,11 @@ def info(
                 "vector_dim": store.settings.vector_dim if store.settings else None,
                 "schema_version": store.settings.schema_version if store.settings else None,
                 "created_at": store.settings.created_at if store.settings else None,
+                "written_by": f"{store.settings.origin} {store.settings.origin_version}".strip()
+                if store.settings
+                else None,
+                "read_only": store.read_only,
+                "query_embedder": kb.embedder_name,
                 "indexes": await store.index_names(),
             }
         if as_json:
