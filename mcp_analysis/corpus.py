@@ -166,9 +166,9 @@ class KnowledgeBase:
             version = await self.store.meta_version()
             if self.store.haiku is not None and 0 <= self._version != version:
                 # haiku.rag rewrites a document under the same id: per-id caches are stale now.
+                await self.store.haiku.catch_up(self.store.tables)
                 self._content = _LRU(self._content.max_weight)
                 self._items = _LRU(self._items.max_weight)
-                self.store.haiku.forget()
             self._version = version
             self._version_checked = now
         return self._version

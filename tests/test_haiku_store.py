@@ -172,6 +172,8 @@ async def test_keyword_mode_searches_without_an_embedder(haiku_db: Path, tmp_pat
         assert results and kb._embedder is None
         assert all("mozilla" in haiku_raw.chunks[r.chunk_id]["content_fts"].lower() for r in results)
         assert [r.score for r in results] == sorted((r.score for r in results), reverse=True)
+        scoped = await (await kb.open_corpus("uri = 'corpus/license-GPL-3.txt'")).search("Mozilla license", limit=3)
+        assert scoped and {r.document_uri for r in scoped} == {"corpus/license-GPL-3.txt"}
     finally:
         await kb.close()
 
@@ -221,3 +223,36 @@ async def test_writes_are_refused_and_leave_the_files_untouched(tmp_path: Path, 
     finally:
         await kb.close()
     assert tree_hashes(db) == before
+
+
+async def test_documents_rewritten_in_place_are_read_again(tmp_path: Path) -> None:
+    """haiku.rag updates a document under the same id; our per-id caches must not serve the old text."""
+    import lancedb
+
+    db = copy_fixture(tmp_path / "kb")
+    kb = await KnowledgeBase.open(make_settings(db))
+    try:
+        doc = (await kb.corpus().documents())[0]
+        old_text = await kb.corpus().content(doc.id)
+        old_items = await kb.corpus().items_jsonl(doc.id)
+        # What haiku.rag's update_document does, reduced: new content and items, then a newer meta row.
+        writer = await lancedb.connect_async(str(db))
+        await (await writer.open_table("documents")).update({"content": "rewritten text"}, where=f"id = '{doc.id}'")
+        await (await writer.open_table("document_items")).update(
+            {"text": "rewritten item"}, where=f"document_id = '{doc.id}' AND position = 0"
+        )
+        await (await writer.open_table("document_meta")).update(
+            {"updated_at": "2030-01-01T00:00:00+00:00"}, where=f"id = '{doc.id}'"
+        )
+        writer.close()
+        before = kb._version
+        for _ in range(100):  # other processes' writes become visible within the read-consistency interval
+            if await kb.refresh() != before:
+                break
+            await anyio.sleep(0.1)
+        assert old_text != "rewritten text"
+        assert await kb.corpus().content(doc.id) == "rewritten text"
+        items = await kb.corpus().items_jsonl(doc.id)
+        assert items != old_items and json.loads(items.splitlines()[0])["text"] == "rewritten item"
+    finally:
+        await kb.close()

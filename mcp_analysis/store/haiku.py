@@ -191,6 +191,17 @@ class HaikuLayout:
         self._structures.clear()
         self._sizes_version = -1
 
+    async def catch_up(self, tables: dict[str, Any]) -> None:
+        """After `document_meta` changed: read every table at its latest version, forget derived values.
+
+        (Each table handle otherwise refreshes on its own read-consistency timer, so the
+        contents of a rewritten document could still be read at their old version.)
+        """
+        for name in (schema.DOCUMENTS, schema.CHUNKS, schema.DOCUMENT_ITEMS):
+            if name in tables:
+                await tables[name].checkout_latest()
+        self.forget()
+
     def describe(self) -> str:
         return f"haiku.rag {self.version} knowledge base"
 
