@@ -310,11 +310,12 @@ class Store:
         query = self.tables[schema.DOCUMENT_ITEMS].query().where(where)
         if self.haiku is not None:
             # Their rows lack chunk_ids (derived) and hold page_numbers as JSON text (parsed).
+            derive = not columns or "chunk_ids" in columns
             wanted = [c for c in columns or () if c != "chunk_ids"]
             if wanted:
-                query = query.select(wanted)
+                extra = [c for c in ("document_id", "self_ref") if derive and c not in wanted]
+                query = query.select(wanted + extra)
             rows = await query.to_list()
-            derive = not columns or "chunk_ids" in columns
             return await self.haiku.items(
                 rows, self.tables[schema.DOCUMENT_ITEMS], self.tables[schema.CHUNKS], chunk_ids=derive
             )
