@@ -146,3 +146,16 @@ async def test_unreachable_remote_embedder_is_named_with_the_database(source: Pa
         assert "search.mode: keyword" in message
     finally:
         await kb.close()
+
+
+async def test_a_newer_haiku_rag_version_with_the_same_columns_is_served_with_a_warning(
+    source: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    db = await make_variant(source, tmp_path / "newer", settings=haiku_settings(version="0.150.2"))
+    with caplog.at_level("WARNING"):
+        kb = await KnowledgeBase.open(load_settings(db=db))
+    try:
+        assert kb.store.read_only and len(await kb.corpus().documents()) == 36
+        assert any("haiku.rag 0.150.2, newer than the 0.101.1" in r.getMessage() for r in caplog.records)
+    finally:
+        await kb.close()

@@ -100,5 +100,6 @@ def create_skill(
     settings = _settings(config)
     chosen: Any = db_path or os.environ.get("HAIKU_RAG_DB") or None
     if chosen is not None:
-        settings = settings.model_copy(update={"db": Path(str(chosen)).expanduser()})
+        location = str(chosen)
+        settings = settings.model_copy(update={"db": location if "://" in location else Path(location).expanduser()})
     return AnalysisSkill(settings, document_filter=filter)
