@@ -102,7 +102,9 @@ class KnowledgeBase:
         create: bool = False,
         read_consistency: timedelta | None = timedelta(seconds=1),
     ) -> KnowledgeBase:
-        store = await Store.open(settings.db, create=create, read_consistency=read_consistency)
+        store = await Store.open(
+            settings.db, create=create, read_consistency=read_consistency, storage_options=settings.storage_options
+        )
         known = DIMENSION if settings.embedder.startswith("onnx:") else None
         name = store.check_embedder(settings.embedder, known, explicit="embedder" in settings.model_fields_set)
         return cls(settings, store, name)
@@ -135,7 +137,12 @@ class KnowledgeBase:
         self._version_checked = 0.0
         if schema.DOCUMENT_META not in self.store.tables:
             # Another process may have created the tables since we opened.
-            fresh = await Store.open(self.store.path, create=False, read_consistency=timedelta(seconds=1))
+            fresh = await Store.open(
+                self.store.path,
+                create=False,
+                read_consistency=timedelta(seconds=1),
+                storage_options=self.store.storage_options,
+            )
             self.store.tables.update(fresh.tables)
             self.store.settings = self.store.settings or fresh.settings
         return await self._current_version()

@@ -22,7 +22,13 @@ import pyarrow as pa
 from lancedb.index import FTS, BTree, HnswSq
 
 from mcp_analysis.config import is_local_path
-from mcp_analysis.errors import DatabaseMismatchError, DatabaseNotFoundError, FilterError
+from mcp_analysis.errors import (
+    DatabaseMismatchError,
+    DatabaseNotFoundError,
+    FilterError,
+    StorageUnavailableError,
+    storage_error_message,
+)
 from mcp_analysis.store import schema
 from mcp_analysis.store.filters import filter_error_from, normalize_filter, sql_in, sql_quote
 from mcp_analysis.store.models import DocumentMeta
@@ -71,14 +77,39 @@ class DocumentRows:
     chunks: list[dict[str, Any]]
 
 
+# Object stores: fail within seconds, not after object_store's default 3 minutes of retries, so a
+# store outage reaches clients (and /healthz) as a clear error. Settings in `storage_options` win.
+OBJECT_STORE_DEFAULTS = {
+    "connect_timeout": "5s",
+    "timeout": "60s",
+    "client_max_retries": "3",
+    "client_retry_timeout": "15",
+}
+
+
+def object_store_options(location: str, configured: dict[str, str] | None) -> dict[str, str] | None:
+    """LanceDB storage options for `location`: none for local paths (AWS_* variables are read by LanceDB)."""
+    if is_local_path(location):
+        return dict(configured) if configured else None
+    return {**OBJECT_STORE_DEFAULTS, **(configured or {})}
+
+
 class Store:
     """Async LanceDB tables of one knowledge base."""
 
-    def __init__(self, path: str, db: Any, tables: dict[str, Any], settings: StoredSettings | None) -> None:
+    def __init__(
+        self,
+        path: str,
+        db: Any,
+        tables: dict[str, Any],
+        settings: StoredSettings | None,
+        storage_options: dict[str, str] | None = None,
+    ) -> None:
         self.path = path
         self.db = db
         self.tables = tables
         self.settings = settings
+        self.storage_options = storage_options
 
     @classmethod
     async def open(
@@ -87,9 +118,28 @@ class Store:
         *,
         create: bool = False,
         read_consistency: timedelta | None = timedelta(seconds=1),
+        storage_options: dict[str, str] | None = None,
     ) -> Store:
-        """Open the knowledge base at `path` (create the directory and tables if `create`)."""
+        """Open the knowledge base at `path` (create the directory and tables if `create`).
+
+        `path` is a directory or an object-store URI (s3://bucket/prefix, gs://, az://).
+        """
         location = str(path)
+        try:
+            return await cls._open(location, create, read_consistency, storage_options)
+        except (OSError, RuntimeError, ValueError) as exc:
+            if is_local_path(location):
+                raise
+            raise StorageUnavailableError(storage_error_message(location, exc)) from exc
+
+    @classmethod
+    async def _open(
+        cls,
+        location: str,
+        create: bool,
+        read_consistency: timedelta | None,
+        storage_options: dict[str, str] | None,
+    ) -> Store:
         if is_local_path(location):
             p = Path(location)
             if not p.exists():
@@ -101,7 +151,8 @@ class Store:
                 p.mkdir(parents=True, exist_ok=True)
             elif not p.is_dir():
                 raise DatabaseNotFoundError(f"{p} is a file, not a LanceDB knowledge base directory.")
-        db = await lancedb.connect_async(location, read_consistency_interval=read_consistency)
+        options = object_store_options(location, storage_options)
+        db = await lancedb.connect_async(location, read_consistency_interval=read_consistency, storage_options=options)
         names = set((await db.list_tables()).tables)
         tables: dict[str, Any] = {}
         for name in schema.TABLES:
@@ -128,7 +179,7 @@ class Store:
                         f"{location} uses schema version {stored.schema_version}; this mcp-analysis understands "
                         f"up to {schema.SCHEMA_VERSION}. Upgrade mcp-analysis."
                     )
-        return cls(location, db, tables, stored)
+        return cls(location, db, tables, stored, storage_options)
 
     # ------------------------------------------------------------------ setup
 
