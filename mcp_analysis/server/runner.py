@@ -50,8 +50,10 @@ def check_database(settings: Settings) -> None:
 
 def build_http_app(settings: Settings) -> object:
     from mcp_analysis.server.app import create_server
+    from mcp_analysis.server.metrics import Observability
 
     server = create_server(config=settings, http=True)
+    Observability(server, server.runtime).install()  # GET /healthz, GET /metrics
     return server.streamable_http_app(
         streamable_http_path=settings.server.path,
         transport_security=security_settings(settings),
