@@ -292,6 +292,32 @@ async def test_an_added_document_reaches_every_replica(cluster: Cluster, tmp_pat
     print(f"list_changed after the add: {', '.join(f'{w:.2f} s' for w in waits)}")
 
 
+async def test_ingest_leftovers_on_object_storage_are_removed_only_when_settled(
+    cluster: Cluster, sample_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Several machines may ingest at once on S3: a young orphan may be another ingest's batch."""
+    import uuid
+    from datetime import timedelta
+
+    import pyarrow as pa
+
+    from mcp_analysis.store import database, schema
+
+    for key, value in cluster.s3.env().items():
+        monkeypatch.setenv(key, value)
+    store = await database.Store.open(cluster.s3.upload_dir(sample_db, "orphans"))
+    orphan = f"orphan-{uuid.uuid4()}"
+    row = {"id": orphan, "content": "half-written", "docling_document": b""}
+    await store.tables[schema.DOCUMENTS].add(pa.Table.from_pylist([row], schema=schema.DOCUMENTS_SCHEMA))
+    assert orphan in await store.orphan_ids()
+    assert await store.remove_orphans() == 0  # too young: maybe another machine's uncommitted batch
+    assert orphan in await store.orphan_ids(settled=timedelta(0))
+    monkeypatch.setattr(database, "ORPHAN_GRACE", timedelta(0))  # as if ORPHAN_GRACE had passed
+    assert await store.remove_orphans() == 1
+    assert orphan not in await store.orphan_ids()
+    store.db.close()
+
+
 # --------------------------------------------------------------- failures
 
 

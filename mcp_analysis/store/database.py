@@ -13,7 +13,7 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +85,17 @@ OBJECT_STORE_DEFAULTS = {
     "client_max_retries": "3",
     "client_retry_timeout": "15",
 }
+
+
+# On object storage, rows without a meta row are removed only once this old (see orphan_ids).
+ORPHAN_GRACE = timedelta(minutes=10)
+
+
+def _older_than(stamp: datetime, age: timedelta) -> bool:
+    """LanceDB reports naive timestamps: old enough whether they mean UTC or local time."""
+    if stamp.tzinfo is not None:
+        return datetime.now(UTC) - stamp >= age
+    return datetime.now(UTC).replace(tzinfo=None) - stamp >= age and datetime.now() - stamp >= age
 
 
 def object_store_options(location: str, configured: dict[str, str] | None) -> dict[str, str] | None:
@@ -378,8 +389,13 @@ class Store:
         await self.tables[schema.DOCUMENT_ITEMS].delete(sql_in("document_id", document_ids))
         await self.tables[schema.DOCUMENTS].delete(sql_in("id", document_ids))
 
-    async def orphan_ids(self) -> set[str]:
-        """Ids with rows but no meta row: left by an ingest that was killed."""
+    async def orphan_ids(self, settled: timedelta | None = None) -> set[str]:
+        """Ids with rows but no meta row: left by an ingest that was killed.
+
+        With `settled`, only ids that already had rows that long ago: on object storage, where
+        ingests from several machines may run at once, a younger orphan may be another ingest's
+        batch whose meta row is about to be committed.
+        """
         if not self.ready:
             return set()
         visible = {r["id"] for r in await self.tables[schema.DOCUMENT_META].query().select(["id"]).to_list()}
@@ -391,10 +407,35 @@ class Store:
         ):
             rows = await self.tables[name].query().select([column]).to_arrow()
             present.update(rows.column(column).unique().to_pylist())
-        return present - visible
+        orphans = present - visible
+        if settled is not None and orphans:
+            orphans &= await self._ids_settled(settled)
+        return orphans
+
+    async def _ids_settled(self, settled: timedelta) -> set[str]:
+        """Document ids that had rows in a table version at least `settled` old (empty if unknown)."""
+        ids: set[str] = set()
+        for name, column in (
+            (schema.DOCUMENTS, "id"),
+            (schema.CHUNKS, "document_id"),
+            (schema.DOCUMENT_ITEMS, "document_id"),
+        ):
+            try:
+                table = await self.db.open_table(name)
+                old = [v["version"] for v in await table.list_versions() if _older_than(v["timestamp"], settled)]
+                if not old:
+                    continue
+                await table.checkout(max(old))
+                rows = await table.query().select([column]).to_arrow()
+            except (OSError, RuntimeError, ValueError) as exc:  # that version was cleaned up meanwhile
+                log.debug("No settled version of %s: %s", name, exc)
+                continue
+            ids.update(rows.column(column).unique().to_pylist())
+        return ids
 
     async def remove_orphans(self) -> int:
-        orphans = await self.orphan_ids()
+        # Local knowledge bases have one ingest at a time (a lock file); object stores may not.
+        orphans = await self.orphan_ids(None if is_local_path(self.path) else ORPHAN_GRACE)
         if orphans:
             log.info("Removing rows of %d unfinished document(s) from an interrupted ingest", len(orphans))
             await self.delete_rows(sorted(orphans))
