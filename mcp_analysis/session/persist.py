@@ -93,7 +93,11 @@ class FileSessionStore(SessionStore):
         return await anyio.to_thread.run_sync(self._touch, key)
 
     async def save(self, record: SessionRecord, blob: bytes | None, *, expected: int, limits: Limits) -> int:
-        return await anyio.to_thread.run_sync(self._save, record, blob, expected, limits)
+        # Serialized here, on the event loop: another call may change the state while the thread writes.
+        body = record.model_dump_json().encode()
+        return await anyio.to_thread.run_sync(
+            self._save, record.key, _owner_digest(record.owner), body, blob, expected, limits
+        )
 
     async def delete(self, key: str) -> None:
         await anyio.to_thread.run_sync(self._delete, key)
@@ -140,21 +144,19 @@ class FileSessionStore(SessionStore):
             return None
         return int(header.get("version", 1))
 
-    def _save(self, record: SessionRecord, blob: bytes | None, expected: int, limits: Limits) -> int:
-        record_path, blob_path, kept_path = self._paths(record.key)
-        owner = _owner_digest(record.owner)
+    def _save(self, key: str, owner: str, body: bytes, blob: bytes | None, expected: int, limits: Limits) -> int:
+        record_path, blob_path, kept_path = self._paths(key)
         with self._mutex:
             header = self._header(record_path)
             current = int(header.get("version", 1)) if header is not None else 0
             if current != expected:
-                raise VersionConflict(record.key)
+                raise VersionConflict(key)
             index = self._ensure_index()
             if current == 0:
                 if len(index) >= limits.max_stored:
                     raise StoreFull("total", limits.max_stored)
                 if sum(1 for o in index.values() if o == owner) >= limits.max_per_principal:
                     raise StoreFull("principal", limits.max_per_principal)
-            body = record.model_dump_json().encode()
             version = current + 1
             head = json.dumps({"version": version, "owner": owner, "mac": self.signer.mac(body, blob)}).encode()
             try:
