@@ -8,6 +8,7 @@ test cuts. Replicas authenticate with bearer tokens (the principal is the sessio
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -258,6 +259,35 @@ async def test_redis_sessions_are_signed(cluster: Cluster, sample_settings: Sett
 
 
 # ------------------------------------------------------------- documents
+
+
+def test_every_command_takes_an_s3_uri(cluster: Cluster, tmp_path: Path) -> None:
+    """`--db s3://...` (and MCP_ANALYSIS_DB) survive as URIs: list, search, info, exec (add and serve
+    are the other tests here)."""
+    env = {**os.environ, **cluster.env, "XDG_DATA_HOME": str(tmp_path)}
+
+    def cli(*args: str, db_env: bool = False) -> subprocess.CompletedProcess[str]:
+        db = [] if db_env else ["--db", cluster.db]
+        run = subprocess.run(
+            [sys.executable, "-m", "mcp_analysis", *db, *args],
+            cwd=REPO,
+            env={**env, "MCP_ANALYSIS_DB": cluster.db} if db_env else env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
+        assert run.returncode == 0, run.stderr
+        return run
+
+    listed = json.loads(cli("list", "--json").stdout)
+    assert len(listed) >= 12
+    hits = json.loads(cli("search", "phishing campaign", "--limit", "2", "--json", db_env=True).stdout)
+    assert hits and "chunk_id" in hits[0]
+    info = json.loads(cli("info", "--json").stdout)
+    assert info["db"] == cluster.db and info["documents"] == len(listed)
+    ran = cli("exec", "import os\nlen(os.listdir('/documents'))")
+    assert ran.stdout.strip() == str(len(listed))
 
 
 async def test_an_added_document_reaches_every_replica(cluster: Cluster, tmp_path: Path) -> None:
