@@ -288,6 +288,12 @@ def test_every_command_takes_an_s3_uri(cluster: Cluster, tmp_path: Path) -> None
     assert info["db"] == cluster.db and info["documents"] == len(listed)
     ran = cli("exec", "import os\nlen(os.listdir('/documents'))")
     assert ran.stdout.strip() == str(len(listed))
+    # The endpoint from the storage_options section instead of the AWS_* variables.
+    endpoint = env.pop("AWS_ENDPOINT_URL")
+    env.pop("AWS_ALLOW_HTTP")
+    env["MCP_ANALYSIS_STORAGE_OPTIONS__AWS_ENDPOINT"] = endpoint
+    env["MCP_ANALYSIS_STORAGE_OPTIONS__ALLOW_HTTP"] = "true"
+    assert len(json.loads(cli("list", "--json").stdout)) == len(listed)
 
 
 async def test_an_added_document_reaches_every_replica(cluster: Cluster, tmp_path: Path) -> None:
@@ -398,15 +404,25 @@ async def test_outages_are_reported_and_recovered_without_restart(cluster: Clust
         back = await on_a.call_tool("execute_code", {"code": "survivor"})
         assert back.structured_content["value"] == "'yes'", text(back)
 
-        # Object storage down: searches fail clearly; readiness names the knowledge base.
+        # Object storage down: searches fail clearly; readiness names the knowledge base. A replica
+        # started meanwhile keeps trying to open it.
         cluster.s3_gate.cut()
         for server in (a, b):
             assert wait_ready(server, ready=False, timeout=60)["checks"]["knowledge_base"] != "ok"
         down = await on_a.call_tool("search", {"query": "revenue"})
         assert down.is_error and "cannot be read right now" in text(down)
-        cluster.s3_gate.restore()
-        for server in (a, b):
-            wait_ready(server, timeout=60)
+        env = {**cluster.env, "XDG_DATA_HOME": str(cluster.logs / "late-replica")}
+        with http_server(cluster.db, "--tokens-file", str(cluster.tokens_file), log_dir=cluster.logs, env=env) as late:
+            deadline = time.monotonic() + 90
+            while "cannot be read right now" not in (check := healthz(late).json()["checks"]["knowledge_base"]):
+                assert check == "opening" and time.monotonic() < deadline, check
+                await anyio.sleep(0.25)
+            cluster.s3_gate.restore()
+            for server in (a, b, late):
+                wait_ready(server, timeout=90)
+            async with late.client(token) as on_late:
+                again = await on_late.call_tool("execute_code", {"code": "survivor"})
+                assert again.structured_content["value"] == "'yes'", text(again)
         up = await on_a.call_tool("search", {"query": "revenue", "limit": 1})
         assert not up.is_error and up.structured_content["results"]
 
