@@ -41,7 +41,7 @@ err = Console(stderr=True, soft_wrap=True)
 @dataclass
 class Options:
     config: Path | None
-    db: Path | None
+    db: str | None  # text, not Path: Path("s3://b/kb") would mangle a URI into "s3:/b/kb"
     sample: bool
     debug: bool
     log_level: str | None
@@ -51,7 +51,7 @@ class Options:
         if self.sample and db is None:
             from mcp_analysis.sample import default_sample_db
 
-            db = default_sample_db()
+            db = str(default_sample_db())
         return load_settings(self.config, db=db, **overrides)
 
 
@@ -79,7 +79,8 @@ def main_options(
         Path | None, typer.Option("--config", "-c", help="YAML config file (default ./mcp-analysis.yaml).")
     ] = None,
     db: Annotated[
-        Path | None, typer.Option("--db", help="Knowledge base path (or MCP_ANALYSIS_DB / HAIKU_RAG_DB).")
+        str | None,
+        typer.Option("--db", help="Knowledge base path or s3://BUCKET/PREFIX (or MCP_ANALYSIS_DB / HAIKU_RAG_DB)."),
     ] = None,
     sample: Annotated[
         bool, typer.Option("--sample", help="Use the built-in sample knowledge base (built on first use).")

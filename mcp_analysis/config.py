@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
@@ -90,9 +90,57 @@ class SandboxSettings(_Section):
 
 class SessionSettings(_Section):
     ttl_seconds: float = Field(3600.0, gt=0, description="Idle analysis sessions expire after this long.")
-    persist: bool = Field(True, description="Keep hibernated sessions on disk so they survive restarts.")
+    persist: bool = Field(True, description="Keep hibernated sessions so they survive restarts.")
     dir: Path | None = Field(None, description="Where hibernated sessions live (default under data home).")
+    store: str | None = Field(
+        None,
+        description="Shared session store for replicas: redis://HOST:PORT/DB (rediss:// for TLS). "
+        "Default: the local directory `dir`.",
+    )
+    secret: SecretStr | None = Field(
+        None,
+        description="HMAC key signing stored sessions and handles; required (the same on every replica) "
+        "with a shared store. Default for the local directory: a key file kept in it.",
+    )
     max_sessions: int = Field(10_000, ge=1, description="Live sessions kept in memory at most.")
+    max_stored: int = Field(10_000, ge=1, description="Kept (persisted) sessions in total at most.")
+    max_per_principal: int = Field(
+        1000, ge=1, description="Kept sessions per principal (all anonymous clients count as one) at most."
+    )
+    lock_timeout: float = Field(
+        30.0, gt=0, description="Shared store: seconds a call waits while another replica runs the same session."
+    )
+
+    @field_validator("store")
+    @classmethod
+    def _check_store(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        value = value.strip()
+        if not value.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError(
+                f"sessions.store must be a Redis URL such as redis://HOST:6379/0 (or unset for the local "
+                f"directory), got {value!r}"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _shared_store_needs_secret(self) -> SessionSettings:
+        if self.store and self.secret is None:
+            raise ValueError(missing_secret_message(self.store))
+        if self.secret is not None and len(self.secret.get_secret_value()) < 16:
+            raise ValueError("sessions.secret must be at least 16 characters (use 32+ random ones)")
+        return self
+
+
+def missing_secret_message(store: str) -> str:
+    shown = store.split("://", 1)[0] + "://***@" + store.split("@", 1)[1] if "@" in store else store
+    return (
+        f"sessions.store is shared ({shown}) but sessions.secret is not set: every replica must sign "
+        "sessions with the same key. Set MCP_ANALYSIS_SESSIONS__SECRET (or sessions.secret in the config file) "
+        "to one random value of 32+ characters on every replica, e.g. the output of "
+        "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
+    )
 
 
 class ServerSettings(_Section):
@@ -172,7 +220,15 @@ class Settings(BaseSettings):
         validate_assignment=True,
     )
 
-    db: Path = Field(default_factory=lambda: data_home() / "kb.lancedb", description="Knowledge base path.")
+    db: Path | str = Field(
+        default_factory=lambda: data_home() / "kb.lancedb",
+        description="Knowledge base: a local path, or an object-store URI such as s3://BUCKET/PREFIX (kept as text).",
+    )
+    storage_options: dict[str, str] = Field(
+        default_factory=dict,
+        description="Object-store options passed to LanceDB (e.g. aws_endpoint, allow_http, region); "
+        "the standard AWS_* variables are read too.",
+    )
     embedder: str = Field(DEFAULT_EMBEDDER, description="Embedding model, `provider:name`.")
     embedder_base_url: str | None = Field(None, description="Server of an Ollama / vLLM / OpenAI-compatible embedder.")
     search: SearchSettings = Field(default_factory=SearchSettings)
@@ -188,10 +244,21 @@ class Settings(BaseSettings):
     @field_validator("db", mode="before")
     @classmethod
     def _expand_db(cls, value: Any) -> Any:
+        """Local paths become Paths; URIs (s3://b/p, gs://, az://, memory://) stay text, unmangled."""
         if isinstance(value, str) and "://" not in value:
             return Path(value).expanduser()
         if isinstance(value, Path):
             return value.expanduser()
+        if isinstance(value, str):
+            return value.strip()
+        return value
+
+    @field_validator("storage_options", mode="before")
+    @classmethod
+    def _stringify_options(cls, value: Any) -> Any:
+        """YAML gives booleans and numbers; LanceDB wants every option as text."""
+        if isinstance(value, dict):
+            return {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in value.items()}
         return value
 
     @field_validator("embedder")

@@ -12,17 +12,25 @@ import json
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 import anyio
 
-from mcp_analysis.config import Settings
+from mcp_analysis.config import Settings, is_local_path
 from mcp_analysis.embed import TextEmbedder, create_embedder
 from mcp_analysis.embed.onnx_model import DIMENSION
-from mcp_analysis.errors import AnalysisError, DatabaseMismatchError, DocumentNotFoundError, EmbedderError
+from mcp_analysis.errors import (
+    AnalysisError,
+    DatabaseMismatchError,
+    DocumentNotFoundError,
+    EmbedderError,
+    StorageUnavailableError,
+    storage_error_message,
+)
 from mcp_analysis.search.expand import expand_hits
 from mcp_analysis.search.hybrid import hybrid_search
 from mcp_analysis.search.models import SearchResult
@@ -106,7 +114,12 @@ class KnowledgeBase:
         read_consistency: timedelta | None = timedelta(seconds=1),
     ) -> KnowledgeBase:
         try:
-            store = await Store.open(settings.db, create=create, read_consistency=read_consistency)
+            store = await Store.open(
+                settings.db,
+                create=create,
+                read_consistency=read_consistency,
+                storage_options=settings.storage_options,
+            )
         except AnalysisError:
             raise
         except Exception as exc:  # LanceDB cannot read it at all: say so in one line, no traceback
@@ -129,6 +142,16 @@ class KnowledgeBase:
         known = DIMENSION if settings.embedder.startswith("onnx:") else None
         name = store.check_embedder(settings.embedder, known, explicit=explicit)
         return cls(settings, store, name, settings.embedder_base_url)
+
+    @contextmanager
+    def storage_errors(self) -> Iterator[None]:
+        """An object store that fails (down, unreachable) is a clear, retryable error, not a crash."""
+        try:
+            yield
+        except (OSError, RuntimeError) as exc:
+            if is_local_path(self.store.path):
+                raise
+            raise StorageUnavailableError(storage_error_message(self.store.path, exc)) from exc
 
     # ---------------------------------------------------------------- embedder
 
@@ -178,17 +201,24 @@ class KnowledgeBase:
         self._version_checked = 0.0
         if schema.DOCUMENT_META not in self.store.tables:
             # Another process may have created the tables since we opened.
-            fresh = await Store.open(self.store.path, create=False, read_consistency=timedelta(seconds=1))
+            fresh = await Store.open(
+                self.store.path,
+                create=False,
+                read_consistency=timedelta(seconds=1),
+                storage_options=self.store.storage_options,
+            )
             self.store.tables.update(fresh.tables)
             self.store.settings = self.store.settings or fresh.settings
         return await self._current_version()
 
     async def visible(self, document_filter: str | None) -> dict[str, DocumentMeta]:
         """id -> metadata of the documents a filter lets through (cached per table version)."""
-        version = await self._current_version()
+        with self.storage_errors():
+            version = await self._current_version()
         view = self._views.get(document_filter)
         if view is None or view.version != version:
-            metas = await self.store.all_meta(document_filter)
+            with self.storage_errors():
+                metas = await self.store.all_meta(document_filter)
             metas.sort(key=lambda m: (m.created_at, m.title, m.id))
             order = [m.id for m in metas]
             view = _FilterView(version, {m.id: m for m in metas}, order, {d: i for i, d in enumerate(order)})
@@ -231,7 +261,8 @@ class KnowledgeBase:
         cached = self._content.get(document_id)
         if cached is None:
             batch = self._readahead(document_id, document_filter, self._content)
-            rows = await self.store.documents_content(batch)
+            with self.storage_errors():
+                rows = await self.store.documents_content(batch)
             for doc_id, text in rows.items():
                 self._content.put(doc_id, text, len(text))
             cached = rows.get(document_id, "")
@@ -242,7 +273,9 @@ class KnowledgeBase:
         if cached is None:
             batch = self._readahead(document_id, document_filter, self._items)
             grouped: dict[str, list[DocumentItem]] = {doc_id: [] for doc_id in batch}
-            for row in await self.store.items(sql_in("document_id", batch)):
+            with self.storage_errors():
+                rows = await self.store.items(sql_in("document_id", batch))
+            for row in rows:
                 grouped[row["document_id"]].append(DocumentItem.from_row(row))
             for doc_id, items in grouped.items():
                 items.sort(key=lambda i: i.position)
@@ -328,7 +361,7 @@ class Corpus:
                 vector = await embedder.embed_query(query)
             except EmbedderError as exc:
                 raise self.kb.embedder_unavailable(exc) from None
-        async with self.kb._search_slots:
+        async with self.kb._search_slots, _storage_errors_of(self.kb):
             # Over-fetch a little: merged neighbours and unfinished documents drop out below.
             hits = await hybrid_search(
                 self.kb.store,
@@ -347,13 +380,20 @@ class Corpus:
         if not ids or schema.CHUNKS not in self.kb.store.tables:
             return []
         visible = await self.kb.visible(self.filter)
-        rows = await self.kb.store.chunks(sql_in("id", ids))
+        with self.kb.storage_errors():
+            rows = await self.kb.store.chunks(sql_in("id", ids))
         out = []
         for row in rows:
             meta = visible.get(row["document_id"])
             if meta is not None:
                 out.append((ChunkRecord.from_row(row), meta))
         return out
+
+
+@asynccontextmanager
+async def _storage_errors_of(kb: KnowledgeBase) -> AsyncIterator[None]:
+    with kb.storage_errors():
+        yield
 
 
 def build_toc(meta: DocumentMeta, items: list[DocumentItem]) -> dict[str, Any]:

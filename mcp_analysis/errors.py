@@ -62,3 +62,30 @@ class ModelConfigError(AnalysisError):
 
 class ReadOnlyDatabaseError(AnalysisError):
     """The knowledge base is served read-only (it was written by another application)."""
+
+
+class StorageUnavailableError(AnalysisError):
+    """The knowledge base's object store (S3 or compatible) cannot be reached right now; retryable."""
+
+
+class SessionBusyError(AnalysisError):
+    """Another call (maybe on another replica) is running or changed this session; retry the call."""
+
+
+class SessionStoreError(AnalysisError):
+    """The shared session store (Redis) cannot be reached right now; retryable."""
+
+
+class SessionLimitError(AnalysisError):
+    """Too many kept sessions (per principal or in total)."""
+
+
+def storage_error_message(location: str, exc: BaseException) -> str:
+    detail = " ".join(str(exc).split())
+    if len(detail) > 300:
+        detail = detail[:300] + " ..."
+    return (
+        f"The knowledge base at {location} cannot be read right now (object storage unreachable or failing: "
+        f"{detail}). Retry shortly; check the store's endpoint and credentials (AWS_ENDPOINT_URL, "
+        "AWS_ACCESS_KEY_ID, storage_options) if this persists."
+    )

@@ -49,7 +49,7 @@ class HttpServer:
 
 
 @contextlib.contextmanager
-def http_server(db: Path, *args: str, env: dict[str, str] | None = None, log_dir: Path) -> Iterator[HttpServer]:
+def http_server(db: Path | str, *args: str, env: dict[str, str] | None = None, log_dir: Path) -> Iterator[HttpServer]:
     port = free_port()
     log = log_dir / f"server-{port}.log"
     with open(log, "wb") as sink:

@@ -105,7 +105,11 @@ def collect_files(paths: Sequence[Path]) -> tuple[list[Path], list[tuple[str, st
 
 @contextlib.contextmanager
 def ingest_lock(db_path: str) -> Iterator[None]:
-    """An exclusive lock file in the knowledge base directory (local paths, POSIX)."""
+    """An exclusive lock file in the knowledge base directory (local paths, POSIX).
+
+    Object stores get none: ingests from several machines may run at once there, which LanceDB's
+    atomic commits allow; leftovers of a killed ingest are removed only once settled
+    (`Store.orphan_ids`), so one ingest never removes another's uncommitted batch."""
     if not is_local_path(db_path):
         yield
         return

@@ -59,6 +59,11 @@ class Interpreter:
     def is_idle(self) -> bool:
         return not self._lock.locked()
 
+    @property
+    def attached(self) -> bool:
+        """Holds a worker now (false while hibernated)."""
+        return self._session is not None
+
     # ------------------------------------------------------------------ public
 
     async def execute(

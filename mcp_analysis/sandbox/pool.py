@@ -78,6 +78,11 @@ class WorkerPool:
     def attached(self) -> int:
         return len(self._attached)
 
+    @property
+    def in_use(self) -> int:
+        """Workers checked out now (running code or kept by a live interpreter)."""
+        return self._in_use
+
     # -------------------------------------------------------------- checkout
 
     async def acquire(self, owner: Interpreter) -> AsyncMontySession:

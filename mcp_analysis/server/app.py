@@ -43,6 +43,7 @@ from mcp_analysis.server import outputs as out
 from mcp_analysis.server.auth import StaticTokenVerifier, load_tokens
 from mcp_analysis.server.identity import caller_filter, session_for
 from mcp_analysis.server.runtime import Runtime
+from mcp_analysis.session.scope import session_call_scope
 
 if TYPE_CHECKING:
     from mcp_analysis.session.analysis import AnalysisSession
@@ -136,7 +137,7 @@ def create_server(
     """Build the MCP server for a knowledge base (stdio by default; ``http=True`` adds bearer auth)."""
     settings = config or load_settings()
     if db_path is not None:
-        settings = settings.model_copy(update={"db": Path(db_path)})
+        settings = settings.model_copy(update={"db": str(db_path) if "://" in str(db_path) else Path(db_path)})
     auth_kwargs: dict[str, Any] = {}
     if http and settings.server.tokens_file is not None:
         base = f"http://{settings.server.host}:{settings.server.port}"
@@ -175,6 +176,7 @@ def create_server(
         return await call_next(ctx)
 
     server.middleware.append(remember_legacy_connections)
+    server.middleware.append(session_call_scope)  # session locks (shared store) span the whole request
     _advertise_resource_list_changes(server)
     budget = settings.server.max_result_chars
     read_only = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)

@@ -65,11 +65,7 @@ async def session_for(ctx: Context, session: str | None) -> tuple[AnalysisSessio
     manager = runtime.sessions
     assert manager is not None
     if session:
-        handle = session.strip()
-        live = manager.by_id(handle, caller.owner)
-        if live is not None and live.state.document_filter == caller.filter:
-            return live, caller.sessionless
-        found = await manager.get(f"handle:{handle}", document_filter=caller.filter, owner=caller.owner, create=False)
+        found = await manager.resolve(session.strip(), owner=caller.owner, document_filter=caller.filter)
         return found, caller.sessionless
     if caller.key is not None:
         return await manager.get(caller.key, document_filter=caller.filter, owner=caller.owner), False

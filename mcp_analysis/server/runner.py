@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from pathlib import Path
 
 from mcp.server.transport_security import TransportSecuritySettings
 
@@ -40,7 +41,7 @@ def check_database(settings: Settings) -> None:
     reports them.
     """
     db = str(settings.db)
-    if is_local_path(db) and not (settings.db / "document_meta.lance").is_dir():
+    if is_local_path(db) and not (Path(db) / "document_meta.lance").is_dir():
         raise DatabaseNotFoundError(
             f"No knowledge base at {db}. Create one with `mcp-analysis add PATH --db {db}`, point --db / "
             "MCP_ANALYSIS_DB at an existing one, or try `mcp-analysis serve --sample`."
@@ -49,8 +50,10 @@ def check_database(settings: Settings) -> None:
 
 def build_http_app(settings: Settings) -> object:
     from mcp_analysis.server.app import create_server
+    from mcp_analysis.server.metrics import Observability
 
     server = create_server(config=settings, http=True)
+    Observability(server, server.runtime).install()  # GET /healthz, GET /metrics
     return server.streamable_http_app(
         streamable_http_path=settings.server.path,
         transport_security=security_settings(settings),

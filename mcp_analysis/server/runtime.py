@@ -42,6 +42,8 @@ class Runtime:
         self._stop = anyio.Event()
         self._idle = anyio.Event()
         self._legacy_connections: dict[int, Any] = {}
+        #: Why the knowledge base cannot be read now (None while it can); for /healthz.
+        self.kb_error: str | None = None
 
     @asynccontextmanager
     async def use(self) -> AsyncIterator[Runtime]:
@@ -85,6 +87,27 @@ class Runtime:
             raise AnalysisError(f"The server could not start: {self._failure}")
         return self
 
+    def health(self) -> dict[str, Any]:
+        """Readiness: knowledge base opened and readable, workers up, session store reachable."""
+        sessions = self.sessions
+        kb_problem = self.kb_error
+        if self.kb is None:
+            kb_problem = str(self._failure) if self._failure is not None else "opening"
+        store_problem = sessions.store_error if sessions is not None else "not started"
+        pool = self.pool
+        checks = {
+            "knowledge_base": kb_problem or "ok",
+            "session_store": store_problem or "ok",
+            "workers": "ok" if pool is not None else "not started",
+        }
+        return {
+            "ready": all(v == "ok" for v in checks.values()),
+            "checks": checks,
+            "db": str(self.settings.db),
+            "workers": {"size": pool.size, "in_use": pool.in_use} if pool is not None else None,
+            "sessions": {"live": len(sessions), "stored": sessions.stored_count} if sessions is not None else None,
+        }
+
     async def _run(self) -> None:
         """Open everything, serve until the last user leaves, then close in order."""
         try:
@@ -96,7 +119,7 @@ class Runtime:
             from mcp_analysis.sandbox.pool import WorkerPool
             from mcp_analysis.session.manager import SessionManager
 
-            kb = await KnowledgeBase.open(self.settings)
+            kb = await self._open_knowledge_base(KnowledgeBase)
             self.server_filter = await kb.store.validate_filter(self.settings.server.filter)
             self.kb = kb
             async with WorkerPool(self.settings.sandbox) as pool, SessionManager(kb, pool, self.settings) as sessions:
@@ -116,6 +139,30 @@ class Runtime:
         finally:
             self.sessions = None
             self.pool = None
+
+    async def _open_knowledge_base(self, opener: Any) -> KnowledgeBase:
+        """Open the knowledge base; while its object store is unreachable, report that and retry."""
+        from mcp_analysis.errors import StorageUnavailableError
+
+        delay = 1.0
+        while True:
+            try:
+                kb = await opener.open(self.settings)
+            except StorageUnavailableError as exc:
+                if self._failure is None:
+                    log.warning("%s Retrying in the background.", exc)
+                self._failure, self.kb_error = exc, str(exc)
+                self._ready.set()  # calls get the clear error meanwhile
+                with anyio.move_on_after(delay):
+                    await self._stop.wait()
+                if self._stop.is_set():
+                    raise
+                delay = min(delay * 2, 15.0)
+                continue
+            if self._failure is not None:
+                log.info("The knowledge base at %s is reachable again", self.settings.db)
+            self._failure, self.kb_error = None, None
+            return kb
 
     async def _warm_up(self, kb: KnowledgeBase) -> None:
         """Load the embedder now so the first search does not pay for it."""
@@ -144,15 +191,24 @@ class Runtime:
             log.debug("Closed the analysis session of ended HTTP session %s", session_id)
 
     async def _watch(self, kb: KnowledgeBase) -> None:
-        last = await kb.refresh()
+        """Notice documents added by other processes (within watch_interval plus LanceDB's 1 s read
+        consistency interval); a failing read marks the knowledge base unready until one succeeds."""
+        last: int | None = None
         while True:
-            await anyio.sleep(self.settings.server.watch_interval)
             try:
                 version = await kb.refresh()
             except Exception as exc:
-                log.debug("watch: %s", exc)
+                if self.kb_error is None:
+                    log.warning("The knowledge base at %s cannot be read: %s", self.settings.db, exc)
+                self.kb_error = " ".join(str(exc).split())[:500] or type(exc).__name__
+                await anyio.sleep(self.settings.server.watch_interval)
                 continue
-            if version == last:
+            if self.kb_error is not None:
+                log.info("The knowledge base at %s is readable again", self.settings.db)
+                self.kb_error = None
+            if last is None or version == last:
+                last = version
+                await anyio.sleep(self.settings.server.watch_interval)
                 continue
             last = version
             log.info(
@@ -167,3 +223,4 @@ class Runtime:
                 except Exception as exc:  # a closed connection: forget it
                     log.debug("dropping a closed connection from notifications: %s", exc)
                     self._legacy_connections.pop(key, None)
+            await anyio.sleep(self.settings.server.watch_interval)

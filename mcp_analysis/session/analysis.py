@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Awaitable, Callable
 
 import anyio
 
@@ -28,6 +29,9 @@ from mcp_analysis.store.models import DocumentMeta
 
 def new_session_id() -> str:
     return "s_" + secrets.token_urlsafe(18)
+
+
+ChangeListener = Callable[["AnalysisSession"], Awaitable[None]]
 
 
 class AnalysisSession:
@@ -60,6 +64,13 @@ class AnalysisSession:
         self.last_used = time.monotonic()
         self.dirty = False
         self._lock = anyio.Lock()
+        # Set by the SessionManager: where the session is kept and at which version, and the
+        # hook that keeps it after every call that changed it (a failure there fails the call).
+        self.key: str | None = None
+        self.version = 0
+        self.kept = False
+        self.on_change: ChangeListener | None = None
+        self.commit_lock = anyio.Lock()
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -101,8 +112,26 @@ class AnalysisSession:
         return not (state.executions or state.searches or state.citations or self._interpreter_state)
 
     @property
+    def worth_keeping(self) -> bool:
+        """Whether a later call could continue something only this session holds: variables or
+        executions (execute_code ran) or registered citations. Search results alone are not: a
+        search can be re-run, and its chunk ids can be cited from any session."""
+        state = self.state
+        return bool(self._interpreter_state or state.executions or state.citations or state.citation_index)
+
+    @property
+    def attached(self) -> bool:
+        """Whether the interpreter holds a worker process now (not hibernated)."""
+        return self.interpreter is not None and self.interpreter.attached
+
+    @property
     def interpreter_state(self) -> bytes | None:
         return self._interpreter_state
+
+    async def _changed(self) -> None:
+        self.dirty = True
+        if self.on_change is not None:
+            await self.on_change(self)
 
     def _record_search(self, query: str, results: list[SearchResult]) -> None:
         self.state.record_search(query, results)
@@ -129,13 +158,14 @@ class AnalysisSession:
                 **result.model_dump(include=set(CodeExecutionEntry.model_fields)),
             )
         )
-        self.dirty = True
+        await self._changed()
         return result
 
     async def search(self, query: str, limit: int | None = None) -> list[SearchResult]:
         corpus, _ = self._ready()
         results = await corpus.search(query, limit)
         self._record_search(query, results)
+        await self._changed()
         return results
 
     async def list_documents(self) -> list[DocumentMeta]:
@@ -145,7 +175,7 @@ class AnalysisSession:
     async def cite(self, chunk_ids: list[str]) -> CiteOutcome:
         corpus, _ = self._ready()
         outcome = await resolve_citations(self.state, corpus, chunk_ids)
-        self.dirty = True
+        await self._changed()
         return outcome
 
     async def new_analysis(self) -> None:
@@ -153,4 +183,4 @@ class AnalysisSession:
         _, interpreter = self._ready()
         await interpreter.reset()
         self.state.start_new_analysis()
-        self.dirty = True
+        await self._changed()

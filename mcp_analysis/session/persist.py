@@ -1,102 +1,205 @@
-"""Hibernated sessions on disk, so they outlive a server restart.
+"""Kept sessions in a local directory (the default store: one server process).
 
-Per session: ``<digest>.json`` (key, owner, filter, AnalysisState, last use) and
-``<digest>.bin`` (the interpreter dump). Both are authenticated with an HMAC key
-kept in the directory (mode 0600): monty must only load dumps it produced, so a
-tampered or foreign file is ignored, never loaded. Files idle past the TTL go.
+Per session key ``<digest>``: ``<digest>.json`` (a header line — version, owner digest,
+HMAC — then the record: key, owner, filter, AnalysisState, last use), ``<digest>.bin``
+(the interpreter dump) and ``<digest>.kept`` (an empty marker that outlives the session,
+so an expired handle is reported as expired). The HMAC key is `sessions.secret`, else
+a key file kept in the directory (mode 0600): a tampered or foreign file is ignored,
+never loaded. Files idle past the TTL go. Several replicas need the Redis store.
 """
 
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
 import logging
 import os
 import secrets
+import threading
 import time
 from pathlib import Path
 
-from pydantic import BaseModel
+import anyio
 
-from mcp_analysis.session.state import AnalysisState
+from mcp_analysis.session.store import (
+    KEPT_MARKER_TTL_FACTOR,
+    Limits,
+    SessionRecord,
+    SessionStore,
+    Signer,
+    StoredSession,
+    StoreFull,
+    StoreUnavailable,
+    VersionConflict,
+)
 
 log = logging.getLogger(__name__)
 
 
-class SessionRecord(BaseModel):
-    key: str
-    session_id: str
-    owner: str | None = None
-    document_filter: str | None = None
-    state: AnalysisState
-    last_used: float
+def _owner_digest(owner: str | None) -> str:
+    return hashlib.sha256(("principal:" + owner if owner is not None else "anonymous").encode()).hexdigest()[:12]
 
 
-class SessionStore:
-    def __init__(self, directory: Path) -> None:
+class FileSessionStore(SessionStore):
+    shared = False
+
+    def __init__(self, directory: Path, secret: bytes | None = None) -> None:
         self.directory = directory
+        self.description = str(directory)
         directory.mkdir(parents=True, exist_ok=True)
         directory.chmod(0o700)
-        key_file = directory / "secret.key"
-        if not key_file.exists():
-            fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(secrets.token_bytes(32))
-        self._secret = key_file.read_bytes()
+        if secret is None:
+            key_file = directory / "secret.key"
+            if not key_file.exists():
+                fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(secrets.token_bytes(32))
+            secret = key_file.read_bytes()
+        super().__init__(Signer(secret))
+        self._mutex = threading.Lock()
+        self._index: dict[str, str] | None = None  # digest -> owner digest of stored sessions
 
-    def _paths(self, key: str) -> tuple[Path, Path]:
+    # ------------------------------------------------------------------ paths
+
+    def _paths(self, key: str) -> tuple[Path, Path, Path]:
         digest = hashlib.sha256(key.encode()).hexdigest()[:40]
-        return self.directory / f"{digest}.json", self.directory / f"{digest}.bin"
+        base = self.directory / digest
+        return base.with_suffix(".json"), base.with_suffix(".bin"), base.with_suffix(".kept")
 
-    def _mac(self, record_json: bytes, blob: bytes | None) -> str:
-        mac = hmac.new(self._secret, record_json, hashlib.sha256)
-        mac.update(b"\x00" + (blob or b""))
-        return mac.hexdigest()
-
-    def save(self, record: SessionRecord, blob: bytes | None) -> None:
-        record_path, blob_path = self._paths(record.key)
-        body = record.model_dump_json().encode()
-        envelope = json.dumps({"mac": self._mac(body, blob), "record": body.decode()}).encode()
-        if blob is not None:
-            _atomic_write(blob_path, blob)
-        else:
-            blob_path.unlink(missing_ok=True)
-        _atomic_write(record_path, envelope)
-
-    def load(self, key: str) -> tuple[SessionRecord, bytes | None] | None:
-        record_path, blob_path = self._paths(key)
+    @staticmethod
+    def _header(path: Path) -> dict[str, object] | None:
         try:
-            envelope = json.loads(record_path.read_bytes())
-            body = envelope["record"].encode()
-            blob = blob_path.read_bytes() if blob_path.exists() else None
-        except (OSError, ValueError, KeyError):
+            with open(path, "rb") as handle:
+                return json.loads(handle.readline())
+        except (OSError, ValueError):
             return None
-        if not hmac.compare_digest(envelope.get("mac", ""), self._mac(body, blob)):
+
+    def _ensure_index(self) -> dict[str, str]:
+        if self._index is None:
+            index: dict[str, str] = {}
+            for path in self.directory.glob("*.json"):
+                header = self._header(path)
+                if header is not None:
+                    index[path.stem] = str(header.get("owner", ""))
+            self._index = index
+        return self._index
+
+    # ------------------------------------------------------------ interface
+
+    async def load(self, key: str) -> StoredSession | None:
+        return await anyio.to_thread.run_sync(self._load, key)
+
+    async def touch(self, key: str, ttl_seconds: float) -> int | None:
+        return await anyio.to_thread.run_sync(self._touch, key)
+
+    async def save(self, record: SessionRecord, blob: bytes | None, *, expected: int, limits: Limits) -> int:
+        # Serialized here, on the event loop: another call may change the state while the thread writes.
+        body = record.model_dump_json().encode()
+        return await anyio.to_thread.run_sync(
+            self._save, record.key, _owner_digest(record.owner), body, blob, expected, limits
+        )
+
+    async def delete(self, key: str) -> None:
+        await anyio.to_thread.run_sync(self._delete, key)
+
+    async def was_kept(self, key: str) -> bool:
+        return any(p.exists() for p in self._paths(key)[::2])
+
+    async def count(self) -> int:
+        return await anyio.to_thread.run_sync(lambda: len(self._ensure_index()))
+
+    async def expire(self, ttl_seconds: float) -> int:
+        return await anyio.to_thread.run_sync(self._expire, ttl_seconds)
+
+    # ----------------------------------------------------------- blocking I/O
+
+    def _load(self, key: str) -> StoredSession | None:
+        record_path, blob_path, _ = self._paths(key)
+        try:
+            with open(record_path, "rb") as handle:
+                header = json.loads(handle.readline())
+                body = handle.read()
+            blob = blob_path.read_bytes() if blob_path.exists() else None
+        except (OSError, ValueError):
+            return None
+        if not self.signer.verify(str(header.get("mac", "")), body, blob):
             log.warning("Ignoring session file %s: its signature does not match", record_path.name)
             return None
         try:
             record = SessionRecord.model_validate_json(body)
         except ValueError:
             return None
-        return (record, blob) if record.key == key else None
+        if record.key != key:
+            return None
+        return StoredSession(record, blob, int(header.get("version", 1)))
 
-    def delete(self, key: str) -> None:
-        for path in self._paths(key):
-            path.unlink(missing_ok=True)
+    def _touch(self, key: str) -> int | None:
+        record_path = self._paths(key)[0]
+        header = self._header(record_path)
+        if header is None:
+            return None
+        try:
+            os.utime(record_path)
+        except OSError:
+            return None
+        return int(header.get("version", 1))
 
-    def expire(self, ttl_seconds: float) -> int:
-        """Delete files of sessions idle longer than the TTL; returns how many went."""
-        cutoff = time.time() - ttl_seconds
-        removed = 0
-        for path in self.directory.glob("*.json"):
+    def _save(self, key: str, owner: str, body: bytes, blob: bytes | None, expected: int, limits: Limits) -> int:
+        record_path, blob_path, kept_path = self._paths(key)
+        with self._mutex:
+            header = self._header(record_path)
+            current = int(header.get("version", 1)) if header is not None else 0
+            if current != expected:
+                raise VersionConflict(key)
+            index = self._ensure_index()
+            if current == 0:
+                if len(index) >= limits.max_stored:
+                    raise StoreFull("total", limits.max_stored)
+                if sum(1 for o in index.values() if o == owner) >= limits.max_per_principal:
+                    raise StoreFull("principal", limits.max_per_principal)
+            version = current + 1
+            head = json.dumps({"version": version, "owner": owner, "mac": self.signer.mac(body, blob)}).encode()
             try:
-                if path.stat().st_mtime < cutoff:
-                    path.unlink(missing_ok=True)
-                    path.with_suffix(".bin").unlink(missing_ok=True)
-                    removed += 1
-            except OSError:
-                continue
+                if blob is not None:
+                    _atomic_write(blob_path, blob)
+                else:
+                    blob_path.unlink(missing_ok=True)
+                _atomic_write(record_path, head + b"\n" + body)
+                kept_path.touch()
+            except OSError as exc:
+                raise StoreUnavailable(f"cannot write to {self.directory}: {exc}") from exc
+            index[record_path.stem] = owner
+            return version
+
+    def _delete(self, key: str) -> None:
+        record_path, blob_path, _ = self._paths(key)
+        with self._mutex:
+            record_path.unlink(missing_ok=True)
+            blob_path.unlink(missing_ok=True)
+            if self._index is not None:
+                self._index.pop(record_path.stem, None)
+
+    def _expire(self, ttl_seconds: float) -> int:
+        """Delete sessions idle longer than the TTL (and markers much older); returns how many went."""
+        now = time.time()
+        removed = 0
+        with self._mutex:
+            for path in self.directory.glob("*.json"):
+                try:
+                    if path.stat().st_mtime < now - ttl_seconds:
+                        path.unlink(missing_ok=True)
+                        path.with_suffix(".bin").unlink(missing_ok=True)
+                        if self._index is not None:
+                            self._index.pop(path.stem, None)
+                        removed += 1
+                except OSError:
+                    continue
+            for path in self.directory.glob("*.kept"):
+                try:
+                    if path.stat().st_mtime < now - ttl_seconds * KEPT_MARKER_TTL_FACTOR:
+                        path.unlink(missing_ok=True)
+                except OSError:
+                    continue
         return removed
 
 

@@ -13,7 +13,7 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,14 @@ import pyarrow as pa
 from lancedb.index import FTS, BTree, HnswSq
 
 from mcp_analysis.config import is_local_path
-from mcp_analysis.errors import DatabaseMismatchError, DatabaseNotFoundError, FilterError, ReadOnlyDatabaseError
+from mcp_analysis.errors import (
+    DatabaseMismatchError,
+    DatabaseNotFoundError,
+    FilterError,
+    ReadOnlyDatabaseError,
+    StorageUnavailableError,
+    storage_error_message,
+)
 from mcp_analysis.store import haiku, schema
 from mcp_analysis.store.filters import filter_error_from, normalize_filter, sql_in, sql_quote
 from mcp_analysis.store.models import DocumentMeta
@@ -107,6 +114,34 @@ class DocumentRows:
     chunks: list[dict[str, Any]]
 
 
+# Object stores: fail within seconds, not after object_store's default 3 minutes of retries, so a
+# store outage reaches clients (and /healthz) as a clear error. Settings in `storage_options` win.
+OBJECT_STORE_DEFAULTS = {
+    "connect_timeout": "5s",
+    "timeout": "60s",
+    "client_max_retries": "3",
+    "client_retry_timeout": "15",
+}
+
+
+# On object storage, rows without a meta row are removed only once this old (see orphan_ids).
+ORPHAN_GRACE = timedelta(minutes=10)
+
+
+def _older_than(stamp: datetime, age: timedelta) -> bool:
+    """LanceDB reports naive timestamps: old enough whether they mean UTC or local time."""
+    if stamp.tzinfo is not None:
+        return datetime.now(UTC) - stamp >= age
+    return datetime.now(UTC).replace(tzinfo=None) - stamp >= age and datetime.now() - stamp >= age
+
+
+def object_store_options(location: str, configured: dict[str, str] | None) -> dict[str, str] | None:
+    """LanceDB storage options for `location`: none for local paths (AWS_* variables are read by LanceDB)."""
+    if is_local_path(location):
+        return dict(configured) if configured else None
+    return {**OBJECT_STORE_DEFAULTS, **(configured or {})}
+
+
 class Store:
     """Async LanceDB tables of one knowledge base."""
 
@@ -117,11 +152,13 @@ class Store:
         tables: dict[str, Any],
         settings: StoredSettings | None,
         layout: haiku.HaikuLayout | None = None,
+        storage_options: dict[str, str] | None = None,
     ) -> None:
         self.path = path
         self.db = db
         self.tables = tables
         self.settings = settings
+        self.storage_options = storage_options
         self.haiku = layout  # set for a haiku.rag database: read-time adapter, and read-only
 
     @property
@@ -144,9 +181,28 @@ class Store:
         *,
         create: bool = False,
         read_consistency: timedelta | None = timedelta(seconds=1),
+        storage_options: dict[str, str] | None = None,
     ) -> Store:
-        """Open the knowledge base at `path` (create the directory and tables if `create`)."""
+        """Open the knowledge base at `path` (create the directory and tables if `create`).
+
+        `path` is a directory or an object-store URI (s3://bucket/prefix, gs://, az://).
+        """
         location = str(path)
+        try:
+            return await cls._open(location, create, read_consistency, storage_options)
+        except (OSError, RuntimeError, ValueError) as exc:
+            if is_local_path(location):
+                raise
+            raise StorageUnavailableError(storage_error_message(location, exc)) from exc
+
+    @classmethod
+    async def _open(
+        cls,
+        location: str,
+        create: bool,
+        read_consistency: timedelta | None,
+        storage_options: dict[str, str] | None,
+    ) -> Store:
         if is_local_path(location):
             p = Path(location)
             if not p.exists():
@@ -158,7 +214,8 @@ class Store:
                 p.mkdir(parents=True, exist_ok=True)
             elif not p.is_dir():
                 raise DatabaseNotFoundError(f"{p} is a file, not a LanceDB knowledge base directory.")
-        db = await lancedb.connect_async(location, read_consistency_interval=read_consistency)
+        options = object_store_options(location, storage_options)
+        db = await lancedb.connect_async(location, read_consistency_interval=read_consistency, storage_options=options)
         names = set((await db.list_tables()).tables)
         tables: dict[str, Any] = {}
         for name in schema.TABLES:
@@ -170,7 +227,7 @@ class Store:
                 f"knowledge bases and {haiku.SUPPORTED}. Add documents with `mcp-analysis add PATH --db {location}`."
             )
         stored, layout = await _identify(location, tables, create)
-        return cls(location, db, tables, stored, layout)
+        return cls(location, db, tables, stored, layout, storage_options)
 
     # ------------------------------------------------------------------ setup
 
@@ -396,8 +453,13 @@ class Store:
         await self.tables[schema.DOCUMENT_ITEMS].delete(sql_in("document_id", document_ids))
         await self.tables[schema.DOCUMENTS].delete(sql_in("id", document_ids))
 
-    async def orphan_ids(self) -> set[str]:
-        """Ids with rows but no meta row: left by an ingest that was killed."""
+    async def orphan_ids(self, settled: timedelta | None = None) -> set[str]:
+        """Ids with rows but no meta row: left by an ingest that was killed.
+
+        With `settled`, only ids that already had rows that long ago: on object storage, where
+        ingests from several machines may run at once, a younger orphan may be another ingest's
+        batch whose meta row is about to be committed.
+        """
         if not self.ready:
             return set()
         visible = {r["id"] for r in await self.tables[schema.DOCUMENT_META].query().select(["id"]).to_list()}
@@ -409,11 +471,36 @@ class Store:
         ):
             rows = await self.tables[name].query().select([column]).to_arrow()
             present.update(rows.column(column).unique().to_pylist())
-        return present - visible
+        orphans = present - visible
+        if settled is not None and orphans:
+            orphans &= await self._ids_settled(settled)
+        return orphans
+
+    async def _ids_settled(self, settled: timedelta) -> set[str]:
+        """Document ids that had rows in a table version at least `settled` old (empty if unknown)."""
+        ids: set[str] = set()
+        for name, column in (
+            (schema.DOCUMENTS, "id"),
+            (schema.CHUNKS, "document_id"),
+            (schema.DOCUMENT_ITEMS, "document_id"),
+        ):
+            try:
+                table = await self.db.open_table(name)
+                old = [v["version"] for v in await table.list_versions() if _older_than(v["timestamp"], settled)]
+                if not old:
+                    continue
+                await table.checkout(max(old))
+                rows = await table.query().select([column]).to_arrow()
+            except (OSError, RuntimeError, ValueError) as exc:  # that version was cleaned up meanwhile
+                log.debug("No settled version of %s: %s", name, exc)
+                continue
+            ids.update(rows.column(column).unique().to_pylist())
+        return ids
 
     async def remove_orphans(self) -> int:
         self.check_writable()
-        orphans = await self.orphan_ids()
+        # Local knowledge bases have one ingest at a time (a lock file); object stores may not.
+        orphans = await self.orphan_ids(None if is_local_path(self.path) else ORPHAN_GRACE)
         if orphans:
             log.info("Removing rows of %d unfinished document(s) from an interrupted ingest", len(orphans))
             await self.delete_rows(sorted(orphans))

@@ -1,0 +1,249 @@
+"""Kept sessions in Redis (`sessions.store = redis://HOST:PORT/DB`), shared by replicas.
+
+Keys, all under one hash tag per knowledge base (``{ns}``, so a Redis Cluster keeps
+them in one slot):
+
+- ``mcpa:{ns}:s:<key>``       hash: v (version), mac, owner, rec (record JSON), blob (dump);
+                              expires after the TTL, refreshed by every use
+- ``mcpa:{ns}:kept:<key>``    "was kept" marker (outlives the session: expired vs never kept)
+- ``mcpa:{ns}:idx`` / ``mcpa:{ns}:idx:<owner>``   sorted sets key -> expiry, for the bounds
+- ``mcpa:{ns}:lock:<key>``    a lease lock: one replica runs a session at a time
+
+Saves are compare-and-set Lua scripts: a copy loaded at version n can only write n+1,
+and the bounds are checked in the same atomic step. Locks are leases renewed by the
+replica that holds them, so a killed replica's lock lapses within `LOCK_LEASE_SECONDS`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import secrets
+import time
+from typing import Any
+
+import anyio
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError, ResponseError
+
+from mcp_analysis.session.store import (
+    KEPT_MARKER_TTL_FACTOR,
+    Limits,
+    LockTimeout,
+    SessionRecord,
+    SessionStore,
+    Signer,
+    StoredSession,
+    StoreFull,
+    StoreUnavailable,
+    VersionConflict,
+    redact_url,
+)
+
+log = logging.getLogger(__name__)
+
+LOCK_LEASE_SECONDS = 10.0
+_TIMEOUT_SECONDS = 5.0
+
+_SAVE = """
+local cur = tonumber(redis.call('HGET', KEYS[1], 'v') or '0')
+if cur ~= tonumber(ARGV[1]) then return -1 end
+local now = tonumber(ARGV[3])
+if cur == 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
+  if redis.call('ZCARD', KEYS[3]) >= tonumber(ARGV[4]) then return -2 end
+  if redis.call('ZCARD', KEYS[4]) >= tonumber(ARGV[5]) then return -3 end
+end
+local v = cur + 1
+redis.call('HSET', KEYS[1], 'v', v, 'mac', ARGV[6], 'owner', ARGV[7], 'rec', ARGV[8])
+if ARGV[10] == '1' then redis.call('HSET', KEYS[1], 'blob', ARGV[9]) else redis.call('HDEL', KEYS[1], 'blob') end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+redis.call('SET', KEYS[2], '1', 'PX', ARGV[11])
+local expiry = now + tonumber(ARGV[2])
+redis.call('ZADD', KEYS[3], expiry, ARGV[12])
+redis.call('ZADD', KEYS[4], expiry, ARGV[12])
+return v
+"""
+
+_TOUCH = """
+local v = redis.call('HGET', KEYS[1], 'v')
+if not v then return false end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+local expiry = tonumber(ARGV[2]) + tonumber(ARGV[1])
+redis.call('ZADD', KEYS[2], 'XX', expiry, ARGV[3])
+local owner = redis.call('HGET', KEYS[1], 'owner')
+if owner then redis.call('ZADD', ARGV[4] .. owner, 'XX', expiry, ARGV[3]) end
+return v
+"""
+
+_DELETE = """
+local owner = redis.call('HGET', KEYS[1], 'owner')
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+if owner then redis.call('ZREM', ARGV[2] .. owner, ARGV[1]) end
+return 1
+"""
+
+_RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+"""
+
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+def _owner_digest(owner: str | None) -> str:
+    return hashlib.sha256(("principal:" + owner if owner is not None else "anonymous").encode()).hexdigest()[:12]
+
+
+class RedisSessionStore(SessionStore):
+    shared = True
+
+    def __init__(self, url: str, signer: Signer, *, namespace: str) -> None:
+        super().__init__(signer)
+        self.description = redact_url(url)
+        self._redis = aioredis.Redis.from_url(
+            url,
+            socket_timeout=_TIMEOUT_SECONDS,
+            socket_connect_timeout=_TIMEOUT_SECONDS,
+            health_check_interval=15,
+        )
+        self._prefix = f"mcpa:{{{namespace}}}:"
+        self._save = self._redis.register_script(_SAVE)
+        self._touch = self._redis.register_script(_TOUCH)
+        self._delete = self._redis.register_script(_DELETE)
+        self._renew = self._redis.register_script(_RENEW)
+        self._release = self._redis.register_script(_RELEASE)
+        self._held: dict[str, str] = {}  # lock key -> token, renewed by renew_locks()
+
+    def _k(self, kind: str, key: str = "") -> str:
+        return f"{self._prefix}{kind}{key}"
+
+    async def _call(self, coro: Any) -> Any:
+        try:
+            return await coro
+        except ResponseError as exc:
+            raise StoreUnavailable(f"{self.description} refused the command: {exc}") from exc
+        except (RedisError, OSError) as exc:
+            raise StoreUnavailable(f"{self.description} is unreachable ({type(exc).__name__}: {exc})") from exc
+
+    # ------------------------------------------------------------ interface
+
+    async def load(self, key: str) -> StoredSession | None:
+        fields = await self._call(self._redis.hgetall(self._k("s:", key)))
+        if not fields or b"rec" not in fields:
+            return None
+        body = fields[b"rec"]
+        blob = fields.get(b"blob")
+        if not self.signer.verify(fields.get(b"mac", b"").decode(), body, blob):
+            log.warning("Ignoring stored session %s: its signature does not match", key)
+            return None
+        try:
+            record = SessionRecord.model_validate_json(body)
+        except ValueError:
+            return None
+        if record.key != key:
+            return None
+        return StoredSession(record, blob, int(fields.get(b"v", b"1")))
+
+    async def touch(self, key: str, ttl_seconds: float) -> int | None:
+        version = await self._call(
+            self._touch(
+                keys=[self._k("s:", key), self._k("idx")],
+                args=[int(ttl_seconds * 1000), _now_ms(), key, self._k("idx:")],
+            )
+        )
+        return int(version) if version else None
+
+    async def save(self, record: SessionRecord, blob: bytes | None, *, expected: int, limits: Limits) -> int:
+        body = record.model_dump_json().encode()
+        owner = _owner_digest(record.owner)
+        ttl_ms = int(limits.ttl_seconds * 1000)
+        result = await self._call(
+            self._save(
+                keys=[self._k("s:", record.key), self._k("kept:", record.key), self._k("idx"), self._k("idx:", owner)],
+                args=[
+                    expected,
+                    ttl_ms,
+                    _now_ms(),
+                    limits.max_stored,
+                    limits.max_per_principal,
+                    self.signer.mac(body, blob),
+                    owner,
+                    body,
+                    blob or b"",
+                    "1" if blob is not None else "0",
+                    ttl_ms * KEPT_MARKER_TTL_FACTOR,
+                    record.key,
+                ],
+            )
+        )
+        code = int(result)
+        if code == -1:
+            raise VersionConflict(record.key)
+        if code == -2:
+            raise StoreFull("total", limits.max_stored)
+        if code == -3:
+            raise StoreFull("principal", limits.max_per_principal)
+        return code
+
+    async def delete(self, key: str) -> None:
+        await self._call(self._delete(keys=[self._k("s:", key), self._k("idx")], args=[key, self._k("idx:")]))
+
+    async def was_kept(self, key: str) -> bool:
+        return bool(await self._call(self._redis.exists(self._k("kept:", key))))
+
+    async def count(self) -> int:
+        index = self._k("idx")
+        await self._call(self._redis.zremrangebyscore(index, "-inf", _now_ms()))
+        return int(await self._call(self._redis.zcard(index)))
+
+    async def ping(self) -> None:
+        await self._call(self._redis.ping())
+
+    async def close(self) -> None:
+        for lock_key, token in list(self._held.items()):
+            with contextlib.suppress(RedisError, OSError):
+                await self._release(keys=[lock_key], args=[token])
+        self._held.clear()
+        await self._redis.aclose()
+
+    # ---------------------------------------------------------------- locks
+
+    async def acquire(self, key: str, *, wait: float) -> str:
+        """Take the session's lease lock, waiting up to `wait` seconds; returns the token."""
+        lock_key = self._k("lock:", key)
+        token = secrets.token_hex(12)
+        deadline = time.monotonic() + wait
+        delay = 0.02
+        while True:
+            taken = await self._call(self._redis.set(lock_key, token, nx=True, px=int(LOCK_LEASE_SECONDS * 1000)))
+            if taken:
+                self._held[lock_key] = token
+                return token
+            if time.monotonic() + delay > deadline:
+                raise LockTimeout(key)
+            await anyio.sleep(delay)
+            delay = min(delay * 2, 0.25)
+
+    async def release(self, key: str, token: str) -> None:
+        lock_key = self._k("lock:", key)
+        self._held.pop(lock_key, None)
+        await self._call(self._release(keys=[lock_key], args=[token]))
+
+    async def renew_locks(self) -> None:
+        """Extend the leases this replica holds (called every few seconds)."""
+        for lock_key, token in list(self._held.items()):
+            renewed = await self._call(self._renew(keys=[lock_key], args=[token, int(LOCK_LEASE_SECONDS * 1000)]))
+            if not renewed and self._held.get(lock_key) == token:
+                log.warning("Lost the lock of %s (lease lapsed); its next save will be refused", lock_key)
+                self._held.pop(lock_key, None)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)

@@ -1,0 +1,50 @@
+"""A request's scope: session locks taken while serving it are released when it ends.
+
+Light on purpose (no LanceDB or monty imports): the MCP server registers
+`session_call_scope` as middleware before the runtime has loaded anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+
+@dataclass
+class CallScope:
+    held: dict[str, str] = field(default_factory=dict)  # session key -> lock token
+    releases: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+
+
+_SCOPE: ContextVar[CallScope | None] = ContextVar("mcp_analysis_call_scope", default=None)
+
+
+def current_scope() -> CallScope | None:
+    return _SCOPE.get()
+
+
+@asynccontextmanager
+async def call_scope() -> AsyncIterator[CallScope]:
+    """Locks taken during the block are released when it ends, even on error or cancellation."""
+    scope = CallScope()
+    token = _SCOPE.set(scope)
+    try:
+        yield scope
+    finally:
+        _SCOPE.reset(token)
+        with anyio.CancelScope(shield=True):
+            for release in reversed(scope.releases):
+                await release()
+
+
+async def session_call_scope(ctx: Any, call_next: Any) -> Any:
+    """MCP server middleware: a call scope around every tool call and resource read."""
+    if getattr(ctx, "method", None) not in ("tools/call", "resources/read"):
+        return await call_next(ctx)
+    async with call_scope():
+        return await call_next(ctx)
