@@ -49,16 +49,14 @@ def excerpt(text: str, query: str, size: int, anchor: tuple[int, int] | None = N
     size = max(size, 40)
     lo, hi = anchor if anchor else (0, len(text))
     terms = query_terms(query)
-    lower = text.lower()
-    hits: list[int] = []  # positions of words matching a query term
-    kinds: list[int] = []
-    for match in _WORD.finditer(lower):
-        word = match.group()
-        for index, term in enumerate(terms):
-            if word == term or (len(term) >= 3 and word.startswith(term)):
-                hits.append(match.start())
-                kinds.append(index)
-                break
+    hits: list[int] = []  # positions of words matching a query term (a term of 3+ letters matches as a prefix)
+    kinds: list[int] = []  # which term
+    if terms:
+        pattern = "|".join(re.escape(t) + (r"\w*" if len(t) >= 3 else r"\b") for t in terms)
+        for match in re.finditer(rf"(?<!\w)(?:{pattern})", text.lower()):
+            word = match.group()
+            hits.append(match.start())
+            kinds.append(next(i for i, t in enumerate(terms) if word == t or (len(t) >= 3 and word.startswith(t))))
     # A word the passage repeats everywhere says less about where the answer is than a rare one.
     weight = [(1.0 + math.log(2.0)) / (1.0 + math.log1p(kinds.count(i))) for i in range(len(terms))]
     room = size - 2  # the ellipses

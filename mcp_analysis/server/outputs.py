@@ -126,10 +126,11 @@ def search_result(
     chars = context
     while True:
         model, text = build(len(results), chars)
-        if size(model, text) <= budget or chars <= MIN_CONTEXT:
-            break
+        if size(model, text) <= budget:
+            return model, text
+        if chars <= MIN_CONTEXT:
+            return largest_fit(lambda k: build(k, chars), len(results), budget)
         chars = max(MIN_CONTEXT, int(chars * 0.7))
-    return largest_fit(lambda k: build(k, chars), len(results), budget)
 
 
 # --------------------------------------------------------------------------- list_documents
