@@ -135,6 +135,8 @@ async def test_search_is_compact_and_both_channels_carry_the_same_hits(sample_db
         assert any(len(w["content"]) > 900 for w in wide.structured_content["results"])
         first = wide.structured_content["results"][0]
         assert first["full_chars"] >= len(first["content"])
+        narrow = await client.call_tool("search", {"query": "Report B port authority key findings", "context": 100})
+        assert all(len(h["content"]) <= 100 for h in narrow.structured_content["results"])
 
 
 async def test_list_documents_is_one_line_per_document(sample_db: Path, tmp_path: Path) -> None:

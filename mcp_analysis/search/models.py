@@ -50,8 +50,8 @@ class SearchHit(BaseModel):
     document_title: str
     headings: list[str] = Field(default_factory=list, description="Section path of the hit.")
     page_numbers: list[int] = Field(default_factory=list)
-    content: str = Field(description="The passage around the match, at most `context` characters.")
-    full_chars: int = Field(description="Length of the hit's whole passage; ask a larger `context` for more.")
+    content: str = Field(description="The passage around the match.")
+    full_chars: int = Field(description="Length of the whole passage (a larger `context` shows more).")
 
     @classmethod
     def of(cls, result: SearchResult, query: str, context: int) -> SearchHit:

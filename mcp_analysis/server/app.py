@@ -57,7 +57,7 @@ DOCUMENTS_PAGE = 40
 ContextArg = Annotated[
     int | None,
     Field(
-        description="Characters of each hit's passage to show (default 900; more shows more of its section).",
+        description="Characters of each hit's passage to show (default 900).",
         ge=100,
         le=100_000,
     ),

@@ -82,9 +82,9 @@ def _pages(pages: list[int]) -> str:
 class SearchOutput(BaseModel):
     session: str = Field(description="Analysis session handle.")
     query: str
-    context: int = Field(description="Characters of each hit's passage shown at most.")
+    context: int = Field(description="Characters shown of each hit's passage, at most.")
     results: list[SearchHit]
-    omitted: int = Field(0, description="Hits left out to fit the result budget (ask a smaller limit or context).")
+    omitted: int = Field(0, description="Hits left out to fit the result budget.")
 
 
 def render_search(out: SearchOutput, max_context: int) -> str:
@@ -123,14 +123,14 @@ def search_result(
         )
         return model, render_search(model, max_context) + note
 
-    chars = context
+    chars, floor = context, min(context, MIN_CONTEXT)
     while True:
         model, text = build(len(results), chars)
         if size(model, text) <= budget:
             return model, text
-        if chars <= MIN_CONTEXT:
-            return largest_fit(lambda k: build(k, chars), len(results), budget)
-        chars = max(MIN_CONTEXT, int(chars * 0.7))
+        if chars <= floor:
+            return largest_fit(lambda k: build(k, floor), len(results), budget)
+        chars = max(floor, int(chars * 0.7))
 
 
 # --------------------------------------------------------------------------- list_documents
@@ -308,8 +308,8 @@ class CiteOutput(BaseModel):
     ignored: list[str] = Field(default_factory=list, description="Ids that could not be resolved.")
     no_evidence: bool = Field(False, description="cite([]) was called: the answer is not from the knowledge base.")
     total_cited: int = Field(0, description="Chunks cited for the current answer so far.")
-    omitted: int = Field(0, description="Citations registered but not listed here (to fit the budget).")
-    resource: str | None = Field(None, description="Resource listing every citation, when some are omitted.")
+    omitted: int = Field(0, description="Cited but not listed here (budget).")
+    resource: str | None = Field(None, description="Lists every citation, when some are omitted.")
 
 
 def render_citations(out: CiteOutput) -> str:
@@ -356,7 +356,7 @@ class ExecutionSummary(BaseModel):
     index: int
     success: bool
     duration_ms: float
-    code: str = Field(description="The first line of the code (the whole program is in the state resource).")
+    code: str = Field(description="First line of the code.")
 
 
 class StateOutput(BaseModel):
@@ -369,7 +369,7 @@ class StateOutput(BaseModel):
     citations: list[CitationOut]
     citation_index_size: int
     resource: str = Field(description="Resource with the full state, including every program and its output.")
-    execution_resource: str = Field(description="URI template of one execution with its full output.")
+    execution_resource: str = Field(description="One execution in full ({n}: its number).")
 
 
 def render_state(out: StateOutput) -> str:
