@@ -118,6 +118,7 @@ def build_kb(code: Path, sources: Path, db: Path, work: Path, rebuild: bool) -> 
 
 @contextmanager
 def baseline_checkout(rev: str) -> Iterator[Path]:
+    subprocess.run(["git", "worktree", "prune"], cwd=ROOT, check=False)  # checkouts of interrupted runs
     path = Path(tempfile.mkdtemp(prefix="mcp-analysis-baseline-")) / "tree"
     subprocess.run(["git", "worktree", "add", "--detach", str(path), rev], cwd=ROOT, check=True, capture_output=True)
     try:

@@ -94,8 +94,7 @@ class AnalysisToolset(FunctionToolset[Any]):
             results = await session.search(query, limit)
         except AnalysisError as exc:
             raise ModelRetry(str(exc)) from None
-        settings = session.kb.settings.search
-        chars = min(context or settings.context_chars, max(100, settings.max_context_chars))
+        chars = context or session.kb.settings.search.context_chars
         return [SearchHit.of(r, query, chars).model_dump() for r in results]
 
     async def list_documents(self) -> list[dict[str, Any]]:

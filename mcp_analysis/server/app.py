@@ -224,7 +224,7 @@ def create_server(
             analysis.id,
             query,
             results,
-            min(context or settings.search.context_chars, max(100, settings.search.max_context_chars)),
+            context or settings.search.context_chars,
             settings.search.max_context_chars,
             out.session_note(analysis.id, must_pass),
             budget,
@@ -239,7 +239,7 @@ def create_server(
         session: SessionArg = None,
     ) -> Annotated[CallToolResult, out.ListDocumentsOutput]:
         """List the documents you can see: id | title | uri, one per line, paged.
-        Example: list_documents(offset=50)"""
+        Example: list_documents(offset=40)"""
         analysis, must_pass = await session_of(ctx, session)
         documents = await analysis.list_documents()
         chosen = [out.DocumentInfo.of(d) for d in documents[offset : offset + limit]]

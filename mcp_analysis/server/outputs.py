@@ -100,10 +100,11 @@ def render_search(out: SearchOutput, max_context: int) -> str:
     if out.omitted:
         lines.append(f"\n({out.omitted} more hits left out to fit the result budget: ask a smaller limit or context.)")
     if any(h.full_chars > len(h.content) for h in out.results):
+        wider = min(max_context, 4 * out.context) if max_context > out.context else 4 * out.context
+        bound = f" (up to {max_context})" if max_context > out.context else ""
         lines.append(
-            f"\nMore: search again with context={min(max_context, 4 * out.context)} (up to {max_context}) for more of "
-            "each passage; a whole document is /documents/{document_id}/content.txt in execute_code "
-            "(resource documents:///{document_id}/content.txt)."
+            f"\nMore: search again with context={wider}{bound} for more of each passage; a whole document is "
+            "/documents/{document_id}/content.txt in execute_code (resource documents:///{document_id}/content.txt)."
         )
     return "\n".join(lines)
 
