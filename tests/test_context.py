@@ -90,6 +90,9 @@ async def test_every_tool_result_fits_a_small_budget_and_names_where_the_rest_is
         assert cost(state) <= budget
         summary = state.structured_content
         assert summary["executions_total"] == 26 and summary["resource"] == state_uri and state_uri in text(state)
+        assert summary["searches_total"] == 26 and summary["citations_total"] == 47
+        assert 0 < len(summary["executions"]) < 26 and summary["executions"][-1]["index"] == 26  # the latest
+        assert "citations: 47 for this answer (the last" in text(state)
         full = json.loads((await client.read_resource(state_uri)).contents[0].text)
         assert len(full["executions"]) == 26 and len(full["citations"]) == 47
 

@@ -124,7 +124,7 @@ async def expand_hits(
                 "picture_refs": [r["self_ref"] for r in body if r["label"] == "picture"],
             }
         )
-        result.anchor = anchor if content else None
+        result.anchor = anchor
         results.append(result)
     return results
 

@@ -464,7 +464,9 @@ def _state_model(analysis: AnalysisSession) -> out.StateOutput:
             )
             for e in state.executions
         ],
+        searches_total=len(state.searches),
         searches=list(state.searches),
+        citations_total=len(state.citations),
         citations=[out.CitationOut.of(state.citation_index[c]) for c in state.citations if c in state.citation_index],
         citation_index_size=len(state.citation_index),
         resource=state_uri(analysis.id),

@@ -366,8 +366,10 @@ class StateOutput(BaseModel):
     analysis_number: int
     executions_total: int
     executions: list[ExecutionSummary] = Field(description="The latest executions.")
-    searches: list[str] = Field(description="Queries of this analysis, latest last.")
-    citations: list[CitationOut]
+    searches_total: int
+    searches: list[str] = Field(description="The latest queries of this analysis.")
+    citations_total: int = Field(description="Chunks cited for the current answer.")
+    citations: list[CitationOut] = Field(description="The latest of them.")
     citation_index_size: int
     resource: str = Field(description="Resource with the full state, including every program and its output.")
     execution_resource: str = Field(description="One execution in full ({n}: its number).")
@@ -378,42 +380,44 @@ def render_state(out: StateOutput) -> str:
     lines = [
         f"session {out.session} · analysis #{out.analysis_number} · filter: {out.document_filter or 'none'}",
         f"full state: {out.resource}",
-        f"executions: {out.executions_total}"
-        + (f", the last {len(out.executions)} shown" if len(out.executions) < out.executions_total else "")
+        f"executions: {out.executions_total}{_latest(out.executions, out.executions_total)}"
         + (f", {failed} failed" if failed else "")
         + (f" (each in full: {out.execution_resource})" if out.executions else ""),
     ]
     lines += [f"#{e.index} {'ok' if e.success else 'failed'} {e.duration_ms:.0f} ms: {e.code}" for e in out.executions]
-    lines.append(f"searches: {', '.join(repr(s) for s in out.searches) or 'none'}")
-    lines.append(f"citations: {len(out.citations)} for this answer; {out.citation_index_size} ever cited")
+    searches = ", ".join(repr(s) for s in out.searches)
+    lines.append(f"searches: {out.searches_total}{_latest(out.searches, out.searches_total)}: {searches or '-'}")
+    lines.append(
+        f"citations: {out.citations_total} for this answer{_latest(out.citations, out.citations_total)}; "
+        f"{out.citation_index_size} ever cited"
+    )
     lines += [c.line() for c in out.citations]
     return "\n".join(lines)
 
 
+def _latest(shown: list[Any], total: int) -> str:
+    return f" (the last {len(shown)} shown)" if len(shown) < total else ""
+
+
 def first_line(code: str, limit: int = 100) -> str:
+    """The first non-blank line of a program (at most `limit` characters) and how many lines follow."""
     lines = [line for line in code.strip().splitlines() if line.strip()]
-    head = lines[0] if lines else ""
-    more = len(lines) > 1
-    if len(head) > limit:
-        head, more = head[:limit], True
-    return head + (f" … (+{len(lines) - 1} lines)" if more and len(lines) > 1 else " …" if more else "")
+    if not lines:
+        return ""
+    head = lines[0][:limit] + (" …" if len(lines[0]) > limit else "")
+    return head + (f" (+{len(lines) - 1} lines)" if len(lines) > 1 else "")
 
 
 def state_result(full: StateOutput, note: str, budget: int, latest: int = 20) -> tuple[StateOutput, str]:
-    """The last `latest` executions and searches and the citations; fewer of each to fit the budget."""
-    executions, searches, citations = full.executions[-latest:], full.searches[-latest:], full.citations[-latest:]
+    """The last `latest` executions, searches and citations; fewer of each to fit the budget."""
 
     def build(k: int) -> tuple[StateOutput, str]:
         model = full.model_copy(
-            update={
-                "executions": executions[len(executions) - min(k, len(executions)) :],
-                "searches": searches[len(searches) - min(k, len(searches)) :],
-                "citations": citations[: min(k, len(citations))],
-            }
+            update={name: getattr(full, name)[-k:] if k else [] for name in ("executions", "searches", "citations")}
         )
         return model, render_state(model) + note
 
-    return largest_fit(build, max(len(executions), len(searches), len(citations)), budget)
+    return largest_fit(build, min(latest, max(len(full.executions), len(full.searches), len(full.citations))), budget)
 
 
 # --------------------------------------------------------------------------- new_analysis
