@@ -57,6 +57,9 @@ class SearchSettings(_Section):
     max_context_chars: int = Field(
         5000, ge=0, le=100_000, description="Each hit is grown with its section up to this size."
     )
+    context_chars: int = Field(
+        900, ge=100, le=100_000, description="Characters of each hit's passage a search tool result shows by default."
+    )
     max_concurrent: int = Field(4, ge=1, le=64, description="Concurrent LanceDB searches (more collapse).")
     vector_index_min_rows: int = Field(
         50_000, ge=0, description="Build an HNSW vector index once there are this many chunks (0 = never)."

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 INSTRUCTIONS = """\
 Analyse a document knowledge base. Workflow:
-1. `search` finds relevant passages (hybrid semantic + keyword); every hit has a chunk_id.
+1. `search` finds passages (hybrid semantic + keyword); each hit has a chunk_id. Pass a larger
+   `context` to see more of a hit's section.
 2. For counting, totals, averages, comparisons or extraction across documents, write Python
    for `execute_code`: documents are files under /documents/{id}/ (metadata.json, content.txt,
    items.jsonl, toc.json) and `await search(q, limit=10)` / `await list_documents()` work
@@ -15,27 +16,27 @@ Call `new_analysis` before an unrelated question. Over HTTP without a session, r
 """
 
 EXECUTE_CODE_DOC = """\
-Run Python in this session's persistent sandbox (variables, functions and imports survive
-between calls; the last expression's value is returned, like a REPL).
+Run Python in this session's persistent sandbox: variables, functions and imports survive
+between calls; the last expression's value is returned (like a REPL).
 
-The documents are a read-only filesystem:
+Documents are read-only files (pathlib.Path, open(), os.listdir, os.walk):
   /documents/{id}/metadata.json  {id, title, uri, created_at, metadata}
   /documents/{id}/content.txt    full text (markdown; tables as markdown tables)
-  /documents/{id}/items.jsonl    one JSON object per line: position, self_ref, label
-                                 (title, section_header, text, list_item, table, code, ...),
-                                 text, page_numbers, heading_level, chunk_ids
+  /documents/{id}/items.jsonl    one JSON object per line: position, self_ref, label (title,
+                                 section_header, text, list_item, table, code, ...), text,
+                                 page_numbers, heading_level, chunk_ids
   /documents/{id}/toc.json       section tree: heading, level, item_range, chunk_ids
-Use pathlib.Path (iterdir, glob, read_text) or open(); os.listdir/os.walk work too.
-Host functions: `await search(query, limit=10)` -> list of dicts (chunk_id, content,
-document_id, document_title, document_uri, score, page_numbers, headings, doc_item_refs);
-`await list_documents()` -> list of {id, title, uri, created_at, metadata}.
+`await search(query, limit=10)` returns hits, `await list_documents()` documents; each prints
+as one short line, every field is an attribute or a key: hit.content (the whole passage),
+hit.excerpt, hit.chunk_id, hit.document_id, hit.document_title, hit.headings, hit.page_numbers,
+hit.score, hit.to_dict(); doc.id, doc.title, doc.uri, doc.metadata. Example:
+  for h in await search("warranty period"): print(h.document_title, h.content[:200])
 
-The interpreter is a sandboxed Python subset: no class inheritance, no generators (yield),
-no property/staticmethod decorators; modules: json, re, math, pathlib, datetime, collections,
-itertools, functools, csv, hashlib, base64, asyncio, os, time, random, dataclasses, typing,
-decimal, bisect, copy, statistics (mean, median, stdev, quantiles, ...). No network and no
-host filesystem. Each call has a time limit; if it is hit, variables from before the call are
-kept. Print summaries, not whole documents.
+A Python subset: no class inheritance, no generators (yield), no property/staticmethod;
+modules json re math pathlib datetime collections itertools functools csv hashlib base64
+asyncio os time random dataclasses typing decimal bisect copy statistics. No network, no host
+files. Each call has a time limit (variables from before a stopped call are kept). Output past
+sandbox.max_output_chars keeps its head and tail: print summaries, not whole documents.
 """
 
 ANALYZE_PROMPT = """\

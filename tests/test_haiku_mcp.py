@@ -28,7 +28,10 @@ STATS = (
     "len(stats)"
 )
 
-SANDBOX_SEARCH = "r = await search('Mozilla Public License', limit=3)\nprint(json.dumps([h['chunk_id'] for h in r]))"
+SANDBOX_SEARCH = (
+    "r = await search('Mozilla Public License', limit=3)\n"
+    "print(json.dumps([{k: h[k] for k in ('chunk_id', 'document_id', 'document_uri', 'doc_item_refs')} for h in r]))"
+)
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +49,8 @@ async def test_stdio_client_gets_what_haiku_rag_stored(served: tuple[Path, RawDb
     async with Client(stdio_params(db, env=env_for(tmp_path))) as client:
         listed = (await client.call_tool("list_documents", {"limit": 1000})).structured_content
         assert listed["total"] == 36
-        assert {d["id"]: (d["uri"], d["title"], d["created_at"]) for d in listed["documents"]} == {
-            i: (r["uri"], r["title"], r["created_at"]) for i, r in raw.meta.items()
+        assert {d["id"]: (d["uri"], d["title"]) for d in listed["documents"]} == {
+            i: (r["uri"], r["title"]) for i, r in raw.meta.items()
         }
 
         found = await client.call_tool(
@@ -55,12 +58,11 @@ async def test_stdio_client_gets_what_haiku_rag_stored(served: tuple[Path, RawDb
         )
         assert not found.is_error, text(found)
         hits = found.structured_content["results"]
-        assert hits[0]["document_uri"] == "corpus/The-Closure-API.html"
+        assert raw.meta[hits[0]["document_id"]]["uri"] == "corpus/The-Closure-API.html"
         for hit in hits:
             stored = raw.chunks[hit["chunk_id"]]
             assert hit["document_id"] == stored["document_id"]
             assert hit["headings"] == (raw.chunk_meta(hit["chunk_id"])["headings"] or [])
-            assert set(raw.chunk_meta(hit["chunk_id"])["doc_item_refs"]) <= set(hit["doc_item_refs"])
 
         first = (await client.call_tool("execute_code", {"code": STATS})).structured_content
         assert first["success"] and first["value"] == "36", first
@@ -70,9 +72,13 @@ async def test_stdio_client_gets_what_haiku_rag_stored(served: tuple[Path, RawDb
             assert (uri, chars, items) == (raw.meta[doc_id]["uri"], len(raw.content[doc_id]), len(raw.items[doc_id]))
 
         in_sandbox = await client.call_tool("execute_code", {"code": SANDBOX_SEARCH})
-        sandbox_ids = json.loads(in_sandbox.structured_content["stdout"])
-        assert sandbox_ids and set(sandbox_ids) <= set(raw.chunks)
-        assert "MPL" in raw.meta[raw.chunks[sandbox_ids[0]]["document_id"]]["uri"]
+        sandbox_hits = json.loads(in_sandbox.structured_content["stdout"])
+        assert sandbox_hits and {h["chunk_id"] for h in sandbox_hits} <= set(raw.chunks)
+        first_hit = sandbox_hits[0]
+        assert "MPL" in raw.meta[raw.chunks[first_hit["chunk_id"]]["document_id"]]["uri"]
+        for hit in sandbox_hits:  # the sandbox keeps every field: uri and haiku.rag's doc_item_refs
+            assert hit["document_uri"] == raw.meta[hit["document_id"]]["uri"]
+            assert set(raw.chunk_meta(hit["chunk_id"])["doc_item_refs"]) <= set(hit["doc_item_refs"])
 
         # A chunk id read from items.jsonl (never shown by a search) is citable, like in haiku.rag.
         other_doc = next(d for d in raw.items if d not in {h["document_id"] for h in hits})
@@ -98,7 +104,7 @@ async def test_stdio_client_gets_what_haiku_rag_stored(served: tuple[Path, RawDb
         lines = [json.loads(line) for line in items.contents[0].text.splitlines()]
         assert [(i["self_ref"], i["text"]) for i in lines] == [(r["self_ref"], r["text"]) for r in raw.items[doc_id]]
         meta = json.loads((await client.read_resource(f"documents:///{doc_id}/metadata.json")).contents[0].text)
-        assert meta["uri"] == raw.meta[doc_id]["uri"]
+        assert (meta["uri"], meta["created_at"]) == (raw.meta[doc_id]["uri"], raw.meta[doc_id]["created_at"])
     assert tree_hashes(db) == tree_hashes(FIXTURE)
 
 

@@ -47,7 +47,7 @@ async def test_search_code_cite_flow_keeps_state(server_settings: Settings) -> N
         found = await client.call_tool("search", {"query": "NavCore buffer overflow AIS", "limit": 3})
         assert not found.is_error
         hits = found.structured_content["results"]
-        assert hits and "chunk_id: " + hits[0]["chunk_id"] in text(found)
+        assert hits and "chunk_id " + hits[0]["chunk_id"] in text(found)
 
         first = await client.call_tool(
             "execute_code",
@@ -119,14 +119,16 @@ async def test_large_output_stays_in_budget_and_is_readable_in_full(sample_db: P
         big = await client.call_tool("execute_code", {"code": "for i in range(3000):\n    print('row', i)"})
         data = big.structured_content
         assert data["truncated"] and data["full_output"] == f"analysis://sessions/{data['session']}/executions/1"
-        assert len(text(big)) <= 4000 + 200
-        assert len(json.dumps(data)) <= 4000
+        assert len(text(big)) + len(json.dumps(data, ensure_ascii=False)) <= 4000
         assert data["full_output"] in text(big)
+        # The head and the tail are kept; the marker between them names the resource.
+        assert data["stdout"].startswith("row 0\nrow 1\n") and data["stdout"].endswith("row 2999\n")
+        assert f"the whole output is in resource {data['full_output']}" in data["stdout"]
         full = json.loads((await client.read_resource(data["full_output"])).contents[0].text)
-        assert "row 2999" in full["stdout"]
+        assert "row 2999" in full["stdout"] and "row 1500" in full["stdout"]
 
-        many = await client.call_tool("search", {"query": "revenue", "limit": 20})
-        assert len(text(many)) <= 4000 + 200
+        many = await client.call_tool("search", {"query": "revenue", "limit": 20, "context": 5000})
+        assert len(text(many)) + len(json.dumps(many.structured_content, ensure_ascii=False)) <= 4000
 
 
 async def test_errors_are_actionable_and_the_server_keeps_serving(server_settings: Settings) -> None:
@@ -208,7 +210,8 @@ async def test_server_filter_is_enforced_on_every_surface(sample_db: Path, tmp_p
         listed = (await client.call_tool("list_documents", {})).structured_content
         assert listed["total"] == 4 and all("advisory" in d["uri"] for d in listed["documents"])
         hits = (await client.call_tool("search", {"query": "quarterly revenue", "limit": 10})).structured_content
-        assert hits["results"] and all("advisory" in r["document_uri"] for r in hits["results"])
+        visible = {d["id"] for d in listed["documents"]}
+        assert hits["results"] and all(r["document_id"] in visible for r in hits["results"])
         code = "import os\n(len(os.listdir('/documents')), " + repr(hidden.id) + " in os.listdir('/documents'))"
         assert (await client.call_tool("execute_code", {"code": code})).structured_content["value"] == "(4, False)"
         sneaky = f"open('/documents/{hidden.id}/content.txt').read()"

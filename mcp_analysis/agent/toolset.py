@@ -20,6 +20,8 @@ from pydantic_ai.toolsets import FunctionToolset
 from mcp_analysis.config import Settings, load_settings
 from mcp_analysis.errors import AnalysisError
 from mcp_analysis.prompts import EXECUTE_CODE_DOC, INSTRUCTIONS
+from mcp_analysis.search.models import SearchHit
+from mcp_analysis.server.outputs import DocumentInfo
 from mcp_analysis.session.analysis import AnalysisSession
 
 
@@ -78,32 +80,26 @@ class AnalysisToolset(FunctionToolset[Any]):
             raise RuntimeError("The analysis toolset is used outside an agent run (enter it first).")
         return self.session
 
-    async def search(self, query: str, limit: int = 5) -> list[dict[str, Any]]:
-        """Hybrid search (semantic + keyword) over the documents; each hit carries a chunk_id to cite.
+    async def search(self, query: str, limit: int = 5, context: int | None = None) -> list[dict[str, Any]]:
+        """Hybrid search (semantic + keyword). Each hit: chunk_id (to cite), document, section, pages and
+        the passage around the match.
 
         Args:
             query: What to look for.
-            limit: Number of results (1-50).
+            limit: Number of hits (1-50).
+            context: Characters of each hit's passage to show (default 900; more shows more of its section).
         """
+        session = self._session()
         try:
-            results = await self._session().search(query, limit)
+            results = await session.search(query, limit)
         except AnalysisError as exc:
             raise ModelRetry(str(exc)) from None
-        return [
-            {
-                "chunk_id": r.chunk_id,
-                "document_id": r.document_id,
-                "document_title": r.document_title,
-                "page_numbers": r.page_numbers,
-                "headings": r.headings,
-                "content": r.content,
-            }
-            for r in results
-        ]
+        chars = context or session.kb.settings.search.context_chars
+        return [SearchHit.of(r, query, chars).model_dump() for r in results]
 
     async def list_documents(self) -> list[dict[str, Any]]:
-        """List the documents you can see: id, title, uri, created_at, metadata."""
-        return [d.public() for d in await self._session().list_documents()]
+        """List the documents you can see: id, title, uri (and your metadata)."""
+        return [DocumentInfo.of(d).model_dump(exclude_defaults=True) for d in await self._session().list_documents()]
 
     async def execute_code(self, code: str) -> dict[str, Any]:
         """Run Python in the persistent sandbox (see the tool description)."""

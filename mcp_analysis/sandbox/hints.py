@@ -16,6 +16,17 @@ AVAILABLE_MODULES = (
 
 _HINTS: list[tuple[re.Pattern[str], str]] = [
     (
+        re.compile(r"Object of type _Record is not JSON serializable"),
+        "Hint: search() hits and list_documents() entries are objects; convert them with .to_dict(), "
+        "e.g. json.dumps([h.to_dict() for h in hits]).",
+    ),
+    (
+        re.compile(r"'_Record' object has no attribute"),
+        "Hint: a hit has chunk_id, content, excerpt, document_id, document_title, document_uri, score, rank, "
+        "page_numbers, headings, doc_item_refs, labels, picture_refs; a document has id, title, uri, "
+        "created_at, metadata (hit.keys() lists them).",
+    ),
+    (
         re.compile(r"does not yet support class inheritance"),
         "Hint: classes cannot inherit here; use a class without a base, a dict, or functions.",
     ),

@@ -12,6 +12,7 @@ from typing import Any
 
 from mcp_analysis.corpus import Corpus
 from mcp_analysis.errors import AnalysisError
+from mcp_analysis.sandbox.presentation import hit_fields
 from mcp_analysis.search.models import SearchResult
 
 SearchRecorder = Callable[[str, list[SearchResult]], None]
@@ -42,11 +43,14 @@ class HostFunctions:
             raise RuntimeError(f"search() failed on the server: {type(exc).__name__}: {exc}") from None
         if self.on_search is not None:
             self.on_search(query, results)
-        return [r.model_dump() for r in results]
+        return [hit_fields(r, query) for r in results]
 
     async def list_documents(self) -> list[dict[str, Any]]:
         """list_documents() -> list[dict]: id, title, uri, created_at (and metadata) of every document."""
         return [m.public() for m in await self.corpus.documents()]
 
     def mapping(self) -> dict[str, Any]:
-        return {"search": self.search, "list_documents": self.list_documents}
+        # The prelude's search()/list_documents() call the _mcp_ names; the plain names serve an
+        # interpreter state saved before the prelude existed (they return the dicts as they are).
+        functions = {"search": self.search, "list_documents": self.list_documents}
+        return functions | {f"_mcp_{name}": fn for name, fn in functions.items()}

@@ -30,6 +30,7 @@ from mcp_analysis.sandbox.hints import with_hint
 from mcp_analysis.sandbox.models import ExecutionResult
 from mcp_analysis.sandbox.output import OutputCollector, truncate
 from mcp_analysis.sandbox.pool import WorkerPool
+from mcp_analysis.sandbox.presentation import value_repr
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +47,10 @@ class Interpreter:
         settings: SandboxSettings,
         state: bytes | None = None,
         on_state: StateListener | None = None,
+        prelude: str | None = None,
     ) -> None:
         self.pool = pool
+        self.prelude = prelude  # fed to every fresh interpreter (see sandbox/presentation.py)
         self.settings = settings
         self.state = state
         self.on_state = on_state
@@ -122,6 +125,11 @@ class Interpreter:
                 log.warning("Could not restore interpreter state (%s); starting fresh", exc)
                 self._set_state(None)
                 session = await self.pool.acquire(self)
+        if self.state is None and self.prelude:
+            try:
+                await session.feed_run(self.prelude, print_callback=lambda stream, text: None)
+            except Exception as exc:  # the plain host functions still answer search()/list_documents()
+                log.warning("Could not run the sandbox prelude: %s", exc)
         self._session = session
         return session
 
@@ -142,7 +150,7 @@ class Interpreter:
             with anyio.fail_after(timeout + _GRACE_SECONDS):
                 result = await session.feed_run(code, external_lookup=functions, os=os_handler, print_callback=output)
             if result is not None:
-                value = _bounded_repr(result, self.settings.max_output_chars)
+                value = value_repr(result, self.settings.max_output_chars)
         except MontySyntaxError as exc:
             error = with_hint(exc.display())
         except MontyRuntimeError as exc:
@@ -234,16 +242,6 @@ class Interpreter:
                 False,
             )
         return with_hint(text), False
-
-
-def _bounded_repr(value: Any, limit: int) -> str:
-    """repr() of a returned value without building a giant string for a giant text."""
-    if isinstance(value, str | bytes) and len(value) > limit:
-        return repr(value[:limit]) + f" ... [{len(value) - limit} more characters]"
-    try:
-        return repr(value)
-    except Exception as exc:  # a proxy object whose repr fails must not fail the call
-        return f"<{type(value).__name__} (repr failed: {exc})>"
 
 
 def _alive(session: AsyncMontySession) -> bool:

@@ -1,52 +1,93 @@
-"""Bounded capture of sandbox prints (they must never reach the server's stdout)."""
+"""Bounded capture of sandbox prints (they must never reach the server's stdout).
+
+Output past a cap keeps its head and its tail: the first lines say what the code set out
+to do, the last ones usually hold the result or the error. A marker in the middle says how
+much is missing and how to get it.
+"""
 
 from __future__ import annotations
 
 from typing import Literal
 
-MARKER = "\n... [output truncated: {dropped} more characters not shown; print less or summarize in code] ...\n"
+NOT_KEPT = "not kept (sandbox.max_output_chars); print less, or summarize in code"
+MARKER = "\n… [output truncated: {dropped:,} characters {how}] …\n"
+TAIL_SHARE = 3  # a third of the room goes to the tail
+
+
+def clip(text: str, limit: int, how: str = NOT_KEPT) -> tuple[str, bool]:
+    """`text` in at most `limit` characters: head, a marker saying what is missing and `how` to get it, tail."""
+    if len(text) <= limit:
+        return text, False
+    marker = MARKER.format(dropped=len(text), how=how)  # an upper bound of the marker's length
+    room = max(0, limit - len(marker))
+    tail = room // TAIL_SHARE
+    head = room - tail
+    dropped = len(text) - head - tail
+    middle = MARKER.format(dropped=dropped, how=how)
+    return text[:head] + middle + (text[len(text) - tail :] if tail else ""), True
+
+
+def truncate(text: str, limit: int) -> tuple[str, bool]:
+    """Cut `text` to `limit` characters, keeping head and tail (see `clip`)."""
+    return clip(text, limit)
+
+
+class _Stream:
+    """One stream's head (first `room` characters) and a rolling tail of the last `room // 3`."""
+
+    def __init__(self, room: int) -> None:
+        self.head_room = room - room // TAIL_SHARE
+        self.tail_room = room // TAIL_SHARE
+        self.head: list[str] = []
+        self.head_chars = 0
+        self.tail = ""
+        self.total = 0
+
+    def add(self, text: str) -> None:
+        self.total += len(text)
+        if self.head_chars < self.head_room:
+            piece = text[: self.head_room - self.head_chars]
+            self.head.append(piece)
+            self.head_chars += len(piece)
+            text = text[len(piece) :]
+        if text and self.tail_room:
+            self.tail = (self.tail + text)[-self.tail_room :]
+
+    @property
+    def kept(self) -> int:
+        return self.head_chars + len(self.tail)
+
+    def render(self) -> str:
+        head = "".join(self.head)
+        dropped = self.total - self.kept
+        if dropped <= 0:
+            return head + self.tail
+        return head + MARKER.format(dropped=dropped, how=NOT_KEPT) + self.tail
 
 
 class OutputCollector:
     """A monty print callback keeping at most `limit` characters of stdout (and a fifth of
-    that of stderr, budgeted separately so warnings printed last are not lost to a flood)."""
+    that of stderr, budgeted separately so warnings printed last are not lost to a flood),
+    each as head + tail."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
-        self.stdout: list[str] = []
-        self.stderr: list[str] = []
-        self._room = {"stdout": limit, "stderr": max(1000, limit // 5)}
-        self.kept = 0
-        self.total = 0
+        self._streams = {"stdout": _Stream(limit), "stderr": _Stream(max(1000, limit // 5))}
 
     def __call__(self, stream: Literal["stdout", "stderr"], text: str) -> None:
-        self.total += len(text)
-        key = "stderr" if stream == "stderr" else "stdout"
-        room = self._room[key]
-        if room <= 0:
-            return
-        piece = text[:room]
-        self._room[key] -= len(piece)
-        self.kept += len(piece)
-        (self.stderr if key == "stderr" else self.stdout).append(piece)
+        self._streams["stderr" if stream == "stderr" else "stdout"].add(text)
+
+    @property
+    def total(self) -> int:
+        return sum(s.total for s in self._streams.values())
+
+    @property
+    def kept(self) -> int:
+        return sum(s.kept for s in self._streams.values())
 
     @property
     def truncated(self) -> bool:
         return self.total > self.kept
 
     def render(self) -> tuple[str, str]:
-        out, err = "".join(self.stdout), "".join(self.stderr)
-        if self.truncated:
-            note = MARKER.format(dropped=self.total - self.kept)
-            if self.stdout or not self.stderr:
-                out += note
-            else:
-                err += note
-        return out, err
-
-
-def truncate(text: str, limit: int) -> tuple[str, bool]:
-    """Cut `text` to `limit` characters with a visible marker."""
-    if len(text) <= limit:
-        return text, False
-    return text[:limit] + MARKER.format(dropped=len(text) - limit), True
+        return self._streams["stdout"].render(), self._streams["stderr"].render()

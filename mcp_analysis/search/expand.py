@@ -113,20 +113,45 @@ async def expand_hits(
     for rank, span in enumerate(merged[:limit], start=1):
         items = [by_pos[(span.meta.id, p)] for p in range(span.lo, span.hi + 1) if (span.meta.id, p) in by_pos]
         body = [r for r in items if r["label"] not in _SKIP]
-        content = "\n\n".join(render_item(r["label"], r["text"], r["heading_level"]) for r in body)
+        content, anchor = _render(body, span.hit)
         plain = _plain(span.hit, span.meta, rank)
-        results.append(
-            plain.model_copy(
-                update={
-                    "content": content or plain.content,
-                    "page_numbers": sorted({p for r in body for p in (r["page_numbers"] or [])}) or plain.page_numbers,
-                    "doc_item_refs": [r["self_ref"] for r in body] or plain.doc_item_refs,
-                    "labels": list(dict.fromkeys(r["label"] for r in body)) or plain.labels,
-                    "picture_refs": [r["self_ref"] for r in body if r["label"] == "picture"],
-                }
-            )
+        result = plain.model_copy(
+            update={
+                "content": content or plain.content,
+                "page_numbers": sorted({p for r in body for p in (r["page_numbers"] or [])}) or plain.page_numbers,
+                "doc_item_refs": [r["self_ref"] for r in body] or plain.doc_item_refs,
+                "labels": list(dict.fromkeys(r["label"] for r in body)) or plain.labels,
+                "picture_refs": [r["self_ref"] for r in body if r["label"] == "picture"],
+            }
         )
+        result.anchor = anchor
+        results.append(result)
     return results
+
+
+def _render(body: list[dict], hit: Hit) -> tuple[str, tuple[int, int] | None]:
+    """The passage as markdown, and where the hit's own chunk lies in it (its anchor)."""
+    first, last = hit.chunk.item_range
+    pieces: list[str] = []
+    offset = 0
+    lo: int | None = None
+    hi = 0
+    for row in body:
+        piece = render_item(row["label"], row["text"], row["heading_level"])
+        offset += 2 if pieces else 0
+        if first <= int(row["position"]) <= last:
+            lo = offset if lo is None else lo
+            hi = offset + len(piece)
+        pieces.append(piece)
+        offset += len(piece)
+    content = "\n\n".join(pieces)
+    if lo is None:
+        return content, None
+    if first == last:  # one long item split into several chunks: narrow to this chunk's piece
+        at = content.find(hit.chunk.content[:60], lo, hi)
+        if at >= 0:
+            lo, hi = at, min(hi, at + len(hit.chunk.content))
+    return content, (lo, hi)
 
 
 def _plain(hit: Hit, meta: DocumentMeta, rank: int) -> SearchResult:

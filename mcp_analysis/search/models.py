@@ -1,8 +1,10 @@
-"""Search results as every front door (tool, sandbox, CLI, agent) returns them."""
+"""Search results: the full record (sandbox, CLI, Python API) and the compact hit tools return."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
+
+from mcp_analysis.search.excerpt import excerpt, tidy
 
 
 class SearchResult(BaseModel):
@@ -18,3 +20,48 @@ class SearchResult(BaseModel):
     doc_item_refs: list[str] = Field(default_factory=list, description="self_ref values in items.jsonl.")
     labels: list[str] = Field(default_factory=list)
     picture_refs: list[str] = Field(default_factory=list)
+    _anchor: tuple[int, int] | None = PrivateAttr(None)
+
+    @property
+    def anchor(self) -> tuple[int, int] | None:
+        """Where the matched chunk lies inside `content` (None: anywhere)."""
+        return self._anchor
+
+    @anchor.setter
+    def anchor(self, value: tuple[int, int] | None) -> None:
+        self._anchor = value
+
+    def excerpt(self, query: str, size: int) -> str:
+        """At most `size` characters of `content` around the match (see search/excerpt.py)."""
+        return excerpt(self.content, query, size, self._anchor)
+
+    @property
+    def heading_path(self) -> list[str]:
+        """The headings without a leading copy of the document title (shown separately)."""
+        return self.headings[1:] if self.headings[:1] == [self.document_title] else self.headings
+
+
+class SearchHit(BaseModel):
+    """A hit as the search tool returns it: where it is, and the passage around the match."""
+
+    rank: int = Field(description="1 = best.")
+    chunk_id: str = Field(description="Pass to cite.")
+    document_id: str = Field(description="Its files: /documents/{document_id}/content.txt, ...")
+    document_title: str
+    headings: list[str] = Field(default_factory=list, description="Section path of the hit.")
+    page_numbers: list[int] = Field(default_factory=list)
+    content: str = Field(description="The passage around the match.")
+    full_chars: int = Field(description="Length of the whole passage (a larger `context` shows more).")
+
+    @classmethod
+    def of(cls, result: SearchResult, query: str, context: int) -> SearchHit:
+        return cls(
+            rank=result.rank,
+            chunk_id=result.chunk_id,
+            document_id=result.document_id,
+            document_title=result.document_title,
+            headings=result.heading_path,
+            page_numbers=result.page_numbers,
+            content=result.excerpt(query, context),
+            full_chars=len(tidy(result.content)),
+        )

@@ -54,6 +54,15 @@ DOC_FILES = {
     "items.jsonl": "application/jsonl",
     "toc.json": "application/json",
 }
+DOCUMENTS_PAGE = 40
+ContextArg = Annotated[
+    int | None,
+    Field(
+        description="Characters of each hit's passage to show (default 900).",
+        ge=100,
+        le=100_000,
+    ),
+]
 SessionArg = Annotated[
     str | None,
     Field(
@@ -71,7 +80,7 @@ def state_uri(session_id: str) -> str:
     return f"analysis://sessions/{session_id}/state"
 
 
-def execution_uri(session_id: str, index: int) -> str:
+def execution_uri(session_id: str, index: int | str) -> str:
     return f"analysis://sessions/{session_id}/executions/{index}"
 
 
@@ -202,38 +211,44 @@ def create_server(
     async def search(
         query: Annotated[str, Field(description="What to look for (words or a question).")],
         ctx: Context,
-        limit: Annotated[int | None, Field(description="Number of results (default 5).", ge=1, le=50)] = None,
+        limit: Annotated[int | None, Field(description="Number of hits (default 5).", ge=1, le=50)] = None,
+        context: ContextArg = None,
         session: SessionArg = None,
     ) -> Annotated[CallToolResult, out.SearchOutput]:
-        """Hybrid search (semantic + keyword) over the documents. Each hit is grown with its
-        surrounding section and carries a chunk_id to cite."""
+        """Hybrid (semantic + keyword) search. Each hit: chunk_id (to cite), document, section, pages and
+        the passage around the match. Example: search(query="average revenue 2025", limit=5)"""
         analysis, must_pass = await session_of(ctx, session)
         try:
             results = await analysis.search(query, limit)
         except AnalysisError as exc:
             raise _tool_error(exc) from None
-        model = out.fit_search(out.SearchOutput(session=analysis.id, query=query, results=results), budget)
-        return out.result(model, out.render_search(model) + out.session_note(analysis.id, must_pass), budget)
+        model, text = out.search_result(
+            analysis.id,
+            query,
+            results,
+            context or settings.search.context_chars,
+            settings.search.max_context_chars,
+            out.session_note(analysis.id, must_pass),
+            budget,
+        )
+        return out.result(model, text, budget)
 
     @tool(read_only)
     async def list_documents(
         ctx: Context,
         offset: Annotated[int, Field(description="Skip this many documents (paging).", ge=0)] = 0,
-        limit: Annotated[int, Field(description="Documents per page.", ge=1, le=1000)] = 200,
+        limit: Annotated[int, Field(description="Documents per page.", ge=1, le=1000)] = DOCUMENTS_PAGE,
         session: SessionArg = None,
     ) -> Annotated[CallToolResult, out.ListDocumentsOutput]:
-        """List the documents visible to you: id, title, uri, created_at, metadata."""
+        """List the documents you can see: id | title | uri, one per line, paged.
+        Example: list_documents(offset=40)"""
         analysis, must_pass = await session_of(ctx, session)
         documents = await analysis.list_documents()
-        chosen = documents[offset : offset + limit]
-        model = out.ListDocumentsOutput(
-            session=analysis.id,
-            total=len(documents),
-            offset=offset,
-            documents=[out.DocumentInfo(**d.public()) for d in chosen],
-            next_offset=offset + limit if offset + limit < len(documents) else None,
+        chosen = [out.DocumentInfo.of(d) for d in documents[offset : offset + limit]]
+        model, text = out.documents_result(
+            analysis.id, chosen, len(documents), offset, out.session_note(analysis.id, must_pass), budget
         )
-        return out.result(model, out.render_documents(model) + out.session_note(analysis.id, must_pass), budget)
+        return out.result(model, text, budget)
 
     async def execute_code(
         code: Annotated[str, Field(description="Python source to run.")],
@@ -260,8 +275,10 @@ def create_server(
                 tg.cancel_scope.cancel()
         index = analysis.state.execution_counter
         model = out.ExecuteOutput(session=analysis.id, execution=index, **result.model_dump(exclude={"output_chars"}))
-        model = out.fit_execution(model, budget, execution_uri(analysis.id, index))
-        return out.result(model, out.render_execution(model) + out.session_note(analysis.id, must_pass), budget)
+        model, text = out.execution_result(
+            model, execution_uri(analysis.id, index), out.session_note(analysis.id, must_pass), budget
+        )
+        return out.result(model, text, budget)
 
     server.add_tool(
         execute_code,
@@ -280,8 +297,9 @@ def create_server(
         ctx: Context,
         session: SessionArg = None,
     ) -> Annotated[CallToolResult, out.CiteOutput]:
-        """Register the chunks that support your current answer. Returns each citation's document title,
-        uri, pages, headings and a snippet. Slightly mangled ids are repaired; unknown ones are listed."""
+        """Register the chunk_ids your answer rests on (cite([]) if it is not from the documents). Returns one
+        line per citation: title, section, pages, uri. Near-miss ids are repaired, unknown ones listed.
+        Example: cite(chunk_ids=["6b0a642e-247b-42f3-8dd8-1ecdb767fff8"])"""
         analysis, must_pass = await session_of(ctx, session)
         try:
             outcome = await analysis.cite(chunk_ids)
@@ -295,14 +313,15 @@ def create_server(
             no_evidence=outcome.no_evidence,
             total_cited=len(analysis.state.citations),
         )
-        return out.result(model, out.render_citations(model) + out.session_note(analysis.id, must_pass), budget)
+        model, text = out.cite_result(model, state_uri(analysis.id), out.session_note(analysis.id, must_pass), budget)
+        return out.result(model, text, budget)
 
     @tool(ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False))
     async def new_analysis(
         ctx: Context, session: SessionArg = None
     ) -> Annotated[CallToolResult, out.NewAnalysisOutput]:
-        """Start a new analysis: clears variables, executions, searches and citations of this session
-        (keeps the citation index and the document filter)."""
+        """Start a new analysis for an unrelated question: clears variables, executions, searches and
+        citations (keeps the citation index and the filter). Example: new_analysis()"""
         analysis, must_pass = await session_of(ctx, session)
         await analysis.new_analysis()
         model = out.NewAnalysisOutput(
@@ -310,15 +329,16 @@ def create_server(
             analysis_number=analysis.state.analysis_number,
             message="New analysis started: the interpreter is empty and no citations are registered.",
         )
-        return out.result(model, model.message + out.session_note(analysis.id, must_pass), budget)
+        text = model.message + out.session_note(analysis.id, must_pass)
+        return out.result(model, text, budget)
 
     @tool(read_only)
     async def analysis_state(ctx: Context, session: SessionArg = None) -> Annotated[CallToolResult, out.StateOutput]:
-        """Summary of this session: executions, searches, citations, filter; the full state (every
-        program and its output) is the resource named in the result."""
+        """This session in brief: one line per execution, the searches, one line per citation, and the
+        resource holding the full state (every program and its output). Example: analysis_state()"""
         analysis, must_pass = await session_of(ctx, session)
-        model = _state_model(analysis)
-        return out.result(model, out.render_state(model) + out.session_note(analysis.id, must_pass), budget)
+        model, text = out.state_result(_state_model(analysis), out.session_note(analysis.id, must_pass), budget)
+        return out.result(model, text, budget)
 
     # -------------------------------------------------------------- resources
 
@@ -439,18 +459,18 @@ def _state_model(analysis: AnalysisSession) -> out.StateOutput:
         session=analysis.id,
         document_filter=state.document_filter,
         analysis_number=state.analysis_number,
+        executions_total=len(state.executions),
         executions=[
             out.ExecutionSummary(
-                index=e.index,
-                success=e.success,
-                duration_ms=e.duration_ms,
-                code=e.code if len(e.code) <= 2000 else e.code[:2000] + " …",
-                resource=execution_uri(analysis.id, e.index),
+                index=e.index, success=e.success, duration_ms=round(e.duration_ms, 1), code=out.first_line(e.code)
             )
-            for e in state.executions[-50:]
+            for e in state.executions
         ],
+        searches_total=len(state.searches),
         searches=list(state.searches),
+        citations_total=len(state.citations),
         citations=[out.CitationOut.of(state.citation_index[c]) for c in state.citations if c in state.citation_index],
         citation_index_size=len(state.citation_index),
         resource=state_uri(analysis.id),
+        execution_resource=execution_uri(analysis.id, "{n}"),
     )

@@ -20,6 +20,7 @@ from mcp_analysis.sandbox.host import HostFunctions
 from mcp_analysis.sandbox.interpreter import Interpreter
 from mcp_analysis.sandbox.models import ExecutionResult
 from mcp_analysis.sandbox.pool import WorkerPool
+from mcp_analysis.sandbox.presentation import PRELUDE
 from mcp_analysis.sandbox.vfs import DocumentsFS
 from mcp_analysis.search.models import SearchResult
 from mcp_analysis.session.citations import CiteOutcome, resolve_citations
@@ -82,7 +83,11 @@ class AnalysisSession:
             self._pool = WorkerPool(self.kb.settings.sandbox)
             await self._pool.__aenter__()
         self.interpreter = Interpreter(
-            self._pool, self.kb.settings.sandbox, self._interpreter_state, on_state=self._interpreter_changed
+            self._pool,
+            self.kb.settings.sandbox,
+            self._interpreter_state,
+            on_state=self._interpreter_changed,
+            prelude=PRELUDE,
         )
         self.fs = DocumentsFS(self.corpus)
         self.host = HostFunctions(self.corpus, self.kb.settings.search.sandbox_limit, self._record_search)

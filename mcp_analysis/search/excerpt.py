@@ -1,0 +1,92 @@
+"""The part of a search hit worth showing: a window of its passage around the match.
+
+A hit's passage (the chunk grown with its section, see expand.py) is up to
+``search.max_context_chars`` long; a model judging five hits needs far less of each. The
+window is chosen where the query's words are densest, preferring the matched chunk itself
+(the anchor), and cut at line, sentence or word boundaries. No index or model is involved:
+it is a few hundred string comparisons per hit.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import re
+
+ELLIPSIS = "…"
+_WORD = re.compile(r"\w+")
+_BREAK = re.compile(r"\n|(?<=[.!?:;])\s")
+_BLANK_LINES = re.compile(r"\n\s*\n+")
+_STOPWORDS = frozenset({
+    "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "how", "i", "in", "into",
+    "is", "it", "its", "me", "my", "of", "on", "or", "so", "that", "the", "this", "to", "use", "using", "was",
+    "what", "when", "where", "which", "who", "why", "will", "with", "without", "you", "your",
+})  # fmt: skip
+_SUFFIXES = ("ing", "ies", "es", "ed", "ly", "s")
+
+
+def _stem(word: str) -> str:
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            return word[: -len(suffix)]
+    return word
+
+
+def query_terms(query: str) -> list[str]:
+    """Distinct stems of the query's content words (stop words and 1-letter words dropped)."""
+    words = [w for w in _WORD.findall(query.lower()) if len(w) > 1 and w not in _STOPWORDS]
+    return list(dict.fromkeys(_stem(w) for w in words))
+
+
+def excerpt(text: str, query: str, size: int, anchor: tuple[int, int] | None = None) -> str:
+    """At most `size` characters of `text` around the best match of `query` ("…" marks cuts).
+
+    `anchor` is the (start, end) of the matched chunk inside `text`; windows overlapping it
+    score higher, and with no query word in the text the window starts at it.
+    """
+    if len(text) <= size:
+        return tidy(text)
+    size = max(size, 40)
+    lo, hi = anchor if anchor else (0, len(text))
+    terms = query_terms(query)
+    hits: list[int] = []  # positions of words matching a query term (a term of 3+ letters matches as a prefix)
+    kinds: list[int] = []  # which term
+    if terms:
+        pattern = "|".join(re.escape(t) + (r"\w*" if len(t) >= 3 else r"\b") for t in terms)
+        for match in re.finditer(rf"(?<!\w)(?:{pattern})", text.lower()):
+            word = match.group()
+            hits.append(match.start())
+            kinds.append(next(i for i, t in enumerate(terms) if word == t or (len(t) >= 3 and word.startswith(t))))
+    # A word the passage repeats everywhere says less about where the answer is than a rare one.
+    weight = [(1.0 + math.log(2.0)) / (1.0 + math.log1p(kinds.count(i))) for i in range(len(terms))]
+    room = size - 2  # the ellipses
+    starts = {0, lo, max(0, len(text) - room)}
+    starts.update(m.end() for m in _BREAK.finditer(text))
+    best_start, best_score = lo, float("-inf")
+    for start in sorted(s for s in starts if 0 <= s <= len(text) - 1):
+        end = min(len(text), start + room)
+        first, last = bisect.bisect_left(hits, start), bisect.bisect_left(hits, end)
+        distinct = sum(weight[k] for k in set(kinds[first:last]))
+        overlap = max(0, min(end, hi) - max(start, lo)) / max(1, min(room, hi - lo))
+        # Distinct query words (weighted by rarity) matter most, then how much of the matched
+        # chunk is in view, then repeated words; starting near the chunk breaks ties.
+        score = 4.0 * distinct + 3.0 * overlap + min(last - first, 2 * len(terms)) * 0.5
+        score -= abs(start - lo) / (10.0 * len(text))
+        if score > best_score:
+            best_start, best_score = start, score
+    return _cut(text, best_start, room)
+
+
+def _cut(text: str, start: int, room: int) -> str:
+    end = min(len(text), start + room)
+    if end < len(text):
+        space = text.rfind(" ", start + room // 2, end)
+        newline = text.rfind("\n", start + room // 2, end)
+        end = max(space, newline) if max(space, newline) > 0 else end
+    body = text[start:end].strip()
+    return tidy((ELLIPSIS if start > 0 else "") + body + (ELLIPSIS if end < len(text) else ""))
+
+
+def tidy(text: str) -> str:
+    """One newline between paragraphs is enough for a model to read (blank lines cost characters)."""
+    return _BLANK_LINES.sub("\n", text.strip())
