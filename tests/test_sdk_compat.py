@@ -72,3 +72,14 @@ async def test_middleware_sees_method_params_and_wire_results(sample_db: Path, t
     assert isinstance(listed, dict) and len(listed["resources"]) == 48, (
         "mcp SDK changed: call_next no longer returns the wire dict of resources/list"
     )
+
+
+def test_the_low_level_server_is_reachable() -> None:
+    from mcp.server.lowlevel.server import Server
+
+    from mcp_analysis.server.sdk_compat import lowlevel_server
+
+    server = MCPServer("probe")
+    lowlevel = lowlevel_server(server)
+    assert isinstance(lowlevel, Server)
+    assert callable(lowlevel.run) and callable(lowlevel.create_initialization_options)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import sys
 
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
 
 from mcp_analysis.config import Settings, is_local_path
 from mcp_analysis.errors import DatabaseNotFoundError
@@ -48,15 +48,28 @@ def check_database(settings: Settings) -> None:
 
 
 def build_http_app(settings: Settings) -> object:
+    from starlette.middleware import Middleware
+
     from mcp_analysis.server.app import create_server
+    from mcp_analysis.server.jsonrpc_screen import ScreenedHttpBodies
 
     server = create_server(config=settings, http=True)
-    return server.streamable_http_app(
+    app = server.streamable_http_app(
         streamable_http_path=settings.server.path,
         transport_security=security_settings(settings),
         host=settings.server.host,
         session_idle_timeout=settings.sessions.ttl_seconds,
     )
+    # Innermost (after authentication): malformed JSON-RPC bodies get the same answers as on stdio.
+    app.user_middleware.append(
+        Middleware(
+            ScreenedHttpBodies,
+            path=settings.server.path,
+            require_auth=settings.server.tokens_file is not None,
+            max_body=DEFAULT_MAX_REQUEST_BODY_SIZE,
+        )
+    )
+    return app
 
 
 async def run_server(settings: Settings, *, http: bool = False) -> None:
@@ -71,8 +84,10 @@ async def run_server(settings: Settings, *, http: bool = False) -> None:
                 "Inspector) should launch this command itself; see the README. For a network "
                 "server use `serve --http`. Ctrl-C to stop."
             )
+        from mcp_analysis.server.stdio import serve_stdio
+
         server = create_server(config=settings)
-        await server.run_stdio_async()
+        await serve_stdio(server)  # every malformed line is answered (server/jsonrpc_screen.py)
         return
 
     import uvicorn

@@ -12,6 +12,11 @@ two things need the connection itself:
   (``Connection.notify``): an ended session frees its analysis, and legacy
   clients hear ``resources/list_changed`` (server/runtime.py).
 
+Serving stdio through our own screening reader (server/stdio.py) needs the
+low-level ``Server`` that ``MCPServer`` wraps, to call its public ``run(read,
+write, init_options)`` — ``MCPServer`` only offers ``run_stdio_async()``, which
+reads stdin itself. That is ``MCPServer._lowlevel_server`` (`lowlevel_server`).
+
 Everything else uses public API: paging ``resources/list`` and advertising
 ``resources.listChanged`` go through ``MCPServer.middleware``. If the SDK changes
 under this module, tests/test_sdk_compat.py fails loudly; at run time
@@ -23,7 +28,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from mcp.server import MCPServer
 from mcp.server.connection import Connection
+from mcp.server.lowlevel.server import Server
 
 
 def connection_of(session: Any) -> Connection | None:
@@ -40,3 +47,14 @@ def transport_session_id(session: Any) -> str | None:
     """
     connection = connection_of(session)
     return connection.session_id if connection is not None else None
+
+
+def lowlevel_server(server: MCPServer) -> Server:
+    """The low-level `Server` an `MCPServer` wraps (to run it over our own stdio streams)."""
+    lowlevel = getattr(server, "_lowlevel_server", None)  # SDK 2.3: MCPServer keeps it here
+    if not isinstance(lowlevel, Server):
+        raise RuntimeError(
+            "mcp SDK changed: MCPServer no longer exposes its low-level Server as `_lowlevel_server`; "
+            "update mcp_analysis/server/sdk_compat.py"
+        )
+    return lowlevel
