@@ -21,7 +21,7 @@ from mcp_analysis.sandbox.models import ExecutionResult
 from mcp_analysis.sandbox.pool import WorkerPool
 from mcp_analysis.sandbox.vfs import DocumentsFS
 from mcp_analysis.search.models import SearchResult
-from mcp_analysis.session.citations import CiteOutcome, resolve_citations
+from mcp_analysis.session.citations import CiteOutcome, SeenIds, resolve_citations
 from mcp_analysis.session.state import AnalysisState, CodeExecutionEntry
 from mcp_analysis.store.models import DocumentMeta
 
@@ -60,6 +60,7 @@ class AnalysisSession:
         self.last_used = time.monotonic()
         self.dirty = False
         self._lock = anyio.Lock()
+        self._seen = SeenIds()  # chunk ids shown to this session, indexed for cite's repair
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -144,7 +145,7 @@ class AnalysisSession:
 
     async def cite(self, chunk_ids: list[str]) -> CiteOutcome:
         corpus, _ = self._ready()
-        outcome = await resolve_citations(self.state, corpus, chunk_ids)
+        outcome = await resolve_citations(self.state, corpus, chunk_ids, self._seen)
         self.dirty = True
         return outcome
 
