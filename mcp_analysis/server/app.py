@@ -108,6 +108,24 @@ async def _resource_page(runtime: Runtime, cursor: str | None) -> tuple[list[Res
     return entries, _encode_cursor(offset + page) if more else None
 
 
+def _invalid_text(value: Any, where: str = "params") -> str | None:
+    """Where in `value` a string that cannot be UTF-8 encoded sits, if any."""
+    stack: list[tuple[Any, str]] = [(value, where)]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return path
+        elif isinstance(item, dict):
+            stack.extend((v, f"{path}.{k}") for k, v in item.items())
+            stack.extend((k, f"{path} (a key)") for k in item if isinstance(k, str))
+        elif isinstance(item, list | tuple):
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(item))
+    return None
+
+
 def _encode_cursor(offset: int) -> str:
     return base64.urlsafe_b64encode(f"o:{offset}".encode()).decode()
 
@@ -176,6 +194,21 @@ def create_server(
             runtime.remember_legacy_session(ctx.session)
         return await call_next(ctx)
 
+    async def reject_invalid_text(ctx: Any, call_next: Any) -> Any:
+        """Text that is not valid Unicode (a lone surrogate) is refused before any tool sees it.
+
+        Over stdio and HTTP the wire screen already answers such a message (-32600); this
+        covers in-process clients, with the same meaning: the request itself is invalid.
+        """
+        where = _invalid_text(ctx.params)
+        if where is not None:
+            raise MCPError(
+                code=INVALID_PARAMS,
+                message=f"Invalid params: {where} holds text that is not valid Unicode (a lone surrogate such as "
+                "\\ud800); send UTF-8 text.",
+            )
+        return await call_next(ctx)
+
     async def paged_resources(ctx: Any, call_next: Any) -> Any:
         """`resources/list`: the SDK validates and shapes the reply; the page is the caller's documents."""
         result = await call_next(ctx)
@@ -201,7 +234,9 @@ def create_server(
                 resources["listChanged"] = True
         return result
 
-    server.middleware.extend([remember_legacy_connections, paged_resources, advertise_list_changes])
+    server.middleware.extend(
+        [reject_invalid_text, remember_legacy_connections, paged_resources, advertise_list_changes]
+    )
     budget = settings.server.max_result_chars
     read_only = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 

@@ -41,7 +41,12 @@ class CiteOutcome:
 def clean_id(raw: str) -> str:
     text = str(raw).strip().strip(_STRIP)
     text = re.sub(r"^(chunk[_ -]?id|chunk)\s*[:=#]\s*", "", text, flags=re.IGNORECASE)
-    return text.strip(_STRIP).lower()
+    text = text.strip(_STRIP).lower()
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: no id has one, and the store cannot be asked
+        return ""
+    return text
 
 
 class SeenIds:
