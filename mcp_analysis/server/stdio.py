@@ -35,11 +35,14 @@ class ScreenedLines:
         self._stdin = stdin
         self._reply: Any = None
         self._reply_ready = anyio.Event()
+        self._eof = False
 
     def answer_with(self, write_stream: Any) -> None:
         """Error replies go out through (a clone of) the transport's write stream."""
         self._reply = write_stream
         self._reply_ready.set()
+        if self._eof:  # stdin already ended: the clone must not keep the writer alive
+            write_stream.close()
 
     def __aiter__(self) -> ScreenedLines:
         return self
@@ -48,6 +51,7 @@ class ScreenedLines:
         while True:
             line = await self._readline(MAX_MESSAGE_BYTES + 1)
             if not line:
+                self._eof = True
                 await self._close_reply()
                 raise StopAsyncIteration
             if len(line) > MAX_MESSAGE_BYTES and not line.endswith(b"\n"):
