@@ -6,6 +6,8 @@ short checkout wait so that "every worker busy" is reachable in seconds.
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -179,3 +181,30 @@ async def test_an_ended_legacy_session_frees_its_analysis(http: HttpServer) -> N
                     break
                 await anyio.sleep(0.2)
         assert "Unknown or expired analysis session" in text(probe)
+
+
+class KillOnLoadPool(WorkerPool):
+    """Fault injection: the next worker handed out is SIGKILLed before it can load a state."""
+
+    kill_next = False
+
+    async def acquire(self, owner: Any) -> Any:
+        session = await super().acquire(owner)
+        if self.kill_next and session.worker_pid is not None:
+            self.kill_next = False
+            os.kill(session.worker_pid, signal.SIGKILL)
+            await anyio.sleep(0.2)
+        return session
+
+
+async def test_a_worker_killed_while_restoring_does_not_lose_the_state(sample_db: Path) -> None:
+    """Seen in the reliability run: a worker SIGKILL during load_session wiped the session's variables."""
+    settings = load_settings(db=sample_db, sandbox={"workers": 1})
+    async with KillOnLoadPool(settings.sandbox) as pool:
+        interpreter = Interpreter(pool, settings.sandbox)
+        assert (await interpreter.execute("keep = 12345")).success
+        await interpreter.hibernate()
+        pool.kill_next = True
+        kept = await interpreter.execute("keep")
+        assert kept.success and kept.value == "12345", kept
+        assert "gone" not in kept.stderr

@@ -38,6 +38,7 @@ from mcp_analysis.sandbox.pool import WorkerPool
 log = logging.getLogger(__name__)
 
 _GRACE_SECONDS = 2.0  # past code_timeout before the wall-clock backstop kills the worker
+_RESTORE_ATTEMPTS = 3  # workers tried before a saved state is declared unloadable
 KEPT = "Variables from before this call are kept."
 
 StateListener = Callable[[bytes | None], None]
@@ -114,18 +115,25 @@ class Interpreter:
             log.warning("Interpreter worker died while idle; restoring the session on a fresh worker")
             await self._detach()
         session = await self.pool.acquire(self)
-        if self.state is not None:
+        for attempt in range(_RESTORE_ATTEMPTS if self.state is not None else 0):
+            assert self.state is not None
             try:
                 await session.load_session(self.state)
+                break
             except Exception as exc:
+                # A worker that dies while loading (SIGKILL, OOM killer) says nothing about the
+                # state: try a fresh worker. Only a state no healthy worker loads is dropped.
                 await self.pool.release(self, session)
+                session = await self.pool.acquire(self)
+                if attempt + 1 < _RESTORE_ATTEMPTS:
+                    log.warning("Restoring interpreter state failed (%s); retrying on a fresh worker", exc)
+                    continue
                 log.warning("Could not restore interpreter state (%s); starting fresh", exc)
                 self._set_state(None)
                 self._notice = (
                     f"Note: the variables of earlier calls are gone: their saved state could not be restored ({exc}). "
                     "The interpreter started empty for this call.\n"
                 )
-                session = await self.pool.acquire(self)
         self._session = session
         return session
 
