@@ -89,6 +89,29 @@ async def test_host_function_cannot_wipe_a_session_or_stall_others(http: HttpSer
         assert latencies and max(latencies) < 5, latencies  # "not blocked for seconds", generously
 
 
+async def test_heavy_allowed_host_work_does_not_stall_other_clients(http: HttpServer) -> None:
+    """statistics.* runs in monty's callback thread: near the cap, other clients keep being answered."""
+    async with http.client(mode="legacy") as heavy, http.client(mode="legacy") as other:
+        latencies: list[float] = []
+        done = anyio.Event()
+
+        async def other_client() -> None:
+            while not done.is_set():
+                started = time.monotonic()
+                await other.call_tool("list_documents", {"limit": 3})
+                latencies.append(time.monotonic() - started)
+                await anyio.sleep(0.02)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(other_client)
+            result = await heavy.call_tool(
+                "execute_code", {"code": "import statistics\nstatistics.mean(list(range(2_000_000)))"}
+            )
+            done.set()
+        assert result.structured_content["value"] == "999999.5", result.structured_content
+        assert len(latencies) >= 3 and max(latencies) < 5, latencies
+
+
 async def test_host_calls_are_bounded_by_the_session_limits(http: HttpServer) -> None:
     async with http.client(mode="legacy") as client:
         code = (
