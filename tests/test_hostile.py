@@ -31,6 +31,8 @@ class Case:
 
 
 def fails_with(*fragments: str) -> Callable[[ExecutionResult], bool]:
+    if not fragments:
+        raise ValueError("fails_with() needs the text the error must contain: any failure is not a check")
     return lambda r: not r.success and all(f in (r.error or "") for f in fragments)
 
 
@@ -45,8 +47,8 @@ CASES = [
     Case("ctypes", "import ctypes", fails_with("ModuleNotFoundError")),
     Case("importlib", "import importlib\nimportlib.import_module('os')", fails_with("ModuleNotFoundError")),
     Case("sys.modules", "import sys\nsys.modules['os']", fails_with("AttributeError")),
-    Case("__import__", "__import__('os').system('id')", fails_with("NameError")),
-    Case("eval escape", "eval(\"__import__('os')\")", fails_with("NameError")),
+    Case("__import__", "__import__('os').system('id')", fails_with("NameError", "__import__")),
+    Case("eval escape", "eval(\"__import__('os')\")", fails_with("NameError", "__import__")),
     Case("exec import", "exec('import subprocess')", fails_with("ModuleNotFoundError")),
     Case("open /etc/passwd", "open('/etc/passwd').read()", fails_with("FileNotFoundError")),
     Case(
@@ -63,7 +65,7 @@ CASES = [
     Case(
         "null byte path",
         "from pathlib import Path\nPath('/documents/x\\x00/../../etc/passwd').read_text()",
-        fails_with("Error"),
+        fails_with("ValueError: embedded null byte"),
     ),
     Case(
         "encoded dots",
@@ -96,9 +98,9 @@ CASES = [
     ),
     Case("write outside", "open('/tmp/pwned', 'w').write('x')", fails_with("PermissionError")),
     Case("dunder subclasses", "().__class__.__bases__[0].__subclasses__()", fails_with("AttributeError")),
-    Case("type subclasses", "type.__subclasses__(object)", fails_with("Error")),
+    Case("type subclasses", "type.__subclasses__(object)", fails_with("AttributeError", "__subclasses__")),
     Case("function globals", "def f():\n    pass\nf.__globals__", fails_with("AttributeError")),
-    Case("getattr dunder", "getattr(getattr, '__self__')", fails_with("Error")),
+    Case("getattr dunder", "getattr(getattr, '__self__')", fails_with("AttributeError", "__self__")),
     Case("infinite loop", "while True:\n    pass", fails_with("sandbox.code_timeout", "kept")),
     Case("memory bomb", "x = 'a' * (10 ** 10)", fails_with("MemoryError")),
     Case("growing list", "xs = []\nwhile True:\n    xs.append('y' * 10000)", fails_with("kept")),
@@ -108,13 +110,36 @@ CASES = [
         fails_with("RecursionError", "sandbox.max_recursion_depth"),
     ),
     Case("giant output", "print('z' * 10_000_000)", lambda r: r.success and r.truncated and len(r.stdout) < 60_000),
-    Case("print flood", "for i in range(10 ** 7):\n    print(i)", lambda r: len(r.stdout) < 60_000),
+    Case(
+        "print flood",
+        "for i in range(10 ** 7):\n    print(i)",
+        lambda r: r.truncated and 50_000 <= len(r.stdout) < 60_000 and "sandbox.code_timeout" in (r.error or ""),
+    ),
+    Case(
+        "statistics result bomb",
+        "import statistics\nq = statistics.quantiles([1, 2, 3], n=20_000_000)",
+        fails_with("ValueError: statistics.quantiles()", "sandbox.max_memory_mb"),
+    ),
+    Case(
+        "statistics argument bomb",
+        "import statistics\nstatistics.mean(list(range(1_000_000)))",
+        fails_with("ValueError: statistics.mean()", "more than 524,288 values"),
+    ),
+    Case(
+        "huge path",
+        "from pathlib import Path\nPath('/documents/' + 'a' * 100_000).exists()",
+        fails_with("File name too long"),
+    ),
     Case(
         "100k host calls",
         "from pathlib import Path\nfor i in range(100_000):\n    Path('/documents').exists()",
         fails_with("sandbox.max_host_calls"),
     ),
-    Case("search flood", "import asyncio\nawait asyncio.gather(*[search('x') for _ in range(5000)])", fails_with()),
+    Case(
+        "search flood",
+        "import asyncio\nawait asyncio.gather(*[search('x') for _ in range(5000)])",
+        fails_with("suspension limit 2000 exceeded", "sandbox.max_host_calls"),
+    ),
     Case("sleep", "import time\ntime.sleep(1000)", fails_with("TimeoutError")),
     Case("bad search args", "await search(123)", fails_with("TypeError", "query must be")),
     Case("huge search limit", "await search('x', limit=10 ** 9)", fails_with("ValueError", "limit")),
@@ -175,9 +200,33 @@ async def test_attack_is_contained(hostile: tuple[AnalysisSession, str], case: C
     assert after.success and after.value == "'alive'", f"session broken after {case.name}: {after}"
 
 
-def test_suite_is_big_enough() -> None:
-    assert len(CASES) >= 30
+HARMLESS = [
+    ExecutionResult(success=True, value="None"),
+    ExecutionResult(success=True, value="'alive'", stdout="alive\n"),
+    ExecutionResult(success=False, error="NameError: name 'x' is not defined"),
+    ExecutionResult(success=False, error="ZeroDivisionError: division by zero"),
+]
 
 
-def test_nothing_escaped_to_the_host() -> None:
-    assert not Path("/tmp/pwned").exists()
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_each_check_can_fail(case: Case) -> None:
+    """No check is vacuous: harmless outcomes (success, an unrelated error) must not satisfy it."""
+    assert not any(case.check(outcome) for outcome in HARMLESS), case.name
+
+
+async def test_nothing_escaped_to_the_host(hostile: tuple[AnalysisSession, str], tmp_path: Path) -> None:
+    """Self-contained: every way out tried here, against a path only this test uses."""
+    session, _ = hostile
+    target = tmp_path / "pwned"
+    attempts = [
+        f"import os\nos.system('touch {target}')",
+        f"open('{target}', 'w').write('x')",
+        f"from pathlib import Path\nPath('{target}').write_text('x')",
+        f"from pathlib import Path\nPath('/documents/../..{target}').write_text('x')",
+        f"import subprocess\nsubprocess.run(['touch', '{target}'])",
+    ]
+    for code in attempts:
+        result = await session.execute(code)
+        assert not result.success, code
+    assert not target.exists()
+    assert list(tmp_path.iterdir()) == []

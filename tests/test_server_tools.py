@@ -255,27 +255,3 @@ async def test_progress_is_reported_for_long_calls(server_settings: Settings) ->
     assert len(seen) >= 2
     assert seen[0][1] == server_settings.sandbox.code_timeout and "running for" in (seen[0][2] or "")
     assert [p for p, _, _ in seen] == sorted(p for p, _, _ in seen)
-
-
-async def test_ended_legacy_http_connection_frees_its_session(server_settings: Settings) -> None:
-    from contextlib import AsyncExitStack
-
-    from mcp.server.connection import Connection
-
-    server = create_server(config=server_settings)
-    async with Client(server):  # keeps the runtime running
-        runtime = await server.runtime.ready()
-        assert runtime.sessions is not None
-        session = await runtime.sessions.get("http:abc123", document_filter=None)
-        await session.execute("x = 1")
-        connection = Connection.__new__(Connection)  # the SDK's connection object, as a legacy session has
-        connection.session_id = "abc123"
-        connection.exit_stack = AsyncExitStack()
-
-        class Request:
-            _connection = connection
-
-        runtime.remember_legacy_session(Request())
-        assert len(runtime.sessions) >= 1 and runtime.sessions.by_id(session.id, None) is session
-        await connection.exit_stack.aclose()
-        assert runtime.sessions.by_id(session.id, None) is None

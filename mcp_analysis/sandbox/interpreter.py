@@ -3,8 +3,12 @@
 Variables, functions and imports persist across `execute` calls. After every call
 that leaves the worker healthy, the interpreter state is dumped (~0.1 ms for small
 state); that dump is what hibernation keeps and what recovery restores. A timeout,
-a memory blow-up, a crashed or killed worker, or a cancelled call discards the
-worker and rolls back to the state after the last good call.
+a memory blow-up, a crashed or killed worker, a failed host call that leaves the
+worker suspended, or a cancelled call discards the worker and rolls back to the
+state after the last good call. A dump is only ever taken from an idle, healthy
+worker (after an error, a probe feed proves it), so a saved state always loads;
+if one still cannot be loaded, the next result says so instead of claiming the
+variables were kept.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from mcp_analysis.sandbox.presentation import value_repr
 log = logging.getLogger(__name__)
 
 _GRACE_SECONDS = 2.0  # past code_timeout before the wall-clock backstop kills the worker
+_RESTORE_ATTEMPTS = 3  # workers tried before a saved state is declared unloadable
 KEPT = "Variables from before this call are kept."
 
 StateListener = Callable[[bytes | None], None]
@@ -57,6 +62,7 @@ class Interpreter:
         self.last_used = time.monotonic()
         self._session: AsyncMontySession | None = None
         self._lock = anyio.Lock()
+        self._notice: str | None = None  # told with the next result (a state that could not be restored)
 
     @property
     def is_idle(self) -> bool:
@@ -117,14 +123,25 @@ class Interpreter:
             log.warning("Interpreter worker died while idle; restoring the session on a fresh worker")
             await self._detach()
         session = await self.pool.acquire(self)
-        if self.state is not None:
+        for attempt in range(_RESTORE_ATTEMPTS if self.state is not None else 0):
+            assert self.state is not None
             try:
                 await session.load_session(self.state)
+                break
             except Exception as exc:
+                # A worker that dies while loading (SIGKILL, OOM killer) says nothing about the
+                # state: try a fresh worker. Only a state no healthy worker loads is dropped.
                 await self.pool.release(self, session)
+                session = await self.pool.acquire(self)
+                if attempt + 1 < _RESTORE_ATTEMPTS:
+                    log.warning("Restoring interpreter state failed (%s); retrying on a fresh worker", exc)
+                    continue
                 log.warning("Could not restore interpreter state (%s); starting fresh", exc)
                 self._set_state(None)
-                session = await self.pool.acquire(self)
+                self._notice = (
+                    f"Note: the variables of earlier calls are gone: their saved state could not be restored ({exc}). "
+                    "The interpreter started empty for this call.\n"
+                )
         if self.state is None and self.prelude:
             try:
                 await session.feed_run(self.prelude, print_callback=lambda stream, text: None)
@@ -155,6 +172,11 @@ class Interpreter:
             error = with_hint(exc.display())
         except MontyRuntimeError as exc:
             error, rollback = self._runtime_error(exc)
+            if not rollback and not await _healthy(session):
+                # A host call failed in transport (e.g. a frame over the size limit) and left the
+                # worker suspended: its heap must not be dumped, only discarded.
+                rollback = True
+                error = f"{error.rstrip()}\nSandboxError: the interpreter could not continue after this error. {KEPT}"
         except MontyCrashedError as exc:
             rollback = True
             detail = "it exceeded the wall-clock limit" if exc.timed_out else str(exc)
@@ -187,6 +209,8 @@ class Interpreter:
                 rollback = True
 
         stdout, stderr = output.render()
+        if self._notice is not None:
+            stderr, self._notice = self._notice + stderr, None
         truncated = output.truncated
         if value is not None:
             room = max(2000, limit - output.kept)
@@ -242,6 +266,16 @@ class Interpreter:
                 False,
             )
         return with_hint(text), False
+
+
+async def _healthy(session: AsyncMontySession) -> bool:
+    """Whether the worker is idle and answering (not suspended mid-feed, not dead)."""
+    try:
+        with anyio.fail_after(10):
+            await session.feed_run("None", print_callback=lambda *_: None)
+    except Exception:
+        return False
+    return True
 
 
 def _alive(session: AsyncMontySession) -> bool:

@@ -21,7 +21,7 @@ from pydantic_monty import AsyncMonty, AsyncMontySession
 
 from mcp_analysis.config import SandboxSettings
 from mcp_analysis.errors import SandboxError
-from mcp_analysis.sandbox.modules import HOST_MODULES
+from mcp_analysis.sandbox.modules import host_modules
 
 if TYPE_CHECKING:
     from mcp_analysis.sandbox.interpreter import Interpreter
@@ -38,6 +38,7 @@ class WorkerPool:
             min_processes=1,
             checkout_timeout=settings.checkout_timeout,
         )
+        self._modules = host_modules(settings)
         self._attached: OrderedDict[Interpreter, None] = OrderedDict()
         self._in_use = 0
         self._freed: anyio.Event | None = None
@@ -109,7 +110,7 @@ class WorkerPool:
         session = self._monty.checkout(
             limits=self.limits(),  # type: ignore[arg-type]
             os_policy={"timezone": "utc"},
-            external_modules=HOST_MODULES,
+            external_modules=self._modules,
         )
         try:
             await session.__aenter__()

@@ -94,9 +94,9 @@ async def search(query, limit=None):
     return [_Record("hit", fields) for fields in await _mcp_search(query, limit)]
 
 
-async def list_documents():
-    """list_documents() -> list of documents (doc.id, doc["title"], doc.to_dict(), ...)."""
-    return [_Record("document", fields) for fields in await _mcp_list_documents()]
+async def list_documents(offset=0, limit=None):
+    """list_documents(offset=0, limit=None) -> list of documents (doc.id, doc["title"], doc.to_dict(), ...)."""
+    return [_Record("document", fields) for fields in await _mcp_list_documents(offset, limit)]
 '''
 
 _host: dict[str, Any] = {}

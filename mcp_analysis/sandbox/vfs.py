@@ -8,7 +8,9 @@
 Every path is normalized first (``..`` cannot climb out); anything outside the tree
 is FileNotFoundError, every write is PermissionError, the environment is empty.
 Documents outside the session's filter do not exist here, whatever id is guessed.
-Listing never loads contents.
+Listing never loads contents. Paths longer than 4,096 characters and reads larger
+than the session's memory limit allows are refused (sandbox/bounds.py); listing a
+large tree is built in a worker thread, off the event loop.
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ from datetime import datetime
 from pathlib import PurePosixPath
 from typing import Any, ClassVar
 
+import anyio
 from pydantic_monty import NOT_HANDLED, MontyFileHandle, ScanEntry, StatResult
 
 from mcp_analysis.corpus import Corpus
+from mcp_analysis.sandbox.bounds import HostBounds, check_path
 from mcp_analysis.store.models import DocumentMeta
 
 ROOT = "/documents"
@@ -43,6 +47,7 @@ _RENDER_CACHE_CHARS = 32 * 1024 * 1024
 
 def _normalize(path: Any) -> str:
     raw = str(path.path if isinstance(path, MontyFileHandle) else path)
+    check_path(raw)
     if not raw.startswith("/"):
         raw = "/" + raw
     return "/" + posixpath.normpath(raw).lstrip("/")  # POSIX keeps a leading "//"; we do not
@@ -59,11 +64,23 @@ def _epoch(meta: DocumentMeta) -> float:
         return 0.0
 
 
+_OFF_LOOP_DOCS = 2000  # trees with more documents are listed in a worker thread
+
+
+def _doc_entries(prefix: str, ids: list[str]) -> list[ScanEntry]:
+    entries = []
+    for doc_id in ids:
+        entries.append(ScanEntry(f"{prefix}{doc_id}", True, False, False))
+        entries.extend(ScanEntry(f"{prefix}{doc_id}/{name}", False, True, False) for name in FILES)
+    return entries
+
+
 class DocumentsFS:
     """A monty OS handler (``os=``) serving the /documents tree of one Corpus."""
 
     def __init__(self, corpus: Corpus) -> None:
         self.corpus = corpus
+        self.bounds = HostBounds.of(corpus.kb.settings.sandbox)
         self._rendered: OrderedDict[str, str] = OrderedDict()
         self._rendered_chars = 0
 
@@ -72,7 +89,10 @@ class DocumentsFS:
         self, *, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], is_async: bool = True, **_: Any
     ) -> Any:
         if name in _WRITES:
-            target = _normalize(args[0]) if args else "?"
+            try:
+                target = _normalize(args[0]) if args else "?"
+            except OSError as exc:
+                return self._fail(exc)
             return self._fail(PermissionError(f"[Errno 30] Read-only file system: '{target}'"))
         if name == "os.getenv":
             return args[1] if len(args) > 1 else kwargs.get("default")
@@ -165,10 +185,14 @@ class DocumentsFS:
         return await self.render(meta, name)
 
     async def _read_text(self, path: Any, *_: Any) -> str:
-        return await self._file_text(path)
+        text = await self._file_text(path)
+        self.bounds.check_text(_normalize(path), text)
+        return text
 
     async def _read_bytes(self, path: Any, *_: Any) -> bytes:
-        return (await self._file_text(path)).encode("utf-8")
+        text = await self._file_text(path)
+        self.bounds.check_text(_normalize(path), text)
+        return text.encode("utf-8")
 
     async def _children(self, normal: str) -> list[str]:
         kind, meta, _ = await self._kind(normal)
@@ -210,9 +234,10 @@ class DocumentsFS:
             prefix = ""
             ids = []
             entries.extend(ScanEntry(name, False, True, False) for name in FILES)
-        for doc_id in ids:
-            entries.append(ScanEntry(f"{prefix}{doc_id}", True, False, False))
-            entries.extend(ScanEntry(f"{prefix}{doc_id}/{name}", False, True, False) for name in FILES)
+        if len(ids) > _OFF_LOOP_DOCS:
+            entries.extend(await anyio.to_thread.run_sync(_doc_entries, prefix, ids))
+        else:
+            entries.extend(_doc_entries(prefix, ids))
         return entries
 
     async def _stat(self, path: Any) -> StatResult:

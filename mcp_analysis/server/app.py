@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import inspect
 import json
+import logging
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -17,7 +18,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import anyio
 from mcp.server import MCPServer
 from mcp.server.auth.settings import AuthSettings
-from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.server.subscriptions import InMemorySubscriptionBus
@@ -26,8 +26,6 @@ from mcp_types import (
     INVALID_PARAMS,
     CallToolResult,
     Completion,
-    ListResourcesResult,
-    PaginatedRequestParams,
     Resource,
     ResourceTemplateReference,
     ToolAnnotations,
@@ -47,6 +45,8 @@ from mcp_analysis.session.scope import session_call_scope
 
 if TYPE_CHECKING:
     from mcp_analysis.session.analysis import AnalysisSession
+
+log = logging.getLogger(__name__)
 
 DOC_FILES = {
     "metadata.json": "application/json",
@@ -85,35 +85,55 @@ def execution_uri(session_id: str, index: int | str) -> str:
 
 
 class AnalysisServer(MCPServer):
-    """MCPServer with a shared runtime and paginated, per-caller `resources/list`."""
+    """MCPServer with a shared runtime (paged, per-caller `resources/list` is a middleware)."""
 
     runtime: Runtime
 
-    async def _handle_list_resources(self, ctx: Any, params: PaginatedRequestParams | None) -> ListResourcesResult:
-        runtime = await self.runtime.ready()
-        assert runtime.kb is not None
-        _, document_filter = caller_filter(runtime)
-        documents = await runtime.kb.corpus(document_filter).documents()
-        page = runtime.settings.server.resource_page_size
-        offset = _decode_cursor(params.cursor if params else None)
-        names = list(DOC_FILES)
-        total = len(documents) * len(names)
-        entries: list[Resource] = []
-        for position in range(offset, min(total, offset + page)):
-            meta = documents[position // len(names)]
-            name = names[position % len(names)]
-            entries.append(
-                Resource(
-                    uri=doc_uri(meta.id, name),
-                    name=f"{meta.id}/{name}",
-                    title=meta.title if name == "content.txt" else f"{meta.title} — {name}",
-                    description=f"{name} of '{meta.title}' ({meta.uri})",
-                    mime_type=DOC_FILES[name],
-                    size=meta.content_size if name == "content.txt" else None,
-                )
+
+async def _resource_page(runtime: Runtime, cursor: str | None) -> tuple[list[Resource], str | None]:
+    """One page of the caller's /documents files as resources, and the cursor of the next."""
+    runtime = await runtime.ready()
+    assert runtime.kb is not None
+    _, document_filter = caller_filter(runtime)
+    documents = await runtime.kb.corpus(document_filter).documents()
+    page = runtime.settings.server.resource_page_size
+    offset = _decode_cursor(cursor)
+    names = list(DOC_FILES)
+    total = len(documents) * len(names)
+    entries: list[Resource] = []
+    for position in range(offset, min(total, offset + page)):
+        meta = documents[position // len(names)]
+        name = names[position % len(names)]
+        entries.append(
+            Resource(
+                uri=doc_uri(meta.id, name),
+                name=f"{meta.id}/{name}",
+                title=meta.title if name == "content.txt" else f"{meta.title} — {name}",
+                description=f"{name} of '{meta.title}' ({meta.uri})",
+                mime_type=DOC_FILES[name],
+                size=meta.content_size if name == "content.txt" else None,
             )
-        more = offset + page < total
-        return ListResourcesResult(resources=entries, next_cursor=_encode_cursor(offset + page) if more else None)
+        )
+    more = offset + page < total
+    return entries, _encode_cursor(offset + page) if more else None
+
+
+def _invalid_text(value: Any, where: str = "params") -> str | None:
+    """Where in `value` a string that cannot be UTF-8 encoded sits, if any."""
+    stack: list[tuple[Any, str]] = [(value, where)]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return path
+        elif isinstance(item, dict):
+            stack.extend((v, f"{path}.{k}") for k, v in item.items())
+            stack.extend((k, f"{path} (a key)") for k in item if isinstance(k, str))
+        elif isinstance(item, list | tuple):
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(item))
+    return None
 
 
 def _encode_cursor(offset: int) -> str:
@@ -184,9 +204,55 @@ def create_server(
             runtime.remember_legacy_session(ctx.session)
         return await call_next(ctx)
 
-    server.middleware.append(remember_legacy_connections)
-    server.middleware.append(session_call_scope)  # session locks (shared store) span the whole request
-    _advertise_resource_list_changes(server)
+    async def reject_invalid_text(ctx: Any, call_next: Any) -> Any:
+        """Text that is not valid Unicode (a lone surrogate) is refused before any tool sees it.
+
+        Over stdio and HTTP the wire screen already answers such a message (-32600); this
+        covers in-process clients, with the same meaning: the request itself is invalid.
+        """
+        where = _invalid_text(ctx.params)
+        if where is not None:
+            raise MCPError(
+                code=INVALID_PARAMS,
+                message=f"Invalid params: {where} holds text that is not valid Unicode (a lone surrogate such as "
+                "\\ud800); send UTF-8 text.",
+            )
+        return await call_next(ctx)
+
+    async def paged_resources(ctx: Any, call_next: Any) -> Any:
+        """`resources/list`: the SDK validates and shapes the reply; the page is the caller's documents."""
+        result = await call_next(ctx)
+        if ctx.method != "resources/list" or not isinstance(result, dict):
+            return result
+        cursor = (ctx.params or {}).get("cursor")
+        entries, next_cursor = await _resource_page(runtime, cursor if isinstance(cursor, str) else None)
+        result["resources"] = [e.model_dump(by_alias=True, mode="json", exclude_none=True) for e in entries]
+        result.pop("nextCursor", None)
+        if next_cursor is not None:
+            result["nextCursor"] = next_cursor
+        return result
+
+    async def advertise_list_changes(ctx: Any, call_next: Any) -> Any:
+        """Handshake-era clients learn from `initialize` that resources/list_changed is sent.
+
+        (2026-07-28 clients learn it from subscriptions/listen being served.)
+        """
+        result = await call_next(ctx)
+        if ctx.method == "initialize" and isinstance(result, dict):
+            resources = (result.get("capabilities") or {}).get("resources")
+            if isinstance(resources, dict):
+                resources["listChanged"] = True
+        return result
+
+    server.middleware.extend(
+        [
+            reject_invalid_text,
+            remember_legacy_connections,
+            session_call_scope,  # session locks (shared store) span the whole request
+            paged_resources,
+            advertise_list_changes,
+        ]
+    )
     budget = settings.server.max_result_chars
     read_only = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 
@@ -263,16 +329,25 @@ def create_server(
             while True:
                 await anyio.sleep(1.0)
                 elapsed = time.monotonic() - started
-                await ctx.report_progress(min(elapsed, timeout), timeout, f"running for {elapsed:.0f} s")
+                try:
+                    await ctx.report_progress(min(elapsed, timeout), timeout, f"running for {elapsed:.0f} s")
+                except Exception as exc:  # progress is advisory: a closed stream must not fail the call
+                    log.debug("progress not delivered: %s", exc)
+                    return
 
+        failure: AnalysisError | None = None
         async with anyio.create_task_group() as tg:
             tg.start_soon(progress)
             try:
                 result = await analysis.execute(code)
             except AnalysisError as exc:
-                raise _tool_error(exc) from None
+                # Raised after the group closes: raised inside it, it would reach the SDK as an
+                # ExceptionGroup and the client would see only "Error executing tool execute_code".
+                failure = exc
             finally:
                 tg.cancel_scope.cancel()
+        if failure is not None:
+            raise _tool_error(failure)
         index = analysis.state.execution_counter
         model = out.ExecuteOutput(session=analysis.id, execution=index, **result.model_dump(exclude={"output_chars"}))
         model, text = out.execution_result(
@@ -435,22 +510,6 @@ def create_server(
         return Completion(values=matches[:100], total=len(matches), has_more=len(matches) > 100)
 
     return server
-
-
-def _advertise_resource_list_changes(server: MCPServer) -> None:
-    """Handshake-era clients learn from `initialize` that resources/list_changed is sent.
-
-    (2026-07-28 clients learn it from subscriptions/listen being served.) MCPServer has no
-    option for this, so the low-level server's default is wrapped; the SDK is pinned to 2.3.
-    """
-    lowlevel = server._lowlevel_server
-    original = lowlevel.create_initialization_options
-
-    def with_resource_changes(notification_options: NotificationOptions | None = None, *args: Any, **kw: Any) -> Any:
-        options = notification_options or NotificationOptions(resources_changed=True)
-        return original(options, *args, **kw)
-
-    lowlevel.create_initialization_options = with_resource_changes  # type: ignore[method-assign]
 
 
 def _state_model(analysis: AnalysisSession) -> out.StateOutput:

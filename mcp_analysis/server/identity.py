@@ -4,7 +4,10 @@ A client is, in this order:
 
 1. an explicit ``session`` handle passed as a tool argument (any transport);
 2. the process, for stdio (and the in-memory test transport): one process, one client;
-3. the ``mcp-session-id`` of a legacy (handshake-era) streamable-HTTP connection;
+3. the session id of a legacy (handshake-era) streamable-HTTP connection, as validated
+   by the SDK's session manager — never a bare ``mcp-session-id`` header: on the
+   sessionless 2026-07-28 path the SDK does not check that header, so a request
+   carrying another client's id would otherwise read that client's variables;
 4. the authenticated principal (bearer token) on sessionless 2026-07-28 HTTP;
 5. otherwise (sessionless, anonymous HTTP) a new session is created and its handle
    is returned in the result; the model passes it back as ``session``.
@@ -23,6 +26,7 @@ from mcp.server.mcpserver import Context
 
 from mcp_analysis.errors import AnalysisError
 from mcp_analysis.server.runtime import Runtime
+from mcp_analysis.server.sdk_compat import transport_session_id
 from mcp_analysis.store.filters import combine_filters
 
 if TYPE_CHECKING:
@@ -47,10 +51,9 @@ def caller_filter(runtime: Runtime) -> tuple[str | None, str | None]:
 
 def identify(ctx: Context, runtime: Runtime) -> Caller:
     owner, document_filter = caller_filter(runtime)
-    headers = ctx.headers
-    if headers is None:
+    if ctx.headers is None:
         return Caller("local", owner, document_filter, False)
-    session_id = headers.get("mcp-session-id")
+    session_id = transport_session_id(ctx.session)
     if session_id:
         return Caller(f"http:{session_id}", owner, document_filter, False)
     if owner is not None:

@@ -12,7 +12,7 @@ import logging
 import sys
 from pathlib import Path
 
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
 
 from mcp_analysis.config import Settings, is_local_path
 from mcp_analysis.errors import DatabaseNotFoundError
@@ -49,17 +49,30 @@ def check_database(settings: Settings) -> None:
 
 
 def build_http_app(settings: Settings) -> object:
+    from starlette.middleware import Middleware
+
     from mcp_analysis.server.app import create_server
+    from mcp_analysis.server.jsonrpc_screen import ScreenedHttpBodies
     from mcp_analysis.server.metrics import Observability
 
     server = create_server(config=settings, http=True)
     Observability(server, server.runtime).install()  # GET /healthz, GET /metrics
-    return server.streamable_http_app(
+    app = server.streamable_http_app(
         streamable_http_path=settings.server.path,
         transport_security=security_settings(settings),
         host=settings.server.host,
         session_idle_timeout=settings.sessions.ttl_seconds,
     )
+    # Innermost (after authentication): malformed JSON-RPC bodies get the same answers as on stdio.
+    app.user_middleware.append(
+        Middleware(
+            ScreenedHttpBodies,
+            path=settings.server.path,
+            require_auth=settings.server.tokens_file is not None,
+            max_body=DEFAULT_MAX_REQUEST_BODY_SIZE,
+        )
+    )
+    return app
 
 
 async def run_server(settings: Settings, *, http: bool = False) -> None:
@@ -74,8 +87,10 @@ async def run_server(settings: Settings, *, http: bool = False) -> None:
                 "Inspector) should launch this command itself; see the README. For a network "
                 "server use `serve --http`. Ctrl-C to stop."
             )
+        from mcp_analysis.server.stdio import serve_stdio
+
         server = create_server(config=settings)
-        await server.run_stdio_async()
+        await serve_stdio(server)  # every malformed line is answered (server/jsonrpc_screen.py)
         return
 
     import uvicorn

@@ -19,6 +19,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChang
 
 from mcp_analysis.config import Settings
 from mcp_analysis.errors import AnalysisError
+from mcp_analysis.server.sdk_compat import connection_of
 
 if TYPE_CHECKING:
     from mcp_analysis.corpus import KnowledgeBase
@@ -176,7 +177,7 @@ class Runtime:
 
         The connection (not the per-request session object) is kept until it closes.
         """
-        connection = getattr(session, "_connection", None)  # SDK 2.3: the connection of a ServerSession
+        connection = connection_of(session)
         if connection is None or id(connection) in self._legacy_connections:
             return
         self._legacy_connections[id(connection)] = connection
@@ -217,10 +218,7 @@ class Runtime:
                 len(self._legacy_connections),
             )
             await self.bus.publish(ResourcesListChanged())
-            for key, connection in list(self._legacy_connections.items()):
-                try:
-                    await connection.outbound.notify("notifications/resources/list_changed", None)
-                except Exception as exc:  # a closed connection: forget it
-                    log.debug("dropping a closed connection from notifications: %s", exc)
-                    self._legacy_connections.pop(key, None)
+            for connection in list(self._legacy_connections.values()):
+                # Best effort, never raises; a closed connection leaves the table via its exit stack.
+                await connection.notify("notifications/resources/list_changed", None)
             await anyio.sleep(self.settings.server.watch_interval)

@@ -23,7 +23,7 @@ from mcp_analysis.sandbox.pool import WorkerPool
 from mcp_analysis.sandbox.presentation import PRELUDE
 from mcp_analysis.sandbox.vfs import DocumentsFS
 from mcp_analysis.search.models import SearchResult
-from mcp_analysis.session.citations import CiteOutcome, resolve_citations
+from mcp_analysis.session.citations import CiteOutcome, SeenIds, resolve_citations
 from mcp_analysis.session.state import AnalysisState, CodeExecutionEntry
 from mcp_analysis.store.models import DocumentMeta
 
@@ -72,6 +72,7 @@ class AnalysisSession:
         self.kept = False
         self.on_change: ChangeListener | None = None
         self.commit_lock = anyio.Lock()
+        self._seen = SeenIds()  # chunk ids shown to this session, indexed for cite's repair
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -179,7 +180,7 @@ class AnalysisSession:
 
     async def cite(self, chunk_ids: list[str]) -> CiteOutcome:
         corpus, _ = self._ready()
-        outcome = await resolve_citations(self.state, corpus, chunk_ids)
+        outcome = await resolve_citations(self.state, corpus, chunk_ids, self._seen)
         await self._changed()
         return outcome
 

@@ -1,0 +1,184 @@
+"""Screening raw JSON-RPC messages before the SDK sees them, so every malformed one is answered.
+
+mcp 2.3's stdio transport drops a line it cannot parse or validate without a reply
+(the client then waits until its own timeout), and its legacy HTTP transport answers
+an invalid envelope with -32602 and a pydantic dump. Both transports now pass each
+raw message through `screen()`: a message the SDK would accept goes on unchanged;
+anything else is answered here with the JSON-RPC 2.0 error for it, the same on stdio
+and HTTP:
+
+- ``-32700`` Parse error, ``id: null`` — not JSON (or not UTF-8);
+- ``-32600`` Invalid Request — JSON, but not one JSON-RPC message object: a batch,
+  ``[]``, a missing or non-string ``method``, a bad ``id``, text that is not valid
+  Unicode (a lone surrogate escape such as ``\\ud800``); ``id`` is echoed when it
+  can be read, else ``null``;
+- ``-32602`` Invalid params — a well-formed request whose ``params`` is not an object.
+
+Method-specific parameter errors (a tool call without ``name``...) stay the SDK's, as do
+unknown methods (``-32601``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pydantic_core
+from mcp_types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, JSONRPCNotification, jsonrpc_message_adapter
+from pydantic import ValidationError
+
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # one stdio line; HTTP bodies have the SDK's smaller limit
+
+
+def error_body(code: int, message: str, request_id: Any = None) -> bytes:
+    """A JSON-RPC error response (``id`` is written even when null, as JSON-RPC requires)."""
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}, ensure_ascii=False
+    ).encode()
+
+
+def screen(raw: bytes) -> bytes | None:
+    """``None`` if the SDK accepts `raw` as one JSON-RPC message; otherwise the error response to send."""
+    try:
+        message = jsonrpc_message_adapter.validate_json(raw, by_name=False)
+    except ValidationError:
+        pass
+    else:
+        # The SDK reads a request whose id is an object, a boolean or null as a notification
+        # (and never answers it): JSON-RPC calls that an invalid request.
+        if isinstance(message, JSONRPCNotification) and b'"id"' in raw:
+            value = pydantic_core.from_json(raw)
+            if isinstance(value, dict) and "id" in value:
+                return error_body(INVALID_REQUEST, "Invalid Request: id must be a string or an integer.")
+        return None
+    try:
+        value = pydantic_core.from_json(raw)
+    except ValueError as exc:
+        recovered = _lenient(raw)
+        if isinstance(recovered, dict):  # valid JSON grammar, but text that is not Unicode
+            return error_body(
+                INVALID_REQUEST,
+                "Invalid Request: the message holds text that is not valid Unicode (a lone surrogate escape "
+                "such as \\ud800); send UTF-8 text.",
+                _readable_id(recovered),
+            )
+        return error_body(PARSE_ERROR, f"Parse error: {_first_line(exc)}")
+    if not isinstance(value, dict):
+        what = "a batch (an array)" if isinstance(value, list) else f"a JSON {type(value).__name__}"
+        return error_body(
+            INVALID_REQUEST,
+            f"Invalid Request: expected one JSON-RPC message object, got {what}; batches are not supported.",
+        )
+    request_id = _readable_id(value)
+    method = value.get("method")
+    params = value.get("params")
+    if value.get("jsonrpc") == "2.0" and isinstance(method, str) and "params" in value and not isinstance(params, dict):
+        kind = "an array" if isinstance(params, list) else f"a {type(params).__name__}"
+        return error_body(INVALID_PARAMS, f"Invalid params: params must be an object, not {kind}.", request_id)
+    if value.get("jsonrpc") != "2.0":
+        reason = 'jsonrpc must be "2.0"'
+    elif "method" in value and not isinstance(method, str):
+        reason = "method must be a string"
+    elif "method" not in value and "result" not in value and "error" not in value:
+        reason = "method is missing"
+    elif "id" in value and request_id is None and value["id"] is not None:
+        reason = "id must be a string or an integer"
+    else:
+        reason = "not a valid request, notification or response"
+    return error_body(INVALID_REQUEST, f"Invalid Request: {reason}.", request_id)
+
+
+def _readable_id(value: dict[str, Any]) -> str | int | None:
+    request_id = value.get("id")
+    if isinstance(request_id, int) and not isinstance(request_id, bool):
+        return request_id
+    if isinstance(request_id, str):
+        try:
+            request_id.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate in the id itself: cannot be echoed
+            return None
+        return request_id
+    return None
+
+
+def _lenient(raw: bytes) -> Any:
+    """Python's json accepts lone surrogate escapes that pydantic refuses: used to recover the id."""
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+
+
+class ScreenedHttpBodies:
+    """ASGI middleware: a POSTed body that is not one valid JSON-RPC message is answered here (400).
+
+    Sits inside the authentication middleware: with bearer tokens configured, a request
+    that is not authenticated goes on unscreened and the SDK answers it 401. Bodies
+    beyond the SDK's size limit go on too (the SDK answers 413).
+    """
+
+    def __init__(self, app: Any, *, path: str, require_auth: bool, max_body: int) -> None:
+        self.app = app
+        self.path = path.rstrip("/") or "/"
+        self.require_auth = require_auth
+        self.max_body = max_body
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if (
+            scope["type"] != "http"
+            or scope.get("method") != "POST"
+            or (scope.get("path", "").rstrip("/") or "/") != self.path
+            or (self.require_auth and not _authenticated(scope))
+        ):
+            await self.app(scope, receive, send)
+            return
+        body = bytearray()
+        complete = False
+        while len(body) <= self.max_body:
+            message = await receive()
+            if message["type"] != "http.request":  # client went away
+                return
+            body.extend(message.get("body", b""))
+            if not message.get("more_body", False):
+                complete = True
+                break
+        if complete:
+            rejection = screen(bytes(body))
+            if rejection is not None:
+                await _respond(send, 400, rejection)
+                return
+        await self.app(scope, _replay(bytes(body), complete, receive), send)
+
+
+def _authenticated(scope: Any) -> bool:
+    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+
+    return isinstance(scope.get("user"), AuthenticatedUser)
+
+
+def _replay(body: bytes, complete: bool, receive: Any) -> Any:
+    sent = False
+
+    async def replay() -> Any:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": not complete}
+        return await receive()
+
+    return replay
+
+
+async def _respond(send: Any, status: int, body: bytes) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})

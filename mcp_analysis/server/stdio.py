@@ -1,0 +1,134 @@
+"""Serving over stdio with every malformed line answered.
+
+The SDK's ``stdio_server()`` drops a line it cannot parse (a lone surrogate, a batch,
+``hello world``...) without a reply, so the client waits until its own timeout. Here
+our own reader takes stdin: each line goes through `screen()` (server/jsonrpc_screen.py);
+a malformed one is answered on the wire with its JSON-RPC error, a good one is handed
+to the SDK's transport unchanged, and serving goes on. The SDK keeps stdout (it points
+fd 1 at stderr while serving, so stray prints never reach the wire); we point fd 0 at
+the null device the same way, so nothing else in the process can read the protocol.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import sys
+from collections.abc import AsyncIterator, Iterator
+from typing import Any, BinaryIO
+
+import anyio
+import mcp_types as types
+from mcp.server import MCPServer
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+
+from mcp_analysis.server.jsonrpc_screen import MAX_MESSAGE_BYTES, error_body, screen
+from mcp_analysis.server.sdk_compat import lowlevel_server
+
+
+class ScreenedLines:
+    """Async iterator over stdin lines the SDK will accept; answers the others itself."""
+
+    def __init__(self, stdin: BinaryIO) -> None:
+        self._stdin = stdin
+        self._reply: Any = None
+        self._reply_ready = anyio.Event()
+        self._eof = False
+
+    def answer_with(self, write_stream: Any) -> None:
+        """Error replies go out through (a clone of) the transport's write stream."""
+        self._reply = write_stream
+        self._reply_ready.set()
+        if self._eof:  # stdin already ended: the clone must not keep the writer alive
+            write_stream.close()
+
+    def __aiter__(self) -> ScreenedLines:
+        return self
+
+    async def __anext__(self) -> str:
+        while True:
+            line = await self._readline(MAX_MESSAGE_BYTES + 1)
+            if not line:
+                self._eof = True
+                await self._close_reply()
+                raise StopAsyncIteration
+            if len(line) > MAX_MESSAGE_BYTES and not line.endswith(b"\n"):
+                await self._skip_rest_of_line()
+                await self._send(
+                    error_body(
+                        types.INVALID_REQUEST,
+                        f"Invalid Request: a message may be at most {MAX_MESSAGE_BYTES:,} bytes.",
+                    )
+                )
+                continue
+            if not line.strip():
+                continue
+            rejection = screen(line)
+            if rejection is None:
+                return line.decode("utf-8")
+            await self._send(rejection)
+
+    async def _readline(self, limit: int) -> bytes:
+        # A blocking read in a worker thread; abandoned (not waited for) when serving stops.
+        return await anyio.to_thread.run_sync(self._stdin.readline, limit, abandon_on_cancel=True)
+
+    async def _skip_rest_of_line(self) -> None:
+        while True:
+            chunk = await self._readline(MAX_MESSAGE_BYTES)
+            if not chunk or chunk.endswith(b"\n"):
+                return
+
+    async def _send(self, body: bytes) -> None:
+        await self._reply_ready.wait()
+        message = types.jsonrpc_message_adapter.validate_json(body, by_name=False)
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            await self._reply.send(SessionMessage(message))
+
+    async def _close_reply(self) -> None:
+        # The SDK's stdout writer ends only when every clone of its stream is closed.
+        if self._reply is not None:
+            await self._reply.aclose()
+
+
+@contextlib.contextmanager
+def _claimed_stdin() -> Iterator[BinaryIO]:
+    """A private handle on the protocol's stdin; fd 0 points at the null device meanwhile."""
+    if sys.platform == "win32" or not _backed_by_fd0():
+        yield sys.stdin.buffer
+        return
+    private = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    try:
+        # closefd=False: a reader thread may still block on it after we return (as in the SDK).
+        yield os.fdopen(private, "rb", closefd=False)
+    finally:
+        with contextlib.suppress(OSError):
+            os.dup2(private, 0)
+
+
+def _backed_by_fd0() -> bool:
+    try:
+        return sys.stdin.buffer.fileno() == 0
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+@contextlib.asynccontextmanager
+async def screened_stdio() -> AsyncIterator[tuple[Any, Any]]:
+    """``stdio_server()`` with our screening reader on stdin."""
+    with _claimed_stdin() as raw_stdin:
+        lines = ScreenedLines(raw_stdin)
+        async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
+            lines.answer_with(write_stream.clone())
+            yield read_stream, write_stream
+
+
+async def serve_stdio(server: MCPServer) -> None:
+    """What ``MCPServer.run_stdio_async()`` does, with every malformed line answered."""
+    lowlevel = lowlevel_server(server)
+    async with screened_stdio() as (read_stream, write_stream):
+        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())

@@ -1,0 +1,150 @@
+"""Malformed JSON-RPC over the real transports (issue 8 item 3): every message answered, serving goes on.
+
+stdio: a real `serve` subprocess spoken to in raw bytes. HTTP: raw POSTs to `serve --http`,
+both protocol eras. The same bad messages get the same JSON-RPC errors on both.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from anyio.abc import Process
+
+from tests.conftest import REPO
+from tests.mcp_helpers import HttpServer, http_server
+
+pytestmark = pytest.mark.anyio
+
+LEGACY = "2025-11-25"
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+# (name, raw message, expected code, expected id)
+BAD: list[tuple[str, bytes, int, Any]] = [
+    (
+        "lone surrogate",
+        b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"search","arguments":{"query":"\\ud800"}}}',
+        -32600,
+        7,
+    ),
+    ("params as a list", b'{"jsonrpc":"2.0","id":8,"method":"tools/call","params":[1,2]}', -32602, 8),
+    ("missing method", b'{"jsonrpc":"2.0","id":9,"params":{}}', -32600, 9),
+    ("not json", b"hello world", -32700, None),
+    ("truncated", b'{"jsonrpc":"2.0","id":10,"method":"tools/li', -32700, None),
+    ("empty array", b"[]", -32600, None),
+    ("batch", b'[{"jsonrpc":"2.0","id":11,"method":"ping"},{"jsonrpc":"2.0","id":12,"method":"ping"}]', -32600, None),
+    ("invalid utf-8", b'{"jsonrpc":"2.0","id":14,"method":"ping"\xff}', -32700, None),
+    ("object id", b'{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}', -32600, None),
+    ("no jsonrpc member", b'{"id":15,"method":"ping"}', -32600, 15),
+    ("a bare string", b'"tools/list"', -32600, None),
+]
+
+
+def _request(request_id: int, method: str, params: dict[str, Any] | None = None) -> bytes:
+    body: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+    if params is not None:
+        body["params"] = params
+    return json.dumps(body).encode()
+
+
+class StdioWire:
+    def __init__(self, process: Process) -> None:
+        self.process = process
+        self.buffer = b""
+
+    async def send(self, raw: bytes) -> None:
+        assert self.process.stdin is not None
+        await self.process.stdin.send(raw + b"\n")
+
+    async def receive(self) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        with anyio.fail_after(60):
+            while b"\n" not in self.buffer:
+                self.buffer += await self.process.stdout.receive()
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return json.loads(line)
+
+
+@pytest.fixture
+async def stdio(sample_db: Path, tmp_path: Path) -> AsyncIterator[StdioWire]:
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data")}
+    command = [sys.executable, "-m", "mcp_analysis", "--db", str(sample_db), "serve"]
+    async with await anyio.open_process(command, cwd=REPO, env=env, stderr=None) as process:
+        wire = StdioWire(process)
+        await wire.send(
+            _request(
+                1,
+                "initialize",
+                {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
+            )
+        )
+        assert (await wire.receive())["result"]["protocolVersion"] == LEGACY
+        await wire.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        yield wire
+        assert process.stdin is not None
+        await process.stdin.aclose()
+        with anyio.fail_after(30):
+            await process.wait()
+
+
+async def test_stdio_answers_every_malformed_line_and_keeps_serving(stdio: StdioWire) -> None:
+    for name, raw, code, request_id in BAD:
+        await stdio.send(raw)
+        reply = await stdio.receive()
+        assert reply.get("error", {}).get("code") == code, (name, reply)
+        assert reply["id"] == request_id, (name, reply)
+        assert "result" not in reply
+    await stdio.send(_request(2, "tools/list"))
+    listed = await stdio.receive()
+    assert listed["id"] == 2 and len(listed["result"]["tools"]) == 6
+    await stdio.send(_request(3, "tools/call", {"name": "search", "arguments": {"query": "a\u0000b \u2028 c"}}))
+    called = await stdio.receive()
+    assert called["id"] == 3 and "result" in called
+
+
+async def test_stdio_a_huge_line_is_answered(stdio: StdioWire) -> None:
+    code = "x = 1\n" + "# " + "y" * (10 * 1024 * 1024) + "\nx + 1"
+    await stdio.send(_request(4, "tools/call", {"name": "execute_code", "arguments": {"code": code}}))
+    reply = await stdio.receive()
+    assert reply["id"] == 4
+    assert reply["result"]["isError"] is True or reply["result"]["structuredContent"]["value"] == "2"
+    await stdio.send(_request(5, "ping"))
+    assert (await stdio.receive())["id"] == 5
+
+
+# ------------------------------------------------------------------------------ HTTP
+
+
+@pytest.fixture(scope="module")
+def http(sample_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
+    logs = tmp_path_factory.mktemp("wire")
+    with http_server(sample_db, log_dir=logs, env={"XDG_DATA_HOME": str(logs / "data")}) as server:
+        yield server
+
+
+@pytest.mark.parametrize("era", ["2026-07-28", LEGACY])
+def test_http_answers_the_same_errors_as_stdio(http: HttpServer, era: str) -> None:
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    headers["MCP-Protocol-Version"] = era
+    for name, raw, code, request_id in BAD:
+        response = httpx2.post(http.url, content=raw, headers=headers, timeout=30)
+        assert response.status_code == 400, (name, response.status_code, response.text)
+        reply = response.json()
+        assert reply["error"]["code"] == code and reply["id"] == request_id, (name, reply)
+        assert "pydantic" not in reply["error"]["message"], (name, reply)
+    ok = httpx2.post(
+        http.url,
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": MODERN_META}},
+        headers={**headers, "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"},
+        timeout=30,
+    )
+    assert ok.status_code == 200, ok.text

@@ -1,0 +1,85 @@
+"""Loud failures if the mcp SDK changes under the internals and provisional hooks we rely on.
+
+server/sdk_compat.py reads ``ServerSession._connection`` (no public route in mcp 2.3);
+server/app.py pages ``resources/list`` and advertises ``resources.listChanged`` through
+``MCPServer.middleware`` (public, marked provisional). Each assumption is checked here
+through a real in-memory client, so an SDK upgrade that breaks one fails this file
+with a message naming what moved.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.server import MCPServer
+from mcp.server.connection import Connection
+from mcp.server.mcpserver import Context
+
+from mcp_analysis.server.app import create_server
+from mcp_analysis.server.sdk_compat import connection_of, transport_session_id
+from tests.conftest import make_settings
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_tool_can_reach_its_connection() -> None:
+    seen: dict[str, Any] = {}
+    server = MCPServer("probe")
+
+    @server.tool()
+    async def probe(ctx: Context) -> str:
+        connection = connection_of(ctx.session)
+        seen["connection"] = connection
+        seen["session_id"] = transport_session_id(ctx.session)
+        return "ok"
+
+    for mode in ("legacy", "auto"):
+        async with Client(server, mode=mode) as client:
+            await client.call_tool("probe", {})
+        connection = seen["connection"]
+        assert isinstance(connection, Connection), (
+            "mcp SDK changed: ServerSession no longer keeps its Connection in `_connection`; "
+            "update mcp_analysis/server/sdk_compat.py"
+        )
+        for attribute in ("session_id", "exit_stack", "notify"):
+            assert hasattr(connection, attribute), f"mcp SDK changed: Connection has no `{attribute}`"
+        assert seen["session_id"] is None  # in-memory: no transport session
+
+
+async def test_middleware_sees_method_params_and_wire_results(sample_db: Path, tmp_path: Path) -> None:
+    observed: list[tuple[str, Any, Any]] = []
+    server = create_server(config=make_settings(sample_db, sessions={"dir": tmp_path / "s"}))
+
+    async def spy(ctx: Any, call_next: Any) -> Any:
+        result = await call_next(ctx)
+        observed.append((ctx.method, ctx.params, result))
+        return result
+
+    server.middleware.insert(0, spy)  # outermost of ours: sees what the client will get
+    async with Client(server, mode="legacy") as client:
+        capabilities = client.server_capabilities
+        assert capabilities.resources is not None and capabilities.resources.list_changed is True
+        page = await client.list_resources()
+        assert len(page.resources) == 48
+    methods = {method: (params, result) for method, params, result in observed}
+    assert {"initialize", "resources/list"} <= set(methods), "mcp SDK changed: middleware no longer sees these"
+    _, init_result = methods["initialize"]
+    assert isinstance(init_result, dict) and init_result["capabilities"]["resources"]["listChanged"] is True
+    _, listed = methods["resources/list"]
+    assert isinstance(listed, dict) and len(listed["resources"]) == 48, (
+        "mcp SDK changed: call_next no longer returns the wire dict of resources/list"
+    )
+
+
+def test_the_low_level_server_is_reachable() -> None:
+    from mcp.server.lowlevel.server import Server
+
+    from mcp_analysis.server.sdk_compat import lowlevel_server
+
+    server = MCPServer("probe")
+    lowlevel = lowlevel_server(server)
+    assert isinstance(lowlevel, Server)
+    assert callable(lowlevel.run) and callable(lowlevel.create_initialization_options)
