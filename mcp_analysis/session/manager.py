@@ -42,7 +42,7 @@ from mcp_analysis.config import Settings, data_home
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.errors import SessionBusyError, SessionLimitError, SessionNotFoundError, SessionStoreError
 from mcp_analysis.sandbox.pool import WorkerPool
-from mcp_analysis.session.analysis import AnalysisSession
+from mcp_analysis.session.analysis import AnalysisSession, new_session_id
 from mcp_analysis.session.scope import current_scope
 from mcp_analysis.session.store import (
     Limits,
@@ -151,7 +151,7 @@ class SessionManager:
             if session is None:
                 if not create:
                     raise SessionNotFoundError(self._unknown(key))
-                session_id = key.removeprefix("handle:") if key.startswith("handle:") else self.signer.new_handle()
+                session_id = self._new_id(key)
                 session = await self._new(key, session_id, document_filter, owner)
                 if not key.startswith("handle:"):
                     self._register(key, session)
@@ -165,6 +165,16 @@ class SessionManager:
         It is only registered and kept once it holds something worth keeping."""
         handle = self.signer.new_handle()
         return await self._new(f"handle:{handle}", handle, document_filter, owner)
+
+    def _new_id(self, key: str) -> str:
+        """The public id of a new session. Only ids of sessions that can outlive their client's
+        connection are signed: a signed id that was never kept starts afresh when passed back,
+        while the id of an ended legacy HTTP session must stay unknown, not come back empty."""
+        if key.startswith("handle:"):
+            return key.removeprefix("handle:")
+        if key.startswith("http:"):
+            return new_session_id()
+        return self.signer.new_handle()
 
     async def resolve(
         self, handle: str, *, owner: str | None, document_filter: str | None, fresh: bool = True
