@@ -27,6 +27,7 @@ import anyio
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _machine import describe, machine
 from _synthetic import build, settings_for
 
 from mcp_analysis.corpus import KnowledgeBase
@@ -163,6 +164,7 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, default=Path(__file__).resolve().parent / "results")
     parser.add_argument("--memory-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    host = machine()
     path = args.dir / "synthetic-1000docs.lancedb"
     if args.memory_only:
         print(json.dumps(anyio.run(memory, path, args.sessions)))
@@ -196,7 +198,8 @@ def main() -> None:
         f"{r['rss_with_idle_sessions_mb']:.0f} MB with {r['sessions']:.0f} idle sessions; "
         f"{r['rss_without_embedder_mb']:.0f} MB before loading the embedder"
     )
-    print(json.dumps({"bench": "sandbox", **r}))
+    print(f"{describe()}; load at the end {machine()['load_1_5_15']}")
+    print(json.dumps({"bench": "sandbox", "machine": host, **r}))
 
 
 if __name__ == "__main__":

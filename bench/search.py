@@ -28,6 +28,7 @@ import anyio
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _machine import describe, machine
 from _synthetic import build, settings_for, vocabulary
 
 from mcp_analysis.corpus import KnowledgeBase
@@ -143,6 +144,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1, help="Repeat the measurement (same tables, same queries).")
     parser.add_argument("--dir", type=Path, default=Path(__file__).resolve().parent / "results")
     args = parser.parse_args()
+    host = machine()
     words = vocabulary()
     rng = np.random.default_rng(3)
     queries = [" ".join(words[i] for i in rng.choice(400, size=rng.integers(2, 6))) for _ in range(args.queries)]
@@ -170,7 +172,8 @@ def main() -> None:
         f"(base = query embedding + plain LanceDB hybrid, limit {FETCHED}, same ef/refine; added = median of "
         "per-query differences, ours - base)"
     )
-    print(json.dumps({"bench": "search", "limit": LIMIT, "fetched": FETCHED, "results": rows}))
+    print(f"{describe()}; load at the end {machine()['load_1_5_15']}")
+    print(json.dumps({"bench": "search", "machine": host, "limit": LIMIT, "fetched": FETCHED, "results": rows}))
 
 
 if __name__ == "__main__":

@@ -32,6 +32,9 @@ from mcp.client.streamable_http import streamable_http_client
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _machine import describe, machine  # noqa: E402
 
 from mcp_analysis.config import load_settings  # noqa: E402
 from mcp_analysis.sample import documents_dir, ensure_sample_kb  # noqa: E402
@@ -193,6 +196,7 @@ def main() -> None:
     )
     parser.add_argument("--runs", type=int, default=5, help="Start-ups per server (with --startup-only).")
     args = parser.parse_args()
+    host = machine()
     logging.basicConfig(level=logging.WARNING)
 
     work = Path(tempfile.mkdtemp(prefix="mcp-analysis-bench-"))
@@ -225,7 +229,8 @@ def main() -> None:
                 for v in (times["initialize_s"], times["tools_list_s"])
             ]
             print(f"{name:<16} {cells[0]:>28} {cells[1]:>28}")
-        print(json.dumps({"bench": "server-startup", "runs": args.runs, "startup": startup}))
+        print(f"{describe()}; load at the end {machine()['load_1_5_15']}")
+        print(json.dumps({"bench": "server-startup", "machine": host, "runs": args.runs, "startup": startup}))
         return
 
     r["cold_start_s"] = anyio.run(cold_start, ours_stdio, 5)
@@ -293,7 +298,8 @@ def main() -> None:
         f"{r['rss_after_concurrency_mb']:.0f} MB after the load, {r['rss_with_idle_sessions_mb']:.0f} MB with "
         f"{args.sessions} more idle sessions"
     )
-    print(json.dumps({"bench": "server", **r}))
+    print(f"{describe()}; load at the end {machine()['load_1_5_15']}")
+    print(json.dumps({"bench": "server", "machine": host, **r}))
 
 
 if __name__ == "__main__":
