@@ -192,6 +192,17 @@ class Ingestor:
         if title and len(files) != 1:
             raise IngestError(f"--title applies to exactly one file, but {len(files)} files were given.")
         report = IngestReport(skipped=list(skipped))
+        if self.progress:
+            self.progress.start(len(files))
+        try:
+            await self._add(files, title, metadata or {}, report)
+        finally:
+            if self.progress:
+                self.progress.finish()
+        await self.kb.refresh()
+        return report
+
+    async def _add(self, files: list[Path], title: str | None, metadata: dict[str, Any], report: IngestReport) -> None:
         store = self.kb.store
         with ingest_lock(store.path):
             if not store.ready:
@@ -202,14 +213,12 @@ class Ingestor:
             else:
                 await store.remove_orphans()
             by_uri = {m.uri: m for m in await store.all_meta()}
-            if self.progress:
-                self.progress.start(len(files))
             pending: list[_Prepared] = []
             optimized_at = 0
             for path in files:
                 if self.progress:
                     self.progress.advance(path.name)
-                prepared = await self._one(path, title, metadata or {}, by_uri, report)
+                prepared = await self._one(path, title, metadata, by_uri, report)
                 if prepared is None:
                     continue
                 pending.append(prepared)
@@ -228,10 +237,6 @@ class Ingestor:
                 self._phase("updating the indexes")
                 await store.ensure_indexes(self.kb.settings.search.vector_index_min_rows)
                 await store.optimize()
-            if self.progress:
-                self.progress.finish()
-        await self.kb.refresh()
-        return report
 
     def _phase(self, label: str) -> None:
         if self.progress:
