@@ -32,6 +32,9 @@ from mcp.client.streamable_http import streamable_http_client
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _machine import describe, machine  # noqa: E402
 
 from mcp_analysis.config import load_settings  # noqa: E402
 from mcp_analysis.sample import documents_dir, ensure_sample_kb  # noqa: E402
@@ -89,13 +92,30 @@ def http_client(url: str) -> Client:
 
 
 async def cold_start(params: StdioServerParameters, runs: int) -> float:
-    times = []
+    return statistics.median((await startup_times(params, runs))["tools_list_s"])
+
+
+async def startup_times(params: StdioServerParameters, runs: int) -> dict[str, list[float]]:
+    """Seconds from spawning the server to the handshake (initialize) and to a tools/list answer."""
+    handshake, tools = [], []
     for _ in range(runs):
         t = time.perf_counter()
         async with Client(params) as client:
+            handshake.append(time.perf_counter() - t)
             await client.list_tools()
-            times.append(time.perf_counter() - t)
-    return statistics.median(times)
+            tools.append(time.perf_counter() - t)
+    return {"initialize_s": handshake, "tools_list_s": tools}
+
+
+def startup_comparison(params: dict[str, StdioServerParameters], runs: int) -> dict[str, dict[str, list[float]]]:
+    """The same servers started in turn, `runs` rounds, so machine noise hits each alike."""
+    results: dict[str, dict[str, list[float]]] = {name: {"initialize_s": [], "tools_list_s": []} for name in params}
+    for _ in range(runs):
+        for name, p in params.items():
+            one = anyio.run(startup_times, p, 1)
+            for key, values in one.items():
+                results[name][key] += values
+    return results
 
 
 async def round_trips(client: Client, tool: str, args: dict[str, Any], calls: int) -> float:
@@ -169,7 +189,14 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--ops", type=int, default=10)
     parser.add_argument("--sessions", type=int, default=200)
+    parser.add_argument(
+        "--startup-only",
+        action="store_true",
+        help="Only compare start-up: `--db DB serve`, `--sample serve` (built) and a bare MCPServer.",
+    )
+    parser.add_argument("--runs", type=int, default=5, help="Start-ups per server (with --startup-only).")
     args = parser.parse_args()
+    host = machine()
     logging.basicConfig(level=logging.WARNING)
 
     work = Path(tempfile.mkdtemp(prefix="mcp-analysis-bench-"))
@@ -185,6 +212,26 @@ def main() -> None:
     )
     bare_stdio = StdioServerParameters(command=python, args=[str(bare)], env=env, cwd=str(ROOT))
     r: dict[str, Any] = {"documents": len(list(documents_dir().iterdir()))}
+
+    if args.startup_only:
+        sample_env = {**env, "XDG_DATA_HOME": str(work / "sample-data")}
+        sample_db = work / "sample-data" / "mcp-analysis" / "sample.lancedb"
+        anyio.run(ensure_sample_kb, load_settings(db=sample_db))
+        ours_sample = StdioServerParameters(
+            command=python, args=["-m", "mcp_analysis", "--sample", "serve"], env=sample_env, cwd=str(ROOT)
+        )
+        servers = {"--db DB serve": ours_stdio, "--sample serve": ours_sample, "bare MCPServer": bare_stdio}
+        startup = startup_comparison(servers, args.runs)
+        print(f"{'server':<16} {'initialize p50 (min-max) s':>28} {'tools/list p50 (min-max) s':>28}")
+        for name, times in startup.items():
+            cells = [
+                f"{statistics.median(v):.2f} ({min(v):.2f}-{max(v):.2f})"
+                for v in (times["initialize_s"], times["tools_list_s"])
+            ]
+            print(f"{name:<16} {cells[0]:>28} {cells[1]:>28}")
+        print(f"{describe()}; load at the end {machine()['load_1_5_15']}")
+        print(json.dumps({"bench": "server-startup", "machine": host, "runs": args.runs, "startup": startup}))
+        return
 
     r["cold_start_s"] = anyio.run(cold_start, ours_stdio, 5)
     r["cold_start_bare_s"] = anyio.run(cold_start, bare_stdio, 5)
@@ -251,7 +298,8 @@ def main() -> None:
         f"{r['rss_after_concurrency_mb']:.0f} MB after the load, {r['rss_with_idle_sessions_mb']:.0f} MB with "
         f"{args.sessions} more idle sessions"
     )
-    print(json.dumps({"bench": "server", **r}))
+    print(f"{describe()}; load at the end {machine()['load_1_5_15']}")
+    print(json.dumps({"bench": "server", "machine": host, **r}))
 
 
 if __name__ == "__main__":

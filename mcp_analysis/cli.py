@@ -90,21 +90,53 @@ def main_options(
 ) -> None:
     if log_level and log_level.upper() not in LOG_LEVELS:
         raise typer.BadParameter(f"use one of {', '.join(LOG_LEVELS)}", param_hint="--log-level")
+    global _debug
+    _debug = debug
     configure_logging(log_level or ("DEBUG" if debug else "WARNING"))
     ctx.obj = Options(config, db, sample, debug, log_level)
 
 
+_DEBUG_HINT = "run with --debug for the traceback"
+_debug = False  # --debug, for errors that escape before or outside a command (see main)
+
+
+def _one_line(text: str, limit: int = 600) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def _innermost(exc: BaseException) -> BaseException:
+    """The first real error inside (nested) exception groups, e.g. from a task group."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _error_line(exc: BaseException) -> str:
+    """One line for stderr: a user error's own message, else the unexpected error and the --debug hint."""
+    exc = _innermost(exc)
+    if isinstance(exc, AnalysisError):
+        return _one_line(str(exc))
+    detail = _one_line(str(exc)) or "(no message)"
+    return f"unexpected {type(exc).__name__}: {detail} ({_DEBUG_HINT})"
+
+
+def _fail(exc: BaseException, debug: bool) -> typer.Exit:
+    """Print `exc` as one line on stderr; the caller raises the returned exit (code 1, 130 on Ctrl-C)."""
+    if isinstance(_innermost(exc), KeyboardInterrupt):
+        return typer.Exit(130)
+    if debug:
+        raise exc
+    err.print(f"[red]error:[/red] {escape(_error_line(exc))}", highlight=False)
+    return typer.Exit(1)
+
+
 def _run(options: Options, func: Any, *args: Any) -> Any:
-    """Run an async command; user errors become one line on stderr and exit code 1."""
+    """Run an async command; any error becomes one line on stderr and a non-zero exit."""
     try:
         return anyio.run(func, *args)
-    except AnalysisError as exc:
-        if options.debug:
-            raise
-        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(1) from None
-    except KeyboardInterrupt:
-        raise typer.Exit(130) from None
+    except (Exception, KeyboardInterrupt) as exc:
+        raise _fail(exc, options.debug) from None
 
 
 async def _ensure_sample(options: Options, settings: Settings) -> None:
@@ -117,10 +149,10 @@ async def _ensure_sample(options: Options, settings: Settings) -> None:
 @asynccontextmanager
 async def _knowledge_base(options: Options) -> AsyncIterator[Any]:
     """The configured knowledge base (the sample one built first if --sample), closed after use."""
-    from mcp_analysis.corpus import KnowledgeBase
-
     settings = options.settings()
     await _ensure_sample(options, settings)
+    from mcp_analysis.corpus import KnowledgeBase
+
     kb = await KnowledgeBase.open(settings)
     try:
         yield kb
@@ -172,9 +204,8 @@ def serve(
             server[key] = value
     try:
         settings = options.settings(server=server or None)
-    except AnalysisError as exc:
-        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(1) from None
+    except Exception as exc:
+        raise _fail(exc, options.debug) from None
     configure_logging(settings.server.log_level)
     from mcp_analysis.server.runner import run_server
 
@@ -211,6 +242,9 @@ class _RichProgress:
     def advance(self, label: str) -> None:
         self.progress.update(self.task, advance=1, description=label[:40])
 
+    def phase(self, label: str) -> None:
+        self.progress.update(self.task, description=label[:40])
+
     def finish(self) -> None:
         self.progress.stop()
 
@@ -233,10 +267,13 @@ def add(
     meta: Annotated[list[str] | None, typer.Option("--meta", help="key=value metadata (repeatable).")] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Add or update documents (.md .html .pdf .docx .txt and source files)."""
+    """Add or update documents (.md .html .pdf .docx .txt, source files, text files without an extension).
+
+    Keeps going past files it cannot read, names them, and then exits with code 1.
+    """
     options = _options(ctx)
 
-    async def go() -> None:
+    async def go() -> int:
         from mcp_analysis.corpus import KnowledgeBase
         from mcp_analysis.ingest.pipeline import Ingestor
 
@@ -248,29 +285,40 @@ def add(
             report = await Ingestor(kb, progress).add(paths, title=title, metadata=metadata)
         finally:
             await kb.close()
+        failed = 1 if report.skipped else 0
         if as_json:
             _print_json(report.__dict__)
-            return
+            return failed
         for path, reason in report.skipped:
             err.print(f"[yellow]skipped[/yellow] {escape(path)}: {escape(reason)}", highlight=False)
         out.print(f"{report.summary()} -> {escape(str(settings.db))}", highlight=False)
+        if failed:
+            err.print(f"[red]error:[/red] {len(report.skipped)} path(s) could not be added (listed above).")
+        return failed
 
-    _run(options, go)
+    raise typer.Exit(_run(options, go))
 
 
 @app.command()
 def rm(
     ctx: typer.Context,
-    document: Annotated[str, typer.Argument(help="Document id, uri, or the path it was added from.")],
+    document: Annotated[
+        str,
+        typer.Argument(
+            help="Document id (or a unique prefix of it, as `list` shows), uri, or the path it was added from."
+        ),
+    ],
 ) -> None:
     """Remove a document."""
     options = _options(ctx)
 
     async def go() -> None:
         from mcp_analysis.ingest.pipeline import remove_document
+        from mcp_analysis.sample import forget_build
 
         async with _knowledge_base(options) as kb:
             meta = await remove_document(kb, document)
+        forget_build(kb.settings.db)  # if this was the sample, the next --sample restores it
         out.print(f"removed {meta.id} ({escape(meta.title)})", highlight=False)
 
     _run(options, go)
@@ -297,13 +345,31 @@ def list_documents(
             return
         from rich.table import Table
 
-        table = Table("id", "title", "uri", "created", show_lines=False)
+        short = _short_ids([d.id for d in docs])
+        table = Table(show_lines=False)
+        table.add_column("id", no_wrap=True, min_width=max((len(i) for i in short.values()), default=2))
+        table.add_column("title")
+        table.add_column("uri")
+        table.add_column("created", no_wrap=True)
         for d in docs:
-            table.add_row(d.id, escape(d.title), escape(d.uri), d.created_at[:10])
+            table.add_row(short[d.id], escape(d.title), escape(d.uri), d.created_at[:10])
         out.print(table)
-        out.print(f"{len(docs)} document(s)")
+        out.print(f"{len(docs)} document(s); ids: shortest unique prefix (--json: whole)", highlight=False)
 
     _run(options, go)
+
+
+def _short_ids(ids: list[str], minimum: int = 8) -> dict[str, str]:
+    """Each id shortened to its shortest unique prefix of at least `minimum` characters (like git)."""
+    ordered = sorted(ids)
+    short = {}
+    for i, full in enumerate(ordered):
+        length = minimum
+        for neighbour in ordered[max(0, i - 1) : i] + ordered[i + 1 : i + 2]:
+            common = next((k for k, (a, b) in enumerate(zip(full, neighbour, strict=False)) if a != b), len(full))
+            length = max(length, common + 1)
+        short[full] = full[:length]
+    return short
 
 
 @app.command()
@@ -390,7 +456,10 @@ def exec_code(
     if (code is None) == (file is None):
         err.print("[red]error:[/red] give CODE or --file (exactly one).")
         raise typer.Exit(2)
-    source = code if code is not None else (sys.stdin.read() if str(file) == "-" else Path(file).read_text())  # type: ignore[arg-type]
+    try:
+        source = code if code is not None else (sys.stdin.read() if str(file) == "-" else Path(file).read_text())  # type: ignore[arg-type]
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _fail(AnalysisError(f"Cannot read the code file {file}: {exc}"), options.debug) from None
 
     async def go() -> int:
         from mcp_analysis.session.analysis import AnalysisSession
@@ -463,8 +532,13 @@ def analyze(
 
 
 def main() -> None:
+    """The `mcp-analysis` command; whatever escapes a command still ends as one line on stderr."""
     logging.captureWarnings(True)
-    app()
+    try:
+        app()
+    except (Exception, KeyboardInterrupt) as exc:
+        code = _fail(exc, _debug).exit_code
+        sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 
+PROGRESS_LOGGER = "mcp_analysis.progress"  # see mcp_analysis/progress.py
 _FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
 
 
@@ -18,6 +19,15 @@ def configure_logging(level: str = "INFO") -> None:
     root.addHandler(handler)
     root.setLevel(level.upper())
     quiet = logging.WARNING if level.upper() != "DEBUG" else logging.INFO
+    # Progress of slow first-use steps: plain lines, shown unless logging asks for errors only.
+    progress = logging.getLogger(PROGRESS_LOGGER)
+    for handler in list(progress.handlers):
+        progress.removeHandler(handler)
+    plain = logging.StreamHandler(sys.stderr)
+    plain.setFormatter(logging.Formatter("mcp-analysis: %(message)s"))
+    progress.addHandler(plain)
+    progress.propagate = False
+    progress.setLevel(min(logging.INFO, root.level) if root.level <= logging.WARNING else root.level)
     for name in (
         "httpx",
         "httpx2",

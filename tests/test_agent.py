@@ -111,12 +111,23 @@ async def test_execution_cap_and_request_cap_force_an_answer(sample_db: Path, tm
         assert calls == [True, True, True, True, True, False]  # the 6th request had no tools
 
 
-async def test_model_configuration_errors_name_the_setting(agent_settings: Settings) -> None:
+SETTING = r"Cannot use the analysis model '{}' \(setting `analysis\.model`, or --model\): "
+
+
+async def test_model_configuration_errors_name_the_setting_and_the_cause(
+    agent_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "")  # set but blank: the OpenAI SDK's own error type
     async with AnalysisClient(settings=agent_settings) as client:
-        with pytest.raises(ModelConfigError, match=r"analysis\.model"):
+        with pytest.raises(ModelConfigError, match=SETTING.format("nosuchprovider:model") + "Unknown provider: nosuchprovider"):
             await client.analyze("Anything?", model="nosuchprovider:model")
-        with pytest.raises(ModelConfigError, match="ANTHROPIC_API_KEY"):
-            await client.analyze("Anything?", model="anthropic:claude-sonnet-4-20250514")
+        # The cause, not the fixed help text that follows it (which names ANTHROPIC_API_KEY too).
+        anthropic = "anthropic:claude-sonnet-4-20250514"
+        with pytest.raises(ModelConfigError, match=SETTING.format(anthropic) + "Set the `ANTHROPIC_API_KEY`"):
+            await client.analyze("Anything?", model=anthropic)
+        with pytest.raises(ModelConfigError, match=SETTING.format("openai:gpt-4o") + "Missing credentials"):
+            await client.analyze("Anything?", model="openai:gpt-4o")
 
 
 async def test_toolset_inside_a_foreign_agent(kb: KnowledgeBase) -> None:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import REPO
 from tests.docs_factory import write_all
@@ -61,6 +64,35 @@ def test_add_list_search_info_exec_rm(tmp_path: Path) -> None:
     assert removed.returncode == 0 and "Notice to Mariners" in removed.stdout
     assert len(json.loads(cli("--db", db, "list", "--json").stdout)) == 5
 
+    # The ids `list` shows on an 80-column terminal are accepted by `rm`.
+    table = cli("--db", db, "list", env={"COLUMNS": "80"})
+    assert max(len(line) for line in table.stdout.splitlines()) <= 80
+    shown = re.findall(r"^│ ([0-9a-f-]+) +│", table.stdout, flags=re.MULTILINE)
+    full_ids = {d["id"] for d in json.loads(cli("--db", db, "list", "--json").stdout)}
+    assert len(shown) == 5 and all(len(i) >= 8 and sum(f.startswith(i) for f in full_ids) == 1 for i in shown)
+    by_prefix = cli("--db", db, "rm", shown[0])
+    assert by_prefix.returncode == 0, by_prefix.stderr
+    assert by_prefix.stdout.startswith(f"removed {shown[0]}")
+    assert len(json.loads(cli("--db", db, "list", "--json").stdout)) == 4
+
+
+def test_add_exits_nonzero_naming_the_files_it_could_not_add(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "log.md").write_text("# Harbour Log\n\nThe pilot boarded at dawn.\n")
+    (docs / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00" * 50)
+    db = str(tmp_path / "kb.lancedb")
+    human = cli("--db", db, "add", str(docs))
+    assert human.returncode == 1
+    assert f"skipped {docs / 'photo.png'}: unsupported file type '.png'" in human.stderr
+    assert human.stdout.startswith("1 added, 0 replaced, 0 unchanged, 1 skipped")
+    assert "1 path(s) could not be added" in human.stderr
+    as_json = cli("--db", db, "add", str(docs), "--json")
+    report = json.loads(as_json.stdout)
+    assert as_json.returncode == 1 and report["unchanged"] and report["skipped"][0][0].endswith("photo.png")
+    # All good: exit 0 (the markdown file again is unchanged, which is success).
+    assert cli("--db", db, "add", str(docs / "log.md")).returncode == 0
+
 
 def test_errors_are_one_line_and_nonzero(tmp_path: Path) -> None:
     missing = cli("--db", str(tmp_path / "nope.lancedb"), "search", "x")
@@ -82,6 +114,59 @@ def test_errors_are_one_line_and_nonzero(tmp_path: Path) -> None:
     assert mismatch.returncode == 1 and "was built with embedder 'onnx:all-MiniLM-L6-v2'" in mismatch.stderr
 
 
+# Each command with a dependency broken underneath it (tests/inject/sitecustomize.py): the
+# error must be one line on stderr with the --debug hint and exit code 1, never a traceback.
+# (Below KnowledgeBase.open, LanceDB failures are reported as an unreadable database on purpose,
+# so the injection point is the knowledge base itself.)
+BROKEN_KB = "mcp_analysis.corpus:KnowledgeBase.open"
+COMMANDS = [
+    pytest.param(["serve"], "mcp_analysis.server.stdio:serve_stdio", id="serve"),
+    pytest.param(["add", "{docs}"], BROKEN_KB, id="add"),
+    pytest.param(["rm", "0123abcd"], BROKEN_KB, id="rm"),
+    pytest.param(["list"], BROKEN_KB, id="list"),
+    pytest.param(["search", "revenue"], BROKEN_KB, id="search"),
+    pytest.param(["info"], BROKEN_KB, id="info"),
+    pytest.param(["exec", "1 + 1"], BROKEN_KB, id="exec"),
+    pytest.param(["analyze", "How many documents?"], BROKEN_KB, id="analyze"),
+]
+INJECT = Path(__file__).resolve().parent / "inject"
+
+
+def _broken(target: str) -> dict[str, str]:
+    return {"PYTHONPATH": str(INJECT), "MCP_ANALYSIS_TEST_BREAK": target}
+
+
+@pytest.mark.parametrize(("args", "target"), COMMANDS)
+def test_unexpected_errors_in_every_command_are_one_line(
+    args: list[str], target: str, sample_db: Path, tmp_path: Path
+) -> None:
+    db = tmp_path / "kb.lancedb" if args[0] == "add" else sample_db  # never write to the shared sample
+    args = [a.format(docs=REPO / "README.md") for a in args]
+    result = cli("--db", str(db), *args, env=_broken(target), stdin="")
+    assert result.returncode == 1, result
+    assert result.stderr.splitlines()[-1] == (
+        "error: unexpected RuntimeError: injected failure (run with --debug for the traceback)"
+    )
+    assert "Traceback" not in result.stderr
+
+
+def test_debug_shows_the_traceback(sample_db: Path) -> None:
+    result = cli("--debug", "--db", str(sample_db), "list", env=_broken(BROKEN_KB))
+    assert result.returncode == 1
+    assert "Traceback (most recent call last)" in result.stderr and "RuntimeError: injected failure" in result.stderr
+
+
+def test_a_blank_provider_key_is_a_one_line_error(sample_db: Path) -> None:
+    # The real case from issue 12: the OpenAI SDK's own error type used to escape as a traceback.
+    result = cli("--db", str(sample_db), "analyze", "q", "--model", "openai:gpt-4o", env={"OPENAI_API_KEY": ""})
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert result.stderr.startswith("error: Cannot use the analysis model 'openai:gpt-4o' (setting `analysis.model`")
+    assert "Missing credentials" in result.stderr
+    unreadable = cli("--db", str(sample_db), "exec", "-f", str(REPO / "no-such-script.py"))
+    assert unreadable.returncode == 1 and unreadable.stderr.startswith("error: Cannot read the code file")
+
+
 def test_sample_knowledge_base_is_built_on_first_use(tmp_path: Path) -> None:
     env = {"XDG_DATA_HOME": str(tmp_path / "data")}
     first = cli("--sample", "list", "--json", env=env)
@@ -89,5 +174,11 @@ def test_sample_knowledge_base_is_built_on_first_use(tmp_path: Path) -> None:
     titles = [d["title"] for d in json.loads(first.stdout)]
     assert len(titles) == 12 and "Report A: Fleet Operator Survey 2025" in titles
     assert (tmp_path / "data" / "mcp-analysis" / "sample.lancedb").is_dir()
+    # Every slow step said what it was doing, on stderr.
+    progress = [line for line in first.stderr.splitlines() if line.startswith("mcp-analysis: ")]
+    assert progress[0].startswith("mcp-analysis: Building the sample knowledge base in ")
+    assert "mcp-analysis: sample knowledge base: 12/12 report-b-port-authority-interviews.docx" in progress
+    assert any("embedding and writing 60 chunks" in line for line in progress)
+    assert progress[-1].startswith("mcp-analysis: Sample knowledge base ready: 12 documents in ")
     again = cli("exec", "--sample", "len(await list_documents())", env=env)  # after the command works too
-    assert again.stdout.strip() == "12"
+    assert again.stdout.strip() == "12" and again.stderr == ""  # built: no progress, no rebuild

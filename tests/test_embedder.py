@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import logging
+import re
 import shutil
 from pathlib import Path
 
@@ -9,6 +11,7 @@ import pytest
 from mcp_analysis.embed import create_embedder, model_files
 from mcp_analysis.embed.onnx_model import OnnxMiniLMEmbeddingModel
 from mcp_analysis.errors import EmbedderError
+from mcp_analysis.logging_setup import PROGRESS_LOGGER
 
 pytestmark = pytest.mark.anyio
 
@@ -31,12 +34,65 @@ async def test_default_embedder_is_offline_normalized_and_semantic() -> None:
     assert sims[0, 1] > sims[0, 3] + 0.2
 
 
-async def test_batching_keeps_order_and_values() -> None:
-    embedder = create_embedder("onnx:all-MiniLM-L6-v2")
-    batch = await embedder.embed_documents(TEXTS)
-    for i, text in enumerate(TEXTS):
+def _batch_sizes(model: OnnxMiniLMEmbeddingModel, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Record how many texts each real model run gets (the runs themselves are untouched)."""
+    sizes: list[int] = []
+    real_run = model._run
+
+    def recording_run(session: object, batch: list[object]) -> np.ndarray:
+        sizes.append(len(batch))
+        return real_run(session, batch)
+
+    monkeypatch.setattr(model, "_run", recording_run)
+    return sizes
+
+
+async def test_exact_model_batches_and_keeps_order_and_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    embedder = create_embedder("onnx:all-MiniLM-L6-v2-exact")
+    assert isinstance(embedder.model, OnnxMiniLMEmbeddingModel)
+    sizes = _batch_sizes(embedder.model, monkeypatch)
+    texts = [*TEXTS, "Short.", "A much longer sentence about fenders, bollards and the depth alongside berth four."]
+    batch = await embedder.embed_documents(texts)
+    assert max(sizes) > 1 and sum(sizes) == len(texts)  # it did batch, padded texts of different lengths
+    sizes.clear()
+    for i, text in enumerate(texts):
         alone = await embedder.embed_query(text)
-        assert float(alone @ batch[i]) > 0.999
+        assert sizes[-1] == 1
+        # Each row is its own text's vector (order kept), equal to the unbatched one up to float noise.
+        assert float(alone @ batch[i]) > 0.9999
+        assert all(float(alone @ batch[j]) < 0.99 for j in range(len(texts)) if j != i)
+
+
+async def test_int8_model_never_batches_so_neighbours_cannot_change_a_vector(monkeypatch: pytest.MonkeyPatch) -> None:
+    embedder = create_embedder("onnx:all-MiniLM-L6-v2")
+    assert isinstance(embedder.model, OnnxMiniLMEmbeddingModel)
+    sizes = _batch_sizes(embedder.model, monkeypatch)
+    batch = await embedder.embed_documents(TEXTS)
+    assert sizes == [1] * len(TEXTS)
+    for i, text in enumerate(TEXTS):
+        assert np.array_equal(await embedder.embed_query(text), batch[i])  # bit for bit
+
+
+async def test_model_preparation_reports_progress(tmp_path: Path) -> None:
+    lines: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(record.getMessage())
+
+    logger = logging.getLogger(PROGRESS_LOGGER)
+    handler, level = Collect(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        path = model_files.derived_model_path(tmp_path)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    assert path.parent == tmp_path and path.stat().st_size > 1_000_000
+    assert lines[0] == f"Preparing the offline embedding model (one time per machine, cached in {tmp_path})..."
+    assert re.fullmatch(r"Preparing the offline embedding model .*: done in \d+\.\d s", lines[1])
+    assert list(tmp_path.iterdir()) == [path]  # no leftovers from the derivation
 
 
 async def test_int8_variant_tracks_exact_model() -> None:

@@ -12,7 +12,9 @@ import lancedb
 import pytest
 
 from mcp_analysis.corpus import KnowledgeBase
-from mcp_analysis.ingest.pipeline import Ingestor, remove_document
+from mcp_analysis.errors import AnalysisError
+from mcp_analysis.ingest.pipeline import Ingestor, find_document, remove_document
+from mcp_analysis.store.models import DocumentMeta
 from tests.conftest import REPO, make_settings
 from tests.docs_factory import write_all, write_markdown
 
@@ -101,15 +103,56 @@ async def test_readd_is_idempotent_and_changes_replace(tmp_path: Path) -> None:
     docs = await kb.corpus().documents()
     assert len(docs) == 1 and docs[0].id != old.id
     assert docs[0].created_at == old.created_at
+    # The metadata given earlier with --meta stays with the changed file.
+    assert docs[0].metadata == {"format": "markdown", "file_name": "log.md", "team": "ops"}
     assert "icebreakers" in await kb.corpus().content(docs[0].id)
     assert await kb.store.chunks(f"document_id = '{old.id}'") == []
     assert await kb.store.orphan_ids() == set()
 
+    # New --meta on a changed file wins for its keys; other keys given earlier stay.
+    doc.write_text("# Harbour Log\n\nNow about tugboats.\n")
+    await Ingestor(kb).add([doc], metadata={"team": "pilots", "shift": "night"})
+    meta = (await kb.corpus().documents())[0]
+    assert meta.metadata == {"format": "markdown", "file_name": "log.md", "team": "pilots", "shift": "night"}
+
     removed = await remove_document(kb, str(doc))
-    assert removed.id == docs[0].id
+    assert removed.id == meta.id
     assert await kb.corpus().count() == 0
     assert (await kb.store.counts())["chunks"] == 0
     await kb.close()
+
+
+def _meta(doc_id: str, name: str) -> DocumentMeta:
+    return DocumentMeta(
+        id=doc_id, uri=f"file:///docs/{name}", title=name, created_at="2025-01-01", updated_at="2025-01-01"
+    )
+
+
+def test_documents_are_found_by_id_unique_prefix_uri_or_path(tmp_path: Path) -> None:
+    added_from = tmp_path / "notes.md"
+    metas = [
+        _meta("6c0d8b66-1111-4000-8000-000000000001", "a.md"),
+        _meta("6c0d8b66-2222-4000-8000-000000000002", "b.md"),
+        _meta("57299dc7-3333-4000-8000-000000000003", "c.md"),
+        DocumentMeta(
+            id="9f00aa11-4444-4000-8000-000000000004",
+            uri=added_from.as_uri(),
+            title="notes",
+            created_at="2025-01-01",
+            updated_at="2025-01-01",
+        ),
+    ]
+    assert find_document(metas, "57299dc7-3333-4000-8000-000000000003") is metas[2]
+    assert find_document(metas, "5729") is metas[2]
+    assert find_document(metas, " 6C0D8B66-2 ") is metas[1]  # case and stray blanks do not matter
+    assert find_document(metas, "file:///docs/a.md") is metas[0]
+    assert find_document(metas, str(added_from)) is metas[3]
+    with pytest.raises(AnalysisError, match=r"'6c0d8b66' matches 2 documents \(6c0d8b66-1111.*6c0d8b66-2222"):
+        find_document(metas, "6c0d8b66")
+    with pytest.raises(AnalysisError, match="at least 4 characters"):
+        find_document(metas, "572")  # too short to be taken as a prefix
+    with pytest.raises(AnalysisError, match="No document"):
+        find_document(metas, "ffff")
 
 
 async def test_bad_files_are_reported_and_the_rest_goes_in(tmp_path: Path) -> None:
@@ -121,16 +164,52 @@ async def test_bad_files_are_reported_and_the_rest_goes_in(tmp_path: Path) -> No
     (docs / "binary.txt").write_bytes(b"abc\x00\x01\x02")
     (docs / "empty.md").write_text("   \n")
     (docs / ".hidden.md").write_text("# secret\n")
+    (docs / "blob").write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)))  # no extension, binary
+    (tmp_path / "nothing-here" / ".git").mkdir(parents=True)
+    (tmp_path / "nothing-here" / ".git" / "config").write_text("[core]\n")
     kb = await _fresh_kb(tmp_path)
-    report = await Ingestor(kb).add([docs, tmp_path / "does-not-exist.md"])
+    report = await Ingestor(kb).add([docs, tmp_path / "does-not-exist.md", tmp_path / "nothing-here"])
     assert [Path(u).name for u in report.added] == ["good.md"]
     skipped = {Path(p).name: reason for p, reason in report.skipped}
-    assert set(skipped) == {"image.png", "broken.pdf", "binary.txt", "empty.md", "does-not-exist.md"}
-    assert "unsupported format" in skipped["image.png"]
+    assert set(skipped) == {
+        "image.png",
+        "broken.pdf",
+        "binary.txt",
+        "empty.md",
+        "does-not-exist.md",
+        "blob",
+        "nothing-here",
+    }
+    assert skipped["image.png"].startswith("unsupported file type '.png' (supported: .md")
     assert "PDF" in skipped["broken.pdf"]
     assert "binary" in skipped["binary.txt"]
     assert "no text" in skipped["empty.md"]
     assert "does not exist" in skipped["does-not-exist.md"]
+    assert skipped["blob"] == "no file extension, and the content is not text"
+    assert skipped["nothing-here"].startswith("no files in this directory")
+    await kb.close()
+
+
+async def test_files_without_an_extension_are_text_when_their_content_is(tmp_path: Path) -> None:
+    docs = tmp_path / "debian"
+    docs.mkdir()
+    (docs / "copyright").write_text(
+        "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n\n"
+        "Files: *\nCopyright: 2025 Halvorsen Marine Systems\nLicense: MIT\n"
+    )
+    (docs / "README").write_bytes(
+        "Tidewater gauge\n\nCalibrate the gauge at slack water, caf\xe9 hours.\n".encode("cp1252")
+    )
+    (docs / "LICENSE").write_text("MIT License\n\nPermission is hereby granted, free of charge, ...\n")
+    kb = await _fresh_kb(tmp_path)
+    report = await Ingestor(kb).add([docs])
+    assert report.skipped == []
+    by_name = {d.metadata["file_name"]: d for d in await kb.corpus().documents()}
+    assert set(by_name) == {"copyright", "README", "LICENSE"}
+    assert {d.metadata["format"] for d in by_name.values()} == {"text"}
+    assert by_name["README"].title == "Tidewater gauge"
+    assert "café hours" in await kb.corpus().content(by_name["README"].id)
+    assert "Halvorsen Marine Systems" in await kb.corpus().content(by_name["copyright"].id)
     await kb.close()
 
 

@@ -160,12 +160,21 @@ async def test_sessions_survive_a_restart_and_expire(sample_settings: Settings) 
         await session.search("revenue", limit=1)
     # A new pool and manager: as after a server restart.
     async with WorkerPool(sample_settings.sandbox) as pool, SessionManager(kb, pool, sample_settings) as manager:
-        restored = await manager.get(f"handle:{handle}", document_filter="uri LIKE '%report%'", create=False)
+        key, own_filter = f"handle:{handle}", "uri LIKE '%report%'"
+        # From disk, each binding is checked on its own: another filter, or another principal.
+        with pytest.raises(SessionNotFoundError):
+            await manager.get(key, document_filter=None, create=False)
+        with pytest.raises(SessionNotFoundError):
+            await manager.get(key, document_filter=own_filter, owner="mallory", create=False)
+        restored = await manager.get(key, document_filter=own_filter, create=False)
         assert (await restored.execute("carried")).value == "['over', 'restart']"
         assert "revenue" in restored.state.searches
-        # Another filter (another principal's view) cannot pick it up.
+        # Live in memory, the same two checks, each alone.
         with pytest.raises(SessionNotFoundError):
-            await manager.get(f"handle:{handle}", document_filter=None, owner="mallory", create=False)
+            await manager.get(key, document_filter="uri LIKE '%'", create=False)
+        with pytest.raises(SessionNotFoundError):
+            await manager.get(key, document_filter=own_filter, owner="mallory", create=False)
+        assert await manager.get(key, document_filter=own_filter, create=False) is restored
     short = make_settings(sample_settings.db, sessions={"dir": sample_settings.sessions.dir, "ttl_seconds": 0.001})
     async with WorkerPool(short.sandbox) as pool, SessionManager(kb, pool, short) as manager:
         await anyio.sleep(0.01)

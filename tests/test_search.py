@@ -80,5 +80,7 @@ async def test_limits_and_bad_queries(kb: KnowledgeBase) -> None:
         await corpus.search("   ")
     with pytest.raises(AnalysisError, match="between 1 and"):
         await corpus.search("x", limit=0)
-    # Full-text syntax characters in a query are just text.
-    assert await corpus.search('"unbalanced (quote AND OR NOT *', limit=2) is not None
+    # Full-text syntax characters in a query are just text: the full-text leg still finds the word.
+    hits = await corpus.search('"phishing (campaign AND OR NOT *', limit=2)
+    assert len(hits) == 2 and _name(hits[0].document_uri) == "advisory-2025-04-phishing.txt"
+    assert hits[0].score > 1 / 61  # RRF (k=60): only a hit both legs rank first scores above 1/61

@@ -47,7 +47,8 @@ async def test_valid_filters_scope_documents(kb: KnowledgeBase) -> None:
     ]
     # Parentheses inside string literals do not count.
     assert await (await kb.open_corpus("title LIKE '%(%' OR title LIKE '%)'")).count() == 0
-    assert await kb.open_corpus("   ") is not None  # blank means no filter
+    blank = await kb.open_corpus("   ")  # blank means no filter: every document
+    assert blank.filter is None and await blank.count() == everything
     assert (await kb.open_corpus("  ")).filter is None
 
 

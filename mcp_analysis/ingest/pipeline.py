@@ -48,6 +48,7 @@ _CHUNKS_PER_OPTIMIZE = 5000
 class ProgressSink(Protocol):
     def start(self, total: int) -> None: ...
     def advance(self, label: str) -> None: ...
+    def phase(self, label: str) -> None: ...  # a slow step between files (embedding, indexing)
     def finish(self) -> None: ...
 
 
@@ -92,11 +93,14 @@ def collect_files(paths: Sequence[Path]) -> tuple[list[Path], list[tuple[str, st
         if not path.exists():
             skipped.append((str(path), "does not exist"))
         elif path.is_dir():
+            found = len(files)
             for root, dirs, names in os.walk(path):
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
                 for name in sorted(names):
                     if not name.startswith("."):
                         files.append(Path(root) / name)
+            if len(files) == found:
+                skipped.append((str(path), "no files in this directory (hidden files are not added)"))
         else:
             files.append(path)
     unique = list(dict.fromkeys(p.resolve() for p in files))
@@ -161,7 +165,13 @@ def _prepare(
         id=str(uuid.uuid4()),
         uri=path.as_uri(),
         title=title or document_title(converted.document, items, path.stem),
-        metadata={"format": converted.format, "file_name": path.name, **metadata},
+        # A changed file keeps the metadata given earlier (--meta); new values win.
+        metadata={
+            **(existing.metadata if existing else {}),
+            "format": converted.format,
+            "file_name": path.name,
+            **metadata,
+        },
         created_at=existing.created_at if existing else now,
         updated_at=now,
         content_hash=digest,
@@ -186,24 +196,34 @@ class Ingestor:
         if title and len(files) != 1:
             raise IngestError(f"--title applies to exactly one file, but {len(files)} files were given.")
         report = IngestReport(skipped=list(skipped))
+        if self.progress:
+            self.progress.start(len(files))
+        try:
+            await self._add(files, title, metadata or {}, report)
+        finally:
+            if self.progress:
+                self.progress.finish()
+        await self.kb.refresh()
+        return report
+
+    async def _add(self, files: list[Path], title: str | None, metadata: dict[str, Any], report: IngestReport) -> None:
         store = self.kb.store
         store.check_writable()  # before the lock file: a database we only read stays byte-identical
         with ingest_lock(store.path):
             if not store.ready:
+                self._phase("loading the embedding model")
                 embedder = await self.kb.embedder()
                 dimension = embedder.dimension or len(await embedder.embed_query("dimension probe"))
                 await store.initialize(embedder.name, dimension)
             else:
                 await store.remove_orphans()
             by_uri = {m.uri: m for m in await store.all_meta()}
-            if self.progress:
-                self.progress.start(len(files))
             pending: list[_Prepared] = []
             optimized_at = 0
             for path in files:
                 if self.progress:
                     self.progress.advance(path.name)
-                prepared = await self._one(path, title, metadata or {}, by_uri, report)
+                prepared = await self._one(path, title, metadata, by_uri, report)
                 if prepared is None:
                     continue
                 pending.append(prepared)
@@ -218,13 +238,14 @@ class Ingestor:
                         await store.optimize()
                         optimized_at = report.chunks
             await self._flush(pending, report)
-            if self.progress:
-                self.progress.finish()
             if report.added or report.replaced:
+                self._phase("updating the indexes")
                 await store.ensure_indexes(self.kb.settings.search.vector_index_min_rows)
                 await store.optimize()
-        await self.kb.refresh()
-        return report
+
+    def _phase(self, label: str) -> None:
+        if self.progress:
+            self.progress.phase(label)
 
     async def _one(
         self,
@@ -278,8 +299,9 @@ class Ingestor:
     async def _flush(self, pending: list[_Prepared], report: IngestReport) -> None:
         if not pending:
             return
-        embedder = await self.kb.embedder()
         texts = [chunk.fts_text for p in pending for chunk in p.chunks]
+        self._phase(f"embedding and writing {len(texts)} chunks of {len(pending)} documents")
+        embedder = await self.kb.embedder()
         vectors = await embedder.embed_documents(texts)
         batch: list[DocumentRows] = []
         cursor = 0
@@ -324,17 +346,40 @@ class Ingestor:
             report.chunks += len(prepared.chunks)
 
 
-async def remove_document(kb: KnowledgeBase, id_or_uri: str) -> DocumentMeta:
-    """Delete one document by id or uri (a path is turned into its file:// uri)."""
+MIN_ID_PREFIX = 4
+
+
+def find_document(metas: Sequence[DocumentMeta], reference: str) -> DocumentMeta:
+    """The document `reference` names: its id, a unique id prefix (>= 4 characters), its uri,
+    or the path it was added from. Ambiguous or unknown references are clear errors."""
+    reference = reference.strip()
+    exact = next((m for m in metas if reference in (m.id, m.uri)), None)
+    if exact is not None:
+        return exact
+    if "://" not in reference:
+        uri = Path(reference).expanduser().resolve().as_uri()
+        by_path = next((m for m in metas if m.uri == uri), None)
+        if by_path is not None:
+            return by_path
+    matches = [m for m in metas if m.id.startswith(reference.lower())] if len(reference) >= MIN_ID_PREFIX else []
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        shown = ", ".join(m.id for m in matches[:5]) + (", ..." if len(matches) > 5 else "")
+        raise AnalysisError(
+            f"Id prefix {reference!r} matches {len(matches)} documents ({shown}); give more characters of the id."
+        )
+    raise AnalysisError(
+        f"No document with id, id prefix (at least {MIN_ID_PREFIX} characters), uri or path {reference!r}. "
+        "`mcp-analysis list` shows them."
+    )
+
+
+async def remove_document(kb: KnowledgeBase, reference: str) -> DocumentMeta:
+    """Delete one document by id, unique id prefix, uri or path (see `find_document`)."""
     store = kb.store
     store.check_writable()
-    metas = await store.all_meta()
-    target = next((m for m in metas if m.id == id_or_uri or m.uri == id_or_uri), None)
-    if target is None and "://" not in id_or_uri:
-        uri = Path(id_or_uri).expanduser().resolve().as_uri()
-        target = next((m for m in metas if m.uri == uri), None)
-    if target is None:
-        raise AnalysisError(f"No document with id or uri {id_or_uri!r}. `mcp-analysis list` shows them.")
+    target = find_document(await store.all_meta(), reference)
     with ingest_lock(store.path):
         await store.delete_document(target.id)
     await kb.refresh()

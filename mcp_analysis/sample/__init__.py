@@ -8,14 +8,24 @@ two customer-research reports, "Report A" and "Report B", with Key Findings).
 Exact answers (checked by tests/test_sample_questions.py):
 - documents mentioning security vulnerabilities: 4
 - average quarterly revenue: $13,850,000 (12.4 + 13.1 + 14.6 + 15.3 million / 4)
+
+Once built, the knowledge base carries a stamp naming the sample files it was built
+from; while the files match it, `ensure_sample_kb` only reads the stamp and a few file
+sizes (no LanceDB, no hashing), so `--sample` starts as fast as `--db`.
 """
 
 from __future__ import annotations
 
+import json
+import time
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
-from mcp_analysis.config import Settings, data_home
+from mcp_analysis import progress
+from mcp_analysis.config import Settings, data_home, is_local_path
+
+STAMP_FILE = ".sample-built.json"
 
 
 def documents_dir() -> Path:
@@ -26,14 +36,76 @@ def default_sample_db() -> Path:
     return data_home() / "sample.lancedb"
 
 
-async def ensure_sample_kb(settings: Settings) -> Settings:
-    """Build (or complete) the sample knowledge base at settings.db; idempotent and quick when done."""
-    from mcp_analysis.corpus import KnowledgeBase
-    from mcp_analysis.ingest.pipeline import Ingestor
+def _fingerprint() -> dict[str, Any]:
+    """What the sample was built from: the files' location, names, sizes and modification times."""
+    directory = documents_dir()
+    files = {}
+    for path in sorted(directory.iterdir()):
+        if path.is_file() and not path.name.startswith("."):
+            stat = path.stat()
+            files[path.name] = [stat.st_size, stat.st_mtime_ns]
+    return {"documents_dir": str(directory), "files": files}
 
+
+def is_built(db: Path) -> bool:
+    """True when `db` holds a complete build of the current sample files (cheap: a few stat calls)."""
+    if not is_local_path(db) or not (Path(db) / "document_meta.lance").is_dir():
+        return False
+    try:
+        stamp = json.loads((Path(db) / STAMP_FILE).read_text())
+    except (OSError, ValueError):
+        return False
+    return bool(stamp == _fingerprint())
+
+
+def forget_build(db: Path) -> None:
+    """Make the next `ensure_sample_kb` check the documents again (after a removal, say)."""
+    if is_local_path(db):
+        (Path(db) / STAMP_FILE).unlink(missing_ok=True)
+
+
+def _is_sample_uri(uri: str, names: dict[str, Any]) -> bool:
+    """A sample file from another location (only these are pruned; documents users added stay)."""
+    directory, _, name = uri.rpartition("/")
+    return name in names and directory.endswith("/sample/documents")
+
+
+async def ensure_sample_kb(settings: Settings) -> Settings:
+    """Build (or bring up to date) the sample knowledge base at settings.db; instant once built.
+
+    Documents from an older location of the sample files (another clone or environment
+    sharing the data directory) are removed, so the sample always has exactly 12.
+    """
+    if is_built(settings.db):
+        return settings
+    started = time.perf_counter()
+    progress.say(
+        "Building the sample knowledge base in %s (first use only; up to a minute on a slow machine)...", settings.db
+    )
+    progress.say("sample knowledge base: loading libraries")
+    from mcp_analysis.corpus import KnowledgeBase
+    from mcp_analysis.ingest.pipeline import Ingestor, remove_document
+
+    fingerprint = _fingerprint()
     kb = await KnowledgeBase.open(settings, create=True)
     try:
-        await Ingestor(kb).add([documents_dir()])
+        report = await Ingestor(kb, progress.LineProgress("sample knowledge base")).add([documents_dir()])
+        current = {(documents_dir() / name).resolve().as_uri() for name in fingerprint["files"]}
+        for meta in await kb.store.all_meta():
+            if meta.uri not in current and _is_sample_uri(meta.uri, fingerprint["files"]):
+                await remove_document(kb, meta.id)
+        documents = await kb.corpus().count()
     finally:
         await kb.close()
+    if report.skipped:  # never expected: the files ship with the package
+        from mcp_analysis.errors import IngestError
+
+        raise IngestError(f"The sample documents could not all be read: {report.skipped}")
+    if is_local_path(settings.db):
+        (Path(settings.db) / STAMP_FILE).write_text(json.dumps(fingerprint))
+    progress.say(
+        "Sample knowledge base ready: %d documents in %.1f s (next starts are instant).",
+        documents,
+        time.perf_counter() - started,
+    )
     return settings
