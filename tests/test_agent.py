@@ -120,7 +120,8 @@ async def test_model_configuration_errors_name_the_setting_and_the_cause(
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", "")  # set but blank: the OpenAI SDK's own error type
     async with AnalysisClient(settings=agent_settings) as client:
-        with pytest.raises(ModelConfigError, match=SETTING.format("nosuchprovider:model") + "Unknown provider: nosuchprovider"):
+        unknown = SETTING.format("nosuchprovider:model") + "Unknown provider: nosuchprovider"
+        with pytest.raises(ModelConfigError, match=unknown):
             await client.analyze("Anything?", model="nosuchprovider:model")
         # The cause, not the fixed help text that follows it (which names ANTHROPIC_API_KEY too).
         anthropic = "anthropic:claude-sonnet-4-20250514"
