@@ -23,6 +23,7 @@ import anyio
 import httpx2
 import pytest
 from mcp.client.subscriptions import ResourcesListChanged
+from mcp.shared.exceptions import MCPError
 
 from mcp_analysis.config import Settings
 from mcp_analysis.corpus import KnowledgeBase
@@ -391,6 +392,7 @@ async def test_outages_are_reported_and_recovered_without_restart(cluster: Clust
     token = TOKENS["alice"]
     async with a.client(token) as on_a:
         assert (await on_a.call_tool("execute_code", {"code": "survivor = 'yes'"})).structured_content["success"]
+        document_id = (await on_a.call_tool("list_documents", {"limit": 1})).structured_content["documents"][0]["id"]
 
         # Redis down: calls that need sessions fail clearly; both replicas report unready.
         cluster.redis_gate.cut()
@@ -411,6 +413,13 @@ async def test_outages_are_reported_and_recovered_without_restart(cluster: Clust
             assert wait_ready(server, ready=False, timeout=60)["checks"]["knowledge_base"] != "ok"
         down = await on_a.call_tool("search", {"query": "revenue"})
         assert down.is_error and "cannot be read right now" in text(down)
+        # Every way in says why (not a bare "Error executing tool" or "Internal server error").
+        listed = await on_a.call_tool("list_documents", {})
+        assert listed.is_error and "cannot be read right now" in text(listed), text(listed)
+        with pytest.raises(MCPError, match="cannot be read right now"):
+            await on_a.read_resource(f"documents:///{document_id}/metadata.json")
+        with pytest.raises(MCPError, match="cannot be read right now"):
+            await on_a.list_resources()
         env = {**cluster.env, "XDG_DATA_HOME": str(cluster.logs / "late-replica")}
         with http_server(cluster.db, "--tokens-file", str(cluster.tokens_file), log_dir=cluster.logs, env=env) as late:
             deadline = time.monotonic() + 90

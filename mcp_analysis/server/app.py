@@ -8,10 +8,12 @@ shapes the result (server/outputs.py).
 from __future__ import annotations
 
 import base64
+import functools
 import inspect
 import json
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -23,6 +25,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.server.subscriptions import InMemorySubscriptionBus
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     CallToolResult,
     Completion,
@@ -90,6 +93,32 @@ class AnalysisServer(MCPServer):
     runtime: Runtime
 
 
+def _user_errors(error: Callable[[str], Exception]) -> Callable[[Any], Any]:
+    """Decorator: a user error (AnalysisError) raised by an async handler reaches the client with its message.
+
+    The SDK reports any other exception from a tool, resource or completion handler without its
+    message ("Error executing tool search", "Internal server error"), so every handler goes through
+    this: `error` builds what the SDK passes on (ToolError, ResourceError, MCPError).
+    """
+
+    def wrap(fn: Any) -> Any:
+        @functools.wraps(fn)
+        async def run(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return await fn(*args, **kwargs)
+            except AnalysisError as exc:
+                raise error(str(exc)) from None
+
+        return run
+
+    return wrap
+
+
+def _protocol_error(message: str) -> MCPError:
+    return MCPError(code=INTERNAL_ERROR, message=message)
+
+
+@_user_errors(_protocol_error)
 async def _resource_page(runtime: Runtime, cursor: str | None) -> tuple[list[Resource], str | None]:
     """One page of the caller's /documents files as resources, and the cursor of the next."""
     runtime = await runtime.ready()
@@ -151,10 +180,6 @@ def _decode_cursor(cursor: str | None) -> int:
     except (ValueError, UnicodeDecodeError):
         raise MCPError(code=INVALID_PARAMS, message="Invalid cursor: pass next_cursor from the last page.") from None
     return offset
-
-
-def _tool_error(exc: AnalysisError) -> ToolError:
-    return ToolError(str(exc))
 
 
 def create_server(
@@ -256,19 +281,17 @@ def create_server(
     budget = settings.server.max_result_chars
     read_only = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 
-    async def session_of(ctx: Context, session: str | None) -> tuple[AnalysisSession, bool]:
-        try:
-            return await session_for(ctx, session)
-        except AnalysisError as exc:
-            raise _tool_error(exc) from None
-
     # ------------------------------------------------------------------ tools
 
-    def tool(annotations: ToolAnnotations) -> Any:
-        """Register a tool with its docstring, dedented, as the description the model reads."""
+    def tool(annotations: ToolAnnotations, description: str | None = None) -> Any:
+        """Register a tool; its docstring, dedented, is the description the model reads (unless given).
+
+        A user error raised anywhere in the tool reaches the client as a tool error with its message.
+        """
 
         def register(fn: Any) -> Any:
-            server.add_tool(fn, description=inspect.cleandoc(fn.__doc__ or ""), annotations=annotations)
+            text = description or inspect.cleandoc(fn.__doc__ or "")
+            server.add_tool(_user_errors(ToolError)(fn), description=text, annotations=annotations)
             return fn
 
         return register
@@ -283,11 +306,8 @@ def create_server(
     ) -> Annotated[CallToolResult, out.SearchOutput]:
         """Hybrid (semantic + keyword) search. Each hit: chunk_id (to cite), document, section, pages and
         the passage around the match. Example: search(query="average revenue 2025", limit=5)"""
-        analysis, must_pass = await session_of(ctx, session)
-        try:
-            results = await analysis.search(query, limit)
-        except AnalysisError as exc:
-            raise _tool_error(exc) from None
+        analysis, must_pass = await session_for(ctx, session)
+        results = await analysis.search(query, limit)
         model, text = out.search_result(
             analysis.id,
             query,
@@ -308,7 +328,7 @@ def create_server(
     ) -> Annotated[CallToolResult, out.ListDocumentsOutput]:
         """List the documents you can see: id | title | uri, one per line, paged.
         Example: list_documents(offset=40)"""
-        analysis, must_pass = await session_of(ctx, session)
+        analysis, must_pass = await session_for(ctx, session)
         documents = await analysis.list_documents()
         chosen = [out.DocumentInfo.of(d) for d in documents[offset : offset + limit]]
         model, text = out.documents_result(
@@ -316,12 +336,16 @@ def create_server(
         )
         return out.result(model, text, budget)
 
+    @tool(
+        ToolAnnotations(read_only_hint=True, idempotent_hint=False, destructive_hint=False, open_world_hint=False),
+        description=EXECUTE_CODE_DOC,
+    )
     async def execute_code(
         code: Annotated[str, Field(description="Python source to run.")],
         ctx: Context,
         session: SessionArg = None,
     ) -> Annotated[CallToolResult, out.ExecuteOutput]:
-        analysis, must_pass = await session_of(ctx, session)
+        analysis, must_pass = await session_for(ctx, session)
         started = time.monotonic()
         timeout = settings.sandbox.code_timeout
 
@@ -347,21 +371,13 @@ def create_server(
             finally:
                 tg.cancel_scope.cancel()
         if failure is not None:
-            raise _tool_error(failure)
+            raise failure
         index = analysis.state.execution_counter
         model = out.ExecuteOutput(session=analysis.id, execution=index, **result.model_dump(exclude={"output_chars"}))
         model, text = out.execution_result(
             model, execution_uri(analysis.id, index), out.session_note(analysis.id, must_pass), budget
         )
         return out.result(model, text, budget)
-
-    server.add_tool(
-        execute_code,
-        description=EXECUTE_CODE_DOC,
-        annotations=ToolAnnotations(
-            read_only_hint=True, idempotent_hint=False, destructive_hint=False, open_world_hint=False
-        ),
-    )
 
     @tool(ToolAnnotations(read_only_hint=False, idempotent_hint=True, destructive_hint=False))
     async def cite(
@@ -375,11 +391,8 @@ def create_server(
         """Register the chunk_ids your answer rests on (cite([]) if it is not from the documents). Returns one
         line per citation: title, section, pages, uri. Near-miss ids are repaired, unknown ones listed.
         Example: cite(chunk_ids=["6b0a642e-247b-42f3-8dd8-1ecdb767fff8"])"""
-        analysis, must_pass = await session_of(ctx, session)
-        try:
-            outcome = await analysis.cite(chunk_ids)
-        except AnalysisError as exc:
-            raise _tool_error(exc) from None
+        analysis, must_pass = await session_for(ctx, session)
+        outcome = await analysis.cite(chunk_ids)
         model = out.CiteOutput(
             session=analysis.id,
             citations=[out.CitationOut.of(c) for c in outcome.citations],
@@ -397,7 +410,7 @@ def create_server(
     ) -> Annotated[CallToolResult, out.NewAnalysisOutput]:
         """Start a new analysis for an unrelated question: clears variables, executions, searches and
         citations (keeps the citation index and the filter). Example: new_analysis()"""
-        analysis, must_pass = await session_of(ctx, session)
+        analysis, must_pass = await session_for(ctx, session)
         await analysis.new_analysis()
         model = out.NewAnalysisOutput(
             session=analysis.id,
@@ -411,7 +424,7 @@ def create_server(
     async def analysis_state(ctx: Context, session: SessionArg = None) -> Annotated[CallToolResult, out.StateOutput]:
         """This session in brief: one line per execution, the searches, one line per citation, and the
         resource holding the full state (every program and its output). Example: analysis_state()"""
-        analysis, must_pass = await session_of(ctx, session)
+        analysis, must_pass = await session_for(ctx, session)
         model, text = out.state_result(_state_model(analysis), out.session_note(analysis.id, must_pass), budget)
         return out.result(model, text, budget)
 
@@ -423,6 +436,7 @@ def create_server(
         _, document_filter = caller_filter(runtime)
         return runtime.kb.corpus(document_filter)
 
+    @_user_errors(ResourceError)
     async def _doc_file(document_id: str, name: str, ctx: Context) -> str:
         from mcp_analysis.sandbox.vfs import DocumentsFS
 
@@ -430,10 +444,7 @@ def create_server(
         meta = await corpus.find(document_id)
         if meta is None:
             raise ResourceNotFoundError(f"No document {document_id!r} (unknown, or outside your filter).")
-        try:
-            return await DocumentsFS(corpus).render(meta, name)
-        except AnalysisError as exc:
-            raise ResourceError(str(exc)) from None
+        return await DocumentsFS(corpus).render(meta, name)
 
     def register_doc_resource(name: str, mime: str, description: str) -> None:
         async def read(document_id: str, ctx: Context) -> str:
@@ -454,6 +465,7 @@ def create_server(
     )
     register_doc_resource("toc.json", "application/json", "A document's section tree with item ranges and chunk ids.")
 
+    @_user_errors(ResourceError)
     async def _session_by_id(session_id: str) -> AnalysisSession:
         runtime = await server.runtime.ready()
         assert runtime.sessions is not None
@@ -497,6 +509,7 @@ def create_server(
         return ANALYZE_PROMPT.format(question=question)
 
     @server.completion()
+    @_user_errors(_protocol_error)
     async def complete(ref: Any, argument: Any, context: Any) -> Completion | None:
         if not isinstance(ref, ResourceTemplateReference) or argument.name != "document_id":
             return None
