@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 from mcp_analysis.config import DEFAULT_EMBEDDER, load_settings
 from mcp_analysis.errors import ConfigError
@@ -82,3 +84,24 @@ def test_bad_values_and_yaml(in_tmp: Path) -> None:
 def test_embedder_explicitness_is_tracked(in_tmp: Path) -> None:
     assert "embedder" not in load_settings().model_fields_set
     assert "embedder" in load_settings(embedder="onnx:all-MiniLM-L6-v2-exact").model_fields_set
+
+
+def test_readme_sample_lists_every_setting_with_its_default(in_tmp: Path) -> None:
+    """The README's Configuration sample is the reference users copy: every key, the real defaults."""
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    sample = readme.split("## Configuration", 1)[1].split("```yaml", 1)[1].split("```", 1)[0]
+    (in_tmp / "sample.yaml").write_text(sample)
+    shown = yaml.safe_load(sample)
+    defaults = load_settings(db="/srv/kb.lancedb").model_dump(mode="json")
+
+    def keys(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in tree.items():
+            if isinstance(value, dict) and value:
+                out.update(keys(value, f"{prefix}{key}."))
+            else:
+                out[prefix + key] = value
+        return out
+
+    assert keys(shown) == keys(defaults)
+    assert load_settings(in_tmp / "sample.yaml").model_dump(mode="json") == defaults
