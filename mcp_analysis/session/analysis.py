@@ -63,7 +63,6 @@ class AnalysisSession:
         self.fs: DocumentsFS | None = None
         self.host: HostFunctions | None = None
         self.last_used = time.monotonic()
-        self.dirty = False
         self._lock = anyio.Lock()
         # Set by the SessionManager: where the session is kept and at which version, and the
         # hook that keeps it after every call that changed it (a failure there fails the call).
@@ -109,7 +108,6 @@ class AnalysisSession:
 
     def _interpreter_changed(self, state: bytes | None) -> None:
         self._interpreter_state = state
-        self.dirty = True
 
     @property
     def is_fresh(self) -> bool:
@@ -135,13 +133,11 @@ class AnalysisSession:
         return self._interpreter_state
 
     async def _changed(self) -> None:
-        self.dirty = True
         if self.on_change is not None:
             await self.on_change(self)
 
     def _record_search(self, query: str, results: list[SearchResult]) -> None:
         self.state.record_search(query, results)
-        self.dirty = True
 
     def _ready(self) -> tuple[Corpus, Interpreter]:
         if self.corpus is None or self.interpreter is None:

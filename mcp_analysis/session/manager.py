@@ -372,7 +372,6 @@ class SessionManager:
                         "this call; retry shortly."
                     ) from None
                 session.version = version
-                session.dirty = False
         session.kept = True
         if self._sessions.get(key) is not session:
             self._register(key, session)
