@@ -11,7 +11,7 @@ import pytest
 
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.session.analysis import AnalysisSession
-from mcp_analysis.session.citations import SeenIds, repair_ids
+from mcp_analysis.session.citations import SeenIds, repair_ids, resolve_citations
 from mcp_analysis.session.state import AnalysisState, CodeExecutionEntry
 
 pytestmark = pytest.mark.anyio
@@ -88,3 +88,33 @@ async def test_a_large_repair_does_not_stall_other_clients(kb: KnowledgeBase) ->
         assert [c.chunk_id for c in outcome.citations] == [real]
         assert len(outcome.ignored) == 499  # repaired to ids that are not in the store: ignored, not cited
         assert gaps and max(gaps) < 2.0, max(gaps)  # the event loop kept turning (generous bound)
+
+
+async def test_repair_does_not_depend_on_which_copy_of_the_session_answers(kb: KnowledgeBase) -> None:
+    """After new_analysis the last analysis's searches are gone from the state; repair must not remember
+    them in memory either, or a live copy and a reloaded one (another replica) would answer differently."""
+    async with AnalysisSession(kb) as session:
+        hits = await session.search("NavCore buffer overflow", limit=2)
+        old = hits[0].chunk_id
+        await session.cite([hits[1].chunk_id])  # a cite indexes what the analysis has seen so far
+        await session.new_analysis()
+        current = (await session.search("quarterly revenue", limit=1))[0].chunk_id
+        assert current != old
+        mangled = old[:-1] + ("0" if old[-1] != "0" else "1")
+        state = session.state.model_copy(deep=True)  # what another replica would load
+        live = await session.cite([mangled, current])
+    async with AnalysisSession(kb, state=state) as reloaded:
+        loaded = await reloaded.cite([mangled, current])
+    assert (live.repaired, live.ignored) == (loaded.repaired, loaded.ignored) == ({}, [mangled])
+
+
+async def test_the_index_a_session_passes_is_kept_between_cites(kb: KnowledgeBase) -> None:
+    """cite indexes what the session has seen once, in the SeenIds it is given (not a throw-away copy),
+    so the next cite scans only what is new."""
+    corpus = await kb.open_corpus(None)
+    hits = await corpus.search("NavCore buffer overflow", 2)
+    state = AnalysisState()
+    state.record_search("NavCore buffer overflow", hits)
+    seen = SeenIds()
+    await resolve_citations(state, corpus, [hits[0].chunk_id], seen)
+    assert {h.chunk_id for h in hits} <= set(seen.choices())

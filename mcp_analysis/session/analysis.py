@@ -185,4 +185,5 @@ class AnalysisSession:
         _, interpreter = self._ready()
         await interpreter.reset()
         self.state.start_new_analysis()
+        self._seen = SeenIds()  # the cleared searches and executions are no longer "seen"
         await self._changed()

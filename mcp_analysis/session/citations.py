@@ -164,7 +164,7 @@ async def resolve_citations(
         outcome.no_evidence = True
         return outcome
     cleaned: list[tuple[str, str]] = [(raw, clean_id(raw)) for raw in chunk_ids]
-    known = (seen or SeenIds()).update(state)
+    known = (seen if seen is not None else SeenIds()).update(state)  # an empty index is falsy
     # Exact ids (seen or not) are looked up in the store: this also enforces the filter.
     wanted = {c for _, c in cleaned if c}
     found = {chunk.id: (chunk, meta) for chunk, meta in await corpus.chunks(wanted)}
