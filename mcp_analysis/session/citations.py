@@ -109,11 +109,6 @@ class SeenIds:
         return found
 
 
-def seen_ids(state: AnalysisState) -> set[str]:
-    """Chunk ids this session has been shown: search results, earlier citations, code output."""
-    return set(SeenIds().update(state).choices())
-
-
 def repair_ids(candidates: list[str], seen: SeenIds) -> dict[str, str]:
     """Each candidate that is clearly one seen id, mangled: {candidate: seen id}. Ambiguous ones are left out.
 
