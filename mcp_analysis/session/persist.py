@@ -31,13 +31,10 @@ from mcp_analysis.session.store import (
     StoreFull,
     StoreUnavailable,
     VersionConflict,
+    owner_digest,
 )
 
 log = logging.getLogger(__name__)
-
-
-def _owner_digest(owner: str | None) -> str:
-    return hashlib.sha256(("principal:" + owner if owner is not None else "anonymous").encode()).hexdigest()[:12]
 
 
 class FileSessionStore(SessionStore):
@@ -96,7 +93,7 @@ class FileSessionStore(SessionStore):
         # Serialized here, on the event loop: another call may change the state while the thread writes.
         body = record.model_dump_json().encode()
         return await anyio.to_thread.run_sync(
-            self._save, record.key, _owner_digest(record.owner), body, blob, expected, limits
+            self._save, record.key, owner_digest(record.owner), body, blob, expected, limits
         )
 
     async def delete(self, key: str) -> None:
@@ -122,14 +119,8 @@ class FileSessionStore(SessionStore):
             blob = blob_path.read_bytes() if blob_path.exists() else None
         except (OSError, ValueError):
             return None
-        if not self.signer.verify(str(header.get("mac", "")), body, blob):
-            log.warning("Ignoring session file %s: its signature does not match", record_path.name)
-            return None
-        try:
-            record = SessionRecord.model_validate_json(body)
-        except ValueError:
-            return None
-        if record.key != key:
+        record = self._verified(key, str(header.get("mac", "")), body, blob, f"session file {record_path.name}")
+        if record is None:
             return None
         return StoredSession(record, blob, int(header.get("version", 1)))
 

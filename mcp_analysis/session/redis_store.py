@@ -17,7 +17,6 @@ replica that holds them, so a killed replica's lock lapses within `LOCK_LEASE_SE
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import secrets
 import time
@@ -38,6 +37,7 @@ from mcp_analysis.session.store import (
     StoreFull,
     StoreUnavailable,
     VersionConflict,
+    owner_digest,
     redact_url,
 )
 
@@ -97,10 +97,6 @@ return 0
 """
 
 
-def _owner_digest(owner: str | None) -> str:
-    return hashlib.sha256(("principal:" + owner if owner is not None else "anonymous").encode()).hexdigest()[:12]
-
-
 class RedisSessionStore(SessionStore):
     shared = True
 
@@ -140,14 +136,8 @@ class RedisSessionStore(SessionStore):
             return None
         body = fields[b"rec"]
         blob = fields.get(b"blob")
-        if not self.signer.verify(fields.get(b"mac", b"").decode(), body, blob):
-            log.warning("Ignoring stored session %s: its signature does not match", key)
-            return None
-        try:
-            record = SessionRecord.model_validate_json(body)
-        except ValueError:
-            return None
-        if record.key != key:
+        record = self._verified(key, fields.get(b"mac", b"").decode(), body, blob, f"stored session {key}")
+        if record is None:
             return None
         return StoredSession(record, blob, int(fields.get(b"v", b"1")))
 
@@ -162,7 +152,7 @@ class RedisSessionStore(SessionStore):
 
     async def save(self, record: SessionRecord, blob: bytes | None, *, expected: int, limits: Limits) -> int:
         body = record.model_dump_json().encode()
-        owner = _owner_digest(record.owner)
+        owner = owner_digest(record.owner)
         ttl_ms = int(limits.ttl_seconds * 1000)
         result = await self._call(
             self._save(

@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import logging
 import secrets
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -30,6 +31,8 @@ from mcp_analysis.session.state import AnalysisState
 
 if TYPE_CHECKING:
     from mcp_analysis.config import Settings
+
+log = logging.getLogger(__name__)
 
 KEPT_MARKER_TTL_FACTOR = 24  # "was kept" markers outlive the session by this factor of the TTL
 
@@ -80,6 +83,11 @@ class LockTimeout(Exception):
     """The session's cross-replica lock was not released within the wait."""
 
 
+def owner_digest(owner: str | None) -> str:
+    """How a store files a session's owner (for the per-principal bound): short, and no principal name."""
+    return hashlib.sha256(("principal:" + owner if owner is not None else "anonymous").encode()).hexdigest()[:12]
+
+
 class Signer:
     """HMAC over records, dumps and handles."""
 
@@ -123,6 +131,17 @@ class SessionStore(ABC):
 
     def __init__(self, signer: Signer) -> None:
         self.signer = signer
+
+    def _verified(self, key: str, mac: str, body: bytes, blob: bytes | None, where: str) -> SessionRecord | None:
+        """The record in `body` if the signature over it and `blob` holds and it is `key`'s, else None."""
+        if not self.signer.verify(mac, body, blob):
+            log.warning("Ignoring %s: its signature does not match", where)
+            return None
+        try:
+            record = SessionRecord.model_validate_json(body)
+        except ValueError:
+            return None
+        return record if record.key == key else None
 
     @abstractmethod
     async def load(self, key: str) -> StoredSession | None:
