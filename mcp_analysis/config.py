@@ -136,10 +136,17 @@ class SessionSettings(_Section):
         return self
 
 
+def redact_url(url: str) -> str:
+    """redis://user:pw@host:6379/0 -> redis://***@host:6379/0 (for messages and logs)."""
+    scheme, sep, rest = url.partition("://")
+    if "@" in rest:
+        rest = "***@" + rest.split("@", 1)[1]
+    return scheme + sep + rest
+
+
 def missing_secret_message(store: str) -> str:
-    shown = store.split("://", 1)[0] + "://***@" + store.split("@", 1)[1] if "@" in store else store
     return (
-        f"sessions.store is shared ({shown}) but sessions.secret is not set: every replica must sign "
+        f"sessions.store is shared ({redact_url(store)}) but sessions.secret is not set: every replica must sign "
         "sessions with the same key. Set MCP_ANALYSIS_SESSIONS__SECRET (or sessions.secret in the config file) "
         "to one random value of 32+ characters on every replica, e.g. the output of "
         "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`"

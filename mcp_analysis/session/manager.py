@@ -27,7 +27,6 @@ unknown, so one client can never reach another's variables or citations.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import secrets
 import time
@@ -54,6 +53,7 @@ from mcp_analysis.session.store import (
     StoreUnavailable,
     VersionConflict,
     open_session_store,
+    store_namespace,
 )
 
 log = logging.getLogger(__name__)
@@ -66,8 +66,7 @@ _COUNT_SECONDS = 10.0
 
 
 def default_sessions_dir(settings: Settings) -> Path:
-    digest = hashlib.sha256(str(settings.db).encode()).hexdigest()[:16]
-    return data_home() / "sessions" / digest
+    return data_home() / "sessions" / store_namespace(settings)
 
 
 # --------------------------------------------------------------------- manager

@@ -26,6 +26,7 @@ import anyio
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError, ResponseError
 
+from mcp_analysis.config import redact_url
 from mcp_analysis.session.store import (
     KEPT_MARKER_TTL_FACTOR,
     Limits,
@@ -38,7 +39,6 @@ from mcp_analysis.session.store import (
     StoreUnavailable,
     VersionConflict,
     owner_digest,
-    redact_url,
 )
 
 log = logging.getLogger(__name__)

@@ -222,11 +222,3 @@ def open_session_store(settings: Settings, default_dir: object) -> SessionStore 
 def store_namespace(settings: Settings) -> str:
     """Sessions belong to one knowledge base: replicas of another one sharing the Redis never meet them."""
     return hashlib.sha256(str(settings.db).encode()).hexdigest()[:16]
-
-
-def redact_url(url: str) -> str:
-    """redis://user:pw@host:6379/0 -> redis://***@host:6379/0"""
-    scheme, sep, rest = url.partition("://")
-    if "@" in rest:
-        rest = "***@" + rest.split("@", 1)[1]
-    return scheme + sep + rest
