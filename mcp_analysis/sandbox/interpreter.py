@@ -32,7 +32,7 @@ from pydantic_monty import (
 from mcp_analysis.config import SandboxSettings
 from mcp_analysis.sandbox.hints import with_hint
 from mcp_analysis.sandbox.models import ExecutionResult
-from mcp_analysis.sandbox.output import OutputCollector, truncate
+from mcp_analysis.sandbox.output import OutputCollector, clip
 from mcp_analysis.sandbox.pool import WorkerPool
 from mcp_analysis.sandbox.presentation import value_repr
 
@@ -214,7 +214,7 @@ class Interpreter:
         truncated = output.truncated
         if value is not None:
             room = max(2000, limit - output.kept)
-            value, cut = truncate(value, room)
+            value, cut = clip(value, room)
             truncated = truncated or cut
         return ExecutionResult(
             success=error is None,

@@ -27,11 +27,6 @@ def clip(text: str, limit: int, how: str = NOT_KEPT) -> tuple[str, bool]:
     return text[:head] + middle + (text[len(text) - tail :] if tail else ""), True
 
 
-def truncate(text: str, limit: int) -> tuple[str, bool]:
-    """Cut `text` to `limit` characters, keeping head and tail (see `clip`)."""
-    return clip(text, limit)
-
-
 class _Stream:
     """One stream's head (first `room` characters) and a rolling tail of the last `room // 3`."""
 
