@@ -471,7 +471,7 @@ def create_server(
         assert runtime.sessions is not None
         owner, document_filter = caller_filter(runtime)
         try:
-            return await runtime.sessions.by_id_or_disk(session_id, owner, document_filter)
+            return await runtime.sessions.resolve(session_id, owner=owner, document_filter=document_filter, fresh=False)
         except AnalysisError as exc:
             raise ResourceNotFoundError(str(exc)) from None
 

@@ -212,9 +212,6 @@ class SessionManager:
             return None
         return session
 
-    async def by_id_or_disk(self, session_id: str, owner: str | None, document_filter: str | None) -> AnalysisSession:
-        return await self.resolve(session_id, owner=owner, document_filter=document_filter, fresh=False)
-
     @staticmethod
     def _unknown(key: str) -> str:
         shown = key.split(":", 1)[-1]
