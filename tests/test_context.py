@@ -236,6 +236,10 @@ async def test_sandbox_hits_print_compactly_with_every_field_one_step_away(kb: K
             "docs = await list_documents()\nprint(docs[0])\ndocs[0]['title'] == docs[0].title"
         )
         assert documents.stdout.startswith("Document(id='") and documents.value == "True"
+        # What ingest records itself (format, file_name) is left out, in the sandbox and as a value.
+        recorded = await session.execute("docs[0].metadata['file_name']")
+        assert recorded.value is not None and recorded.value.endswith(".md'")  # kept, one key away
+        assert "file_name" not in documents.stdout and "file_name" not in (await session.execute("docs[0]")).value
 
         mistake = await session.execute("json.dumps(hits[0])")
         assert "not JSON serializable" in mistake.error and ".to_dict()" in mistake.error

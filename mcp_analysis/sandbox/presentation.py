@@ -21,11 +21,14 @@ from typing import Any
 from pydantic_monty import MontyClassProxy
 
 from mcp_analysis.search.models import SearchResult
+from mcp_analysis.store.models import INGEST_METADATA
 
 EXCERPT_CHARS = 160  # of a hit's passage, shown when it is printed
 RECORD_CLASS = "_Record"
 
-PRELUDE = '''
+PRELUDE = (
+    f"_INGEST_METADATA = {INGEST_METADATA!r}\n"
+    + '''
 class _Record:
     """A search hit or a document: attributes and dict-style keys; print shows a summary."""
 
@@ -83,7 +86,7 @@ def _hit_repr(hit):
 
 def _document_repr(doc):
     parts = ["id=" + repr(doc.id), "title=" + repr(doc.title), "uri=" + repr(doc.uri)]
-    mine = {k: v for k, v in doc.metadata.items() if k not in ("format", "file_name")}
+    mine = {k: v for k, v in doc.metadata.items() if k not in _INGEST_METADATA}
     if mine:
         parts.append("metadata=" + repr(mine))
     return "Document(" + ", ".join(parts) + ")"
@@ -98,6 +101,7 @@ async def list_documents(offset=0, limit=None):
     """list_documents(offset=0, limit=None) -> list of documents (doc.id, doc["title"], doc.to_dict(), ...)."""
     return [_Record("document", fields) for fields in await _mcp_list_documents(offset, limit)]
 '''
+)
 
 _host: dict[str, Any] = {}
 exec(compile(PRELUDE, "<sandbox prelude>", "exec"), _host)  # the same definitions, to render returned values

@@ -137,9 +137,6 @@ def search_result(
 # --------------------------------------------------------------------------- list_documents
 
 
-INGEST_METADATA = ("format", "file_name")  # what ingest records itself; the uri already shows it
-
-
 class DocumentInfo(BaseModel):
     id: str
     title: str
@@ -150,8 +147,7 @@ class DocumentInfo(BaseModel):
 
     @classmethod
     def of(cls, meta: DocumentMeta) -> DocumentInfo:
-        metadata = {k: v for k, v in meta.metadata.items() if k not in INGEST_METADATA}
-        return cls(id=meta.id, title=meta.title, uri=meta.uri, metadata=metadata)
+        return cls(id=meta.id, title=meta.title, uri=meta.uri, metadata=meta.user_metadata())
 
 
 class ListDocumentsOutput(BaseModel):

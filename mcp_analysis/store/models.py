@@ -7,6 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+INGEST_METADATA = ("format", "file_name")  # metadata ingest records itself (the uri shows it already)
+
 
 class DocumentMeta(BaseModel):
     """What we know about a document without loading it."""
@@ -42,6 +44,10 @@ class DocumentMeta(BaseModel):
         row = self.model_dump()
         row["metadata"] = json.dumps(self.metadata, ensure_ascii=False, sort_keys=True)
         return row
+
+    def user_metadata(self) -> dict[str, Any]:
+        """The metadata users gave (--meta, the Python API), without what ingest records itself."""
+        return {k: v for k, v in self.metadata.items() if k not in INGEST_METADATA}
 
     def public(self) -> dict[str, Any]:
         """The fields shown to users and sandboxed code (metadata.json, list_documents)."""
