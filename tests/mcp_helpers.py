@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,12 +16,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.conftest import REPO
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from tests.services import free_port, stop, wait_for_port
 
 
 def stdio_params(db: Path, *args: str, env: dict[str, str] | None = None) -> StdioServerParameters:
@@ -61,23 +54,13 @@ def http_server(db: Path | str, *args: str, env: dict[str, str] | None = None, l
             stderr=subprocess.STDOUT,
         )
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"server exited early:\n{log.read_text()}")
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                break
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"server did not start:\n{log.read_text()}")
-            time.sleep(0.05)
+        try:
+            wait_for_port(port, process, 60, "server")
+        except RuntimeError as exc:
+            raise RuntimeError(f"{exc}:\n{log.read_text()}") from None
         yield HttpServer(f"http://127.0.0.1:{port}/mcp", port, process, log)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process, timeout=15)
 
 
 def text(result: Any) -> str:

@@ -42,11 +42,11 @@ def wait_for_port(port: int, process: subprocess.Popen[bytes] | None, timeout: f
         time.sleep(0.05)
 
 
-def stop(process: subprocess.Popen[bytes]) -> None:
+def stop(process: subprocess.Popen[bytes], timeout: float = 10) -> None:
     if process.poll() is None:
         process.terminate()
         try:
-            process.wait(timeout=10)
+            process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
