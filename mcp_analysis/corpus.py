@@ -12,8 +12,8 @@ import json
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Iterable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -361,18 +361,19 @@ class Corpus:
                 vector = await embedder.embed_query(query)
             except EmbedderError as exc:
                 raise self.kb.embedder_unavailable(exc) from None
-        async with self.kb._search_slots, _storage_errors_of(self.kb):
-            # Over-fetch a little: merged neighbours and unfinished documents drop out below.
-            hits = await hybrid_search(
-                self.kb.store,
-                vector,
-                query,
-                2 * limit + 5,
-                prefilter,
-                ef=settings.ann_ef,
-                refine_factor=settings.ann_refine_factor,
-            )
-            return await expand_hits(self.kb.store, hits, visible.get, settings.max_context_chars, limit)
+        async with self.kb._search_slots:
+            with self.kb.storage_errors():
+                # Over-fetch a little: merged neighbours and unfinished documents drop out below.
+                hits = await hybrid_search(
+                    self.kb.store,
+                    vector,
+                    query,
+                    2 * limit + 5,
+                    prefilter,
+                    ef=settings.ann_ef,
+                    refine_factor=settings.ann_refine_factor,
+                )
+                return await expand_hits(self.kb.store, hits, visible.get, settings.max_context_chars, limit)
 
     async def chunks(self, chunk_ids: Iterable[str]) -> list[tuple[ChunkRecord, DocumentMeta]]:
         """Chunks by id, only those of visible documents."""
@@ -388,12 +389,6 @@ class Corpus:
             if meta is not None:
                 out.append((ChunkRecord.from_row(row), meta))
         return out
-
-
-@asynccontextmanager
-async def _storage_errors_of(kb: KnowledgeBase) -> AsyncIterator[None]:
-    with kb.storage_errors():
-        yield
 
 
 def build_toc(meta: DocumentMeta, items: list[DocumentItem]) -> dict[str, Any]:
