@@ -12,15 +12,15 @@ import json
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 import anyio
 
-from mcp_analysis.config import Settings, is_local_path
+from mcp_analysis.config import Settings
 from mcp_analysis.embed import TextEmbedder, create_embedder
 from mcp_analysis.embed.onnx_model import DIMENSION
 from mcp_analysis.errors import (
@@ -28,14 +28,12 @@ from mcp_analysis.errors import (
     DatabaseMismatchError,
     DocumentNotFoundError,
     EmbedderError,
-    StorageUnavailableError,
-    storage_error_message,
 )
 from mcp_analysis.search.expand import expand_hits
 from mcp_analysis.search.hybrid import hybrid_search
 from mcp_analysis.search.models import SearchResult
 from mcp_analysis.store import schema
-from mcp_analysis.store.database import Store
+from mcp_analysis.store.database import Store, storage_errors
 from mcp_analysis.store.filters import combine_filters, sql_in
 from mcp_analysis.store.models import ChunkRecord, DocumentItem, DocumentMeta
 from mcp_analysis.structure import HEADING_LABELS, section_ranges
@@ -143,15 +141,9 @@ class KnowledgeBase:
         name = store.check_embedder(settings.embedder, known, explicit=explicit)
         return cls(settings, store, name, settings.embedder_base_url)
 
-    @contextmanager
-    def storage_errors(self) -> Iterator[None]:
+    def storage_errors(self) -> AbstractContextManager[None]:
         """An object store that fails (down, unreachable) is a clear, retryable error, not a crash."""
-        try:
-            yield
-        except (OSError, RuntimeError) as exc:
-            if is_local_path(self.store.path):
-                raise
-            raise StorageUnavailableError(storage_error_message(self.store.path, exc)) from exc
+        return storage_errors(self.store.path)
 
     # ---------------------------------------------------------------- embedder
 

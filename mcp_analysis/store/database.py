@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -135,6 +136,17 @@ def _older_than(stamp: datetime, age: timedelta) -> bool:
     return datetime.now(UTC).replace(tzinfo=None) - stamp >= age and datetime.now() - stamp >= age
 
 
+@contextmanager
+def storage_errors(location: str, kinds: tuple[type[Exception], ...] = (OSError, RuntimeError)) -> Iterator[None]:
+    """On object storage, a store that fails (down, unreachable) is a clear, retryable error, not a crash."""
+    try:
+        yield
+    except kinds as exc:
+        if is_local_path(location):
+            raise
+        raise StorageUnavailableError(storage_error_message(location, exc)) from exc
+
+
 def object_store_options(location: str, configured: dict[str, str] | None) -> dict[str, str] | None:
     """LanceDB storage options for `location`: none for local paths (AWS_* variables are read by LanceDB)."""
     if is_local_path(location):
@@ -188,12 +200,8 @@ class Store:
         `path` is a directory or an object-store URI (s3://bucket/prefix, gs://, az://).
         """
         location = str(path)
-        try:
+        with storage_errors(location, (OSError, RuntimeError, ValueError)):
             return await cls._open(location, create, read_consistency, storage_options)
-        except (OSError, RuntimeError, ValueError) as exc:
-            if is_local_path(location):
-                raise
-            raise StorageUnavailableError(storage_error_message(location, exc)) from exc
 
     @classmethod
     async def _open(
