@@ -124,6 +124,16 @@ async def test_fitting_counts_the_session_note_and_holds_for_every_budget() -> N
         assert out.size(model, rendered) <= budget and model.next_offset == len(model.documents)
 
 
+def test_a_page_of_documents_moves_on_when_one_document_alone_is_over_the_budget() -> None:
+    """A document whose metadata alone exceeds the budget must not stop paging (next_offset == offset)."""
+    huge = out.DocumentInfo(id="a" * 36, title="Huge", uri="file:///docs/huge.md", metadata={"note": "y" * 3000})
+    small = out.DocumentInfo(id="b" * 36, title="Small", uri="file:///docs/small.md")
+    model, rendered = out.documents_result("s_x", [huge, small], 2, 0, "", 2000)
+    assert out.size(model, rendered) <= 2000
+    assert [d.id for d in model.documents] == [huge.id] and model.next_offset == 1
+    assert f"/documents/{huge.id}/metadata.json" in rendered  # where its metadata is
+
+
 async def test_search_is_compact_and_both_channels_carry_the_same_hits(sample_db: Path, tmp_path: Path) -> None:
     async with Client(create_server(config=settings_for(sample_db, tmp_path))) as client:
         found = await client.call_tool("search", {"query": "Report B port authority key findings"})

@@ -186,7 +186,12 @@ def _common_prefix(uris: list[str]) -> str:
 def documents_result(
     session: str, documents: list[DocumentInfo], total: int, offset: int, note: str, budget: int
 ) -> tuple[ListDocumentsOutput, str]:
-    """A page of documents; a shorter page (with its next_offset) when the budget is reached."""
+    """A page of documents; a shorter page (with its next_offset) when the budget is reached.
+
+    A page holds at least one document (unless its title and uri alone exceed the budget), so paging
+    by next_offset moves on: when the first one does not fit with its metadata, it is listed without
+    (metadata.json has all of it).
+    """
 
     def build(k: int) -> tuple[ListDocumentsOutput, str]:
         end = offset + k
@@ -199,7 +204,13 @@ def documents_result(
         )
         return model, render_documents(model) + note
 
-    return largest_fit(build, len(documents), budget)
+    model, text = largest_fit(build, len(documents), budget)
+    if model.documents or not documents:
+        return model, text
+    first = documents[0]
+    documents = [first.model_copy(update={"metadata": {}})]
+    note = f"\n(Metadata of {first.id} left out to fit the result budget: /documents/{first.id}/metadata.json)" + note
+    return largest_fit(build, 1, budget)  # the budget still wins over a title or uri longer than it
 
 
 # --------------------------------------------------------------------------- execute_code
