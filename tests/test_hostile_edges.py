@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import tracemalloc
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ import pytest
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.sandbox.presentation import value_repr
 from mcp_analysis.session.analysis import AnalysisSession
+from tests.conftest import make_settings
 
 pytestmark = pytest.mark.anyio
 
@@ -109,3 +111,26 @@ async def test_sandbox_values_cannot_make_the_server_render_something_huge(kb: K
             assert result.value.startswith("Hit(rank=1, chunk_id='xxx")
         still = await session.execute("len(s)")
         assert still.value == "1000000"
+
+
+# ------------------------------------------------------------------ host statistics
+
+
+async def test_statistics_refuse_numbers_beyond_a_float_range(sample_db: Path) -> None:
+    # One 8.5-million-digit int made statistics.pvariance hold the GIL in big-int arithmetic:
+    # the server's event loop stopped for ~15 s, and the computation went on after the call had
+    # timed out (another 15 s). Counting it as ~27,000 values did not bound its cost.
+    kb = await KnowledgeBase.open(make_settings(sample_db, sandbox={"code_timeout": 5.0}))
+    async with AnalysisSession(kb) as session:
+        assert (await session.execute("import statistics\nb = 7 ** 10_000_000\nkeep = 1")).success
+        for call in ("statistics.pvariance([b, 1, 2])", "statistics.mean([1.5, {'x': [2 ** 1100]}])"):
+            result = await session.execute(call)
+            assert not result.success and not result.state_restored, result
+            assert "ValueError: statistics." in (result.error or ""), result.error
+            assert "at most 309 digits" in (result.error or "") and "float" in (result.error or ""), result.error
+        fine = await session.execute(
+            "statistics.median_high([2**1020, 2**1020, 1]) == 2**1020, statistics.mean([10**300, 0])"
+        )
+        assert fine.value == "(True, 5" + "0" * 299 + ")", fine.error
+        assert (await session.execute("keep")).value == "1"
+    await kb.close()
