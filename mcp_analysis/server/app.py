@@ -37,6 +37,8 @@ from mcp_analysis import __version__
 from mcp_analysis.config import Settings, load_settings
 from mcp_analysis.errors import AnalysisError
 from mcp_analysis.prompts import ANALYZE_PROMPT, EXECUTE_CODE_DOC, INSTRUCTIONS
+from mcp_analysis.sandbox.output import clip
+from mcp_analysis.search.excerpt import label
 from mcp_analysis.server import outputs as out
 from mcp_analysis.server.auth import StaticTokenVerifier, load_tokens
 from mcp_analysis.server.identity import caller_filter, session_for
@@ -153,8 +155,11 @@ def _decode_cursor(cursor: str | None) -> int:
     return offset
 
 
+ERROR_CHARS = 2000  # an error message past this keeps its head and tail (it may echo what the client sent)
+
+
 def _tool_error(exc: AnalysisError) -> ToolError:
-    return ToolError(str(exc))
+    return ToolError(clip(str(exc), ERROR_CHARS, "left out")[0])
 
 
 def create_server(
@@ -383,8 +388,8 @@ def create_server(
         model = out.CiteOutput(
             session=analysis.id,
             citations=[out.CitationOut.of(c) for c in outcome.citations],
-            repaired=outcome.repaired,
-            ignored=outcome.ignored,
+            repaired={label(given, 60): fixed for given, fixed in outcome.repaired.items()},
+            ignored=[label(given, 60) for given in outcome.ignored],
             no_evidence=outcome.no_evidence,
             total_cited=len(analysis.state.citations),
         )
@@ -429,7 +434,7 @@ def create_server(
         corpus = await _corpus(ctx)
         meta = await corpus.find(document_id)
         if meta is None:
-            raise ResourceNotFoundError(f"No document {document_id!r} (unknown, or outside your filter).")
+            raise ResourceNotFoundError(f"No document {label(document_id)!r} (unknown, or outside your filter).")
         try:
             return await DocumentsFS(corpus).render(meta, name)
         except AnalysisError as exc:
@@ -526,7 +531,7 @@ def _state_model(analysis: AnalysisSession) -> out.StateOutput:
             for e in state.executions
         ],
         searches_total=len(state.searches),
-        searches=list(state.searches),
+        searches=[label(q) for q in state.searches],
         citations_total=len(state.citations),
         citations=[out.CitationOut.of(state.citation_index[c]) for c in state.citations if c in state.citation_index],
         citation_index_size=len(state.citation_index),

@@ -42,6 +42,7 @@ from mcp_analysis.config import Settings, data_home
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.errors import SessionBusyError, SessionLimitError, SessionNotFoundError, SessionStoreError
 from mcp_analysis.sandbox.pool import WorkerPool
+from mcp_analysis.search.excerpt import label
 from mcp_analysis.session.analysis import AnalysisSession, new_session_id
 from mcp_analysis.session.scope import current_scope
 from mcp_analysis.session.store import (
@@ -218,7 +219,7 @@ class SessionManager:
 
     @staticmethod
     def _unknown(key: str) -> str:
-        shown = key.split(":", 1)[-1]
+        shown = label(key.split(":", 1)[-1], 60)  # a handle is 26 characters; a client may send megabytes
         return (
             f"Unknown or expired analysis session {shown!r}. Call new_analysis (or omit `session`) to start "
             "a new one; variables of an expired session are gone."
