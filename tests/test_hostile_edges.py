@@ -8,16 +8,21 @@ outcome; the comments say what happened before the fix.
 from __future__ import annotations
 
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from mcp_analysis.config import Settings
 from mcp_analysis.corpus import KnowledgeBase
+from mcp_analysis.errors import SessionNotFoundError
+from mcp_analysis.sandbox.pool import WorkerPool
 from mcp_analysis.sandbox.presentation import value_repr
 from mcp_analysis.session.analysis import AnalysisSession
+from mcp_analysis.session.manager import SessionManager
 from tests.conftest import make_settings
+from tests.services import redis
 
 pytestmark = pytest.mark.anyio
 
@@ -133,4 +138,133 @@ async def test_statistics_refuse_numbers_beyond_a_float_range(sample_db: Path) -
         )
         assert fine.value == "(True, 5" + "0" * 299 + ")", fine.error
         assert (await session.execute("keep")).value == "1"
+    await kb.close()
+
+
+# ------------------------------------------------------------------ kept sessions
+
+
+@pytest.fixture
+async def manager_parts(sample_db: Path, tmp_path: Path) -> AsyncIterator[tuple[KnowledgeBase, WorkerPool, Settings]]:
+    settings = make_settings(sample_db, sessions={"dir": tmp_path / "sessions"})
+    kb = await KnowledgeBase.open(settings)
+    async with WorkerPool(settings.sandbox) as pool:
+        yield kb, pool, settings
+    await kb.close()
+
+
+async def test_a_principal_whose_filter_changed_starts_afresh(
+    manager_parts: tuple[KnowledgeBase, WorkerPool, Settings],
+) -> None:
+    # The operator narrows alice's token filter and restarts. Her kept session (made under the old
+    # filter) must not come back, but every later call of hers failed with "was changed by another
+    # call ... Retry" — forever, since each attempt refreshed the old session's TTL.
+    kb, pool, settings = manager_parts
+    async with SessionManager(kb, pool, settings) as manager:
+        before = await manager.get("principal:alice", document_filter=None, owner="alice")
+        assert (await before.execute("seen = len(await list_documents())")).success
+    narrowed = "uri LIKE '%advisory%'"
+    async with SessionManager(kb, pool, settings) as manager:
+        session = await manager.get("principal:alice", document_filter=narrowed, owner="alice")
+        first = await session.execute("seen")
+        assert not first.success and "NameError" in (first.error or "")
+        assert "kept under another document filter" in first.stderr, first
+        assert (await session.execute("mine = len(await list_documents())")).success
+    async with SessionManager(kb, pool, settings) as manager:
+        again = await manager.get("principal:alice", document_filter=narrowed, owner="alice")
+        assert (await again.execute("mine")).value == "4"
+
+
+async def test_a_session_id_cannot_be_squatted_by_another_principal(
+    manager_parts: tuple[KnowledgeBase, WorkerPool, Settings],
+) -> None:
+    # Bob, given alice's session id (it is in her resource URIs), passed it as `session`: the id
+    # looked like one this server issued and was never kept under that key, so bob got a fresh
+    # session under alice's id, and alice's own id then answered her "Unknown or expired".
+    kb, pool, settings = manager_parts
+    async with SessionManager(kb, pool, settings) as manager:
+        alice = await manager.get("principal:alice", document_filter=None, owner="alice")
+        assert (await alice.execute("mine = 1")).success
+        searched = await manager.get("principal:carol", document_filter=None, owner="carol")
+        await searched.search("revenue")  # never kept: nothing worth keeping
+        anonymous = await manager.create_handle(document_filter=None, owner=None)
+    async with SessionManager(kb, pool, settings) as manager:
+        for victim in (alice.id, searched.id):
+            with pytest.raises(SessionNotFoundError, match="Unknown or expired"):
+                await manager.resolve(victim, owner="bob", document_filter=None)
+            with pytest.raises(SessionNotFoundError):
+                await manager.resolve(victim, owner=None, document_filter=None)
+        own = await manager.resolve(alice.id, owner="alice", document_filter=None)
+        assert (await own.execute("mine")).value == "1"
+        assert (await manager.resolve(searched.id, owner="carol", document_filter=None)).id == searched.id
+        # An anonymous handle is the client's credential: passed back, it still starts afresh.
+        assert (await manager.resolve(anonymous.id, owner=None, document_filter=None)).id == anonymous.id
+        with pytest.raises(SessionNotFoundError):
+            await manager.resolve(anonymous.id, owner="bob", document_filter=None)
+
+
+@pytest.fixture(scope="module")
+def redis_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    with redis(tmp_path_factory.mktemp("redis")) as port:
+        yield port
+
+
+def redis_settings(db: Path, port: int, secret: str, **sessions: Any) -> Settings:
+    return make_settings(db, sessions={"store": f"redis://127.0.0.1:{port}/0", "secret": secret, **sessions})
+
+
+async def test_deployments_sharing_a_redis_never_meet(sample_db: Path, redis_port: int, tmp_path: Path) -> None:
+    # Two deployments whose knowledge bases have the same path (each in its own container) and
+    # one Redis: keyed by the path alone, their sessions shared one namespace. The other's
+    # record of `principal:alice` failed the signature and blocked alice's saves; the other's
+    # sessions filled this one's bounds.
+    db = tmp_path / "kb.lancedb"
+    db.symlink_to(sample_db, target_is_directory=True)
+    ours = redis_settings(db, redis_port, "ours-0123456789abcdef", max_stored=1)
+    theirs = redis_settings(db, redis_port, "theirs-0123456789abcdef", max_stored=1)
+    kb = await KnowledgeBase.open(ours)
+    async with WorkerPool(ours.sandbox) as pool:
+        async with SessionManager(kb, pool, theirs) as other:
+            them = await other.get("principal:alice", document_filter=None, owner="alice")
+            assert (await them.execute("where = 'theirs'")).success
+        async with SessionManager(kb, pool, ours) as manager:
+            us = await manager.get("principal:alice", document_filter=None, owner="alice")
+            first = await us.execute("where = 'ours'")
+            assert first.success and "not restored" not in first.stderr, first
+        async with SessionManager(kb, pool, theirs) as other:
+            them = await other.get("principal:alice", document_filter=None, owner="alice")
+            assert (await them.execute("where")).value == "'theirs'"
+    await kb.close()
+
+
+async def test_a_tampered_principal_record_is_replaced_not_fatal(
+    sample_db: Path, redis_port: int, tmp_path: Path
+) -> None:
+    # A record that fails its signature is never loaded; for a principal's own key it used to
+    # refuse every later save ("changed by another call ... Retry") until it expired, and each
+    # attempt refreshed its TTL.
+    import redis.asyncio as aioredis
+
+    db = tmp_path / "tampered.lancedb"
+    db.symlink_to(sample_db, target_is_directory=True)
+    settings = redis_settings(db, redis_port, "tamper-0123456789abcdef")
+    kb = await KnowledgeBase.open(settings)
+    async with WorkerPool(settings.sandbox) as pool:
+        async with SessionManager(kb, pool, settings) as manager:
+            session = await manager.get("principal:grace", document_filter=None, owner="grace")
+            assert (await session.execute("secret_value = 7")).success
+        client = aioredis.Redis(port=redis_port)
+        keys = [k async for k in client.scan_iter(match="*:s:principal:grace")]
+        assert len(keys) == 1
+        record = await client.hget(keys[0], "rec")
+        await client.hset(keys[0], "rec", record.replace(b'"grace"', b'"mallory"', 1))
+        await client.aclose()
+        async with SessionManager(kb, pool, settings) as manager:
+            again = await manager.get("principal:grace", document_filter=None, owner="grace")
+            fresh = await again.execute("secret_value")
+            assert "NameError" in (fresh.error or "") and "could not be verified" in fresh.stderr
+            assert (await again.execute("secret_value = 8")).success
+        async with SessionManager(kb, pool, settings) as manager:
+            restored = await manager.get("principal:grace", document_filter=None, owner="grace")
+            assert (await restored.execute("secret_value")).value == "8"
     await kb.close()

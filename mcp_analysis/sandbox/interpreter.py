@@ -89,6 +89,10 @@ class Interpreter:
         finally:
             self.pool.wake()  # this interpreter is idle again: a waiter may take its worker
 
+    def notify(self, text: str) -> None:
+        """Tell `text` (one line) with the next result, before its stderr."""
+        self._notice = (self._notice or "") + text
+
     async def hibernate(self) -> None:
         """Give the worker back; the state stays in `self.state` (dumped after the last call)."""
         if self._session is None:

@@ -107,6 +107,11 @@ class AnalysisSession:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
+    def notify(self, text: str) -> None:
+        """A note for the client, shown before the stderr of the next execution."""
+        if self.interpreter is not None:
+            self.interpreter.notify(text)
+
     def _interpreter_changed(self, state: bytes | None) -> None:
         self._interpreter_state = state
         self.dirty = True

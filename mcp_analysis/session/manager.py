@@ -64,6 +64,10 @@ _TICK_SECONDS = 1.0
 _LOCK_RENEW_SECONDS = 3.0
 _HEALTH_SECONDS = 2.0
 _COUNT_SECONDS = 10.0
+REPLACED_NOTICE = (
+    "Note: your earlier analysis session was kept under another document filter (or could not be "
+    "verified) and was not restored; this is a new session.\n"
+)
 
 
 def default_sessions_dir(settings: Settings) -> Path:
@@ -147,13 +151,17 @@ class SessionManager:
             session = self._sessions.get(key)
             if session is not None and (session.owner != owner or session.state.document_filter != document_filter):
                 raise SessionNotFoundError(self._unknown(key))
+            replaced: int | None = None
             if self._kept_in_store(key):
-                session = await self._sync(key, session, document_filter, owner)
+                session, replaced = await self._sync(key, session, document_filter, owner)
             if session is None:
                 if not create:
                     raise SessionNotFoundError(self._unknown(key))
-                session_id = self._new_id(key)
+                session_id = self._new_id(key, owner)
                 session = await self._new(key, session_id, document_filter, owner)
+                if replaced is not None:  # the first save overwrites the unusable kept version
+                    session.version = replaced
+                    session.notify(REPLACED_NOTICE)
                 if not key.startswith("handle:"):
                     self._register(key, session)
                     await self._enforce_capacity()
@@ -164,10 +172,10 @@ class SessionManager:
         """A new session addressed by a server-issued handle (sessionless clients).
 
         It is only registered and kept once it holds something worth keeping."""
-        handle = self.signer.new_handle()
+        handle = self.signer.new_handle(owner)
         return await self._new(f"handle:{handle}", handle, document_filter, owner)
 
-    def _new_id(self, key: str) -> str:
+    def _new_id(self, key: str, owner: str | None) -> str:
         """The public id of a new session. Only ids of sessions that can outlive their client's
         connection are signed: a signed id that was never kept starts afresh when passed back,
         while the id of an ended legacy HTTP session must stay unknown, not come back empty."""
@@ -175,7 +183,7 @@ class SessionManager:
             return key.removeprefix("handle:")
         if key.startswith("http:"):
             return new_session_id()
-        return self.signer.new_handle()
+        return self.signer.new_handle(owner)
 
     async def resolve(
         self, handle: str, *, owner: str | None, document_filter: str | None, fresh: bool = True
@@ -202,7 +210,7 @@ class SessionManager:
         try:
             return await self.get(key, document_filter=document_filter, owner=owner, create=False)
         except SessionNotFoundError:
-            if not fresh or not self.signer.issued(handle) or await self._was_kept(key):
+            if not fresh or not self.signer.issued(handle, owner) or await self._was_kept(key):
                 raise
         return await self._new(key, handle, document_filter, owner)
 
@@ -285,8 +293,13 @@ class SessionManager:
 
     async def _sync(
         self, key: str, session: AnalysisSession | None, document_filter: str | None, owner: str | None
-    ) -> AnalysisSession | None:
-        """The latest kept version of `key`: the live copy if current, else loaded from the store."""
+    ) -> tuple[AnalysisSession | None, int | None]:
+        """The latest kept version of `key`: the live copy if current, else loaded from the store.
+
+        Also the version of a kept record that a new session may overwrite: a principal's own key
+        whose record is unusable for this call (kept under another document filter after the
+        operator changed the token's, or failing its signature). Left in place, it refused every
+        save of the principal's new session as a conflict, for as long as the principal kept trying."""
         store = self.store
         assert store is not None
         try:
@@ -295,20 +308,22 @@ class SessionManager:
             raise self._store_down(exc) from None
         if session is not None:
             if (current or 0) == session.version or (not store.shared and current is not None):
-                return session
+                return session, None
             # Another replica changed it since (or it expired there): this copy is stale.
             await self._evict(key, session)
         if current is None:
-            return None
+            return None, None
         try:
             stored = await store.load(key)
         except StoreUnavailable as exc:
             raise self._store_down(exc) from None
-        if stored is None:
-            return None
+        if stored is None or stored.record.owner != owner or stored.record.document_filter != document_filter:
+            if key == f"principal:{owner}":
+                why = "fails its signature" if stored is None else "was kept under another document filter"
+                log.warning("The kept session of %s %s; a new session replaces it", key, why)
+                return None, stored.version if stored is not None else current
+            return None, None
         record = stored.record
-        if record.owner != owner or record.document_filter != document_filter:
-            return None
         restored = AnalysisSession(
             self.kb,
             filter=document_filter,
@@ -324,7 +339,7 @@ class SessionManager:
         self._register(key, restored)
         await self._enforce_capacity()
         log.debug("Loaded analysis session %s (version %d) from the session store", record.session_id, stored.version)
-        return restored
+        return restored, None
 
     def _store_down(self, exc: Exception) -> SessionStoreError:
         where = self.store.description if self.store is not None else "the session store"
