@@ -17,7 +17,6 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
@@ -181,10 +180,9 @@ class _YamlSource(PydanticBaseSettingsSource):
             if explicit:
                 raise ConfigError(f"Config file {path} does not exist.")
             return
-        try:
-            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"Config file {path} is not valid YAML: {exc}") from exc
+        from mcp_analysis.yaml_files import load_yaml
+
+        loaded = load_yaml(path)
         if loaded is None:
             return
         if not isinstance(loaded, dict):

@@ -7,6 +7,9 @@ outcome; the comments say what happened before the fix.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import tracemalloc
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -21,7 +24,7 @@ from mcp_analysis.sandbox.pool import WorkerPool
 from mcp_analysis.sandbox.presentation import value_repr
 from mcp_analysis.session.analysis import AnalysisSession
 from mcp_analysis.session.manager import SessionManager
-from tests.conftest import make_settings
+from tests.conftest import REPO, make_settings
 from tests.services import redis
 
 pytestmark = pytest.mark.anyio
@@ -268,3 +271,40 @@ async def test_a_tampered_principal_record_is_replaced_not_fatal(
             restored = await manager.get("principal:grace", document_filter=None, owner="grace")
             assert (await restored.execute("secret_value")).value == "8"
     await kb.close()
+
+
+# ------------------------------------------------------------------ config files
+
+
+def alias_bomb(levels: int = 9) -> list[str]:
+    """YAML anchors nested `levels` deep, each referring 9 times to the one before: 9**levels leaves."""
+    lines = ['l0: &l0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    lines += [f"l{n}: &l{n} [{', '.join([f'*l{n - 1}'] * 9)}]" for n in range(1, levels)]
+    return lines
+
+
+@pytest.mark.parametrize(
+    "name, text, flag",
+    [
+        ("haiku.rag.yaml", "\n".join(alias_bomb()) + "\nanalysis:\n  model: *l8\n", "--config"),
+        ("mcp-analysis.yaml", "storage_options:\n" + "\n".join("  " + line for line in alias_bomb()), "--config"),
+        ("tokens.yaml", "\n".join(alias_bomb()) + "\ntokens: [{name: *l8, token: abcdefghijklmnopq}]", "--tokens-file"),
+    ],
+)
+def test_a_yaml_alias_bomb_is_refused(sample_db: Path, tmp_path: Path, name: str, text: str, flag: str) -> None:
+    # A few hundred bytes of anchors expand to 387 million values: loading the config (expanding
+    # ${VAR}s, validating) or the tokens file never finished and grew without bound.
+    path = tmp_path / name
+    path.write_text(text)
+    args = [flag, str(path), "info"] if flag == "--config" else ["serve", "--http", "--port", "1", flag, str(path)]
+    run = subprocess.run(
+        [sys.executable, "-m", "mcp_analysis", "--db", str(sample_db), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+        env={**os.environ, "XDG_DATA_HOME": str(tmp_path)},
+    )
+    assert run.returncode == 1, run.stderr[-500:]
+    assert f"{path} expands to more than 100,000 values" in run.stderr and "anchors" in run.stderr, run.stderr
+    assert "Traceback" not in run.stderr
