@@ -351,3 +351,35 @@ def test_health_and_metrics_reveal_no_locations_or_reasons_without_a_token(sampl
     assert detailed["db"] == str(sample_db) and str(dead_redis) in detailed["checks"]["session_store"]
     assert "hunter2" not in authorized.text
     assert metrics.status_code == 200 and "mcp_analysis_ready 0.0" in metrics.text
+
+
+async def test_another_principal_cannot_take_a_sessions_lock(sample_db: Path, redis_port: int, tmp_path: Path) -> None:
+    # Bob, given alice's session id, could make each of his calls take alice's cross-replica lock
+    # before being refused: enough parallel calls kept alice waiting, then "busy".
+    from mcp_analysis.errors import SessionBusyError
+    from mcp_analysis.session.scope import call_scope
+
+    db = tmp_path / "locks.lancedb"
+    db.symlink_to(sample_db, target_is_directory=True)
+    settings = redis_settings(db, redis_port, "locks-0123456789abcdef", lock_timeout=1.0)
+    kb = await KnowledgeBase.open(settings)
+    async with WorkerPool(settings.sandbox) as pool, SessionManager(kb, pool, settings) as manager:
+        alice = await manager.get("principal:alice", document_filter=None, owner="alice")
+        assert (await alice.execute("mine = 1")).success
+        anonymous = await manager.create_handle(document_filter=None, owner=None)
+        assert (await anonymous.execute("theirs = 2")).success
+        async with call_scope():  # alice's call is running and holds her lock
+            await manager.get("principal:alice", document_filter=None, owner="alice")
+            await manager.resolve(anonymous.id, owner=None, document_filter=None)
+            for victim in (alice.id, anonymous.id):
+                async with call_scope():
+                    # Not SessionBusyError after waiting; and named by the id given, not by whose it is.
+                    with pytest.raises(SessionNotFoundError, match=f"session '{victim}'"):
+                        await manager.resolve(victim, owner="bob", document_filter=None)
+        async with call_scope():
+            with pytest.raises(SessionBusyError):  # the lock is real: the owner's second call waits
+                async with call_scope():
+                    await manager.get("principal:alice", document_filter=None, owner="alice")
+                    async with call_scope():
+                        await manager.get("principal:alice", document_filter=None, owner="alice")
+    await kb.close()

@@ -145,6 +145,10 @@ class SessionManager:
         self, key: str, *, document_filter: str | None, owner: str | None = None, create: bool = True
     ) -> AnalysisSession:
         """The session for `key`: the latest kept version, or a new one if allowed."""
+        live = self._sessions.get(key)
+        if (key.startswith("principal:") and key != f"principal:{owner}") or (live is not None and live.owner != owner):
+            # Refused before taking the session's lock: another client's calls must not hold it.
+            raise SessionNotFoundError(self._unknown(key))
         if self._kept_in_store(key):
             await self._lock_for_call(key)
         async with self._key_lock(key):
@@ -194,7 +198,10 @@ class SessionManager:
         happened in it) starts a fresh session under that id, when `fresh`."""
         key = self._by_id.get(handle)
         if key is not None and not key.startswith("handle:"):
-            session = await self.get(key, document_filter=document_filter, owner=owner, create=False)
+            try:
+                session = await self.get(key, document_filter=document_filter, owner=owner, create=False)
+            except SessionNotFoundError:  # named by the handle given, not by whose key it is
+                raise SessionNotFoundError(self._unknown(handle)) from None
             if session.id == handle:
                 return session
             raise SessionNotFoundError(self._unknown(handle))
