@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.ingest.pipeline import Ingestor
@@ -122,3 +123,16 @@ async def test_errors_stay_within_the_budget(client: Client, tool: str, argument
     message = text(result)
     assert "Unknown or expired analysis session" in message or "None of the chunk ids could be resolved" in message
     assert len(message) < 1000, message[:200]
+
+
+async def test_resource_errors_name_only_a_label_of_what_was_asked(client: Client) -> None:
+    # The execution index was echoed whole ("has no execution 9999…").
+    session = (await call(client, "analysis_state", {})).structured_content["session"]
+    for uri in (
+        f"documents:///{'d' * 1_000}/content.txt",
+        f"analysis://sessions/{session}/executions/{'9' * 1_000}",
+    ):
+        with pytest.raises(MCPError) as caught:
+            await client.read_resource(uri)
+        assert len(caught.value.error.message) < 300, caught.value.error.message[:200]
+        assert "No document" in caught.value.error.message or "has no execution" in caught.value.error.message

@@ -493,7 +493,8 @@ def create_server(
         for entry in analysis.state.executions:
             if str(entry.index) == index:
                 return entry.model_dump_json(indent=2)
-        raise ResourceNotFoundError(f"Session {session_id} has no execution {index} in its current analysis.")
+        missing = label(index, 20)  # as given: it may be anything
+        raise ResourceNotFoundError(f"Session {analysis.id} has no execution {missing} in its current analysis.")
 
     # ------------------------------------------------------------- prompts etc.
 
