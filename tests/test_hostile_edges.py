@@ -19,9 +19,10 @@ from typing import Any
 import httpx2
 import pytest
 
-from mcp_analysis.config import Settings
+from mcp_analysis.config import SandboxSettings, Settings
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.errors import SessionNotFoundError
+from mcp_analysis.sandbox.bounds import HostBounds, HostLimitError
 from mcp_analysis.sandbox.pool import WorkerPool
 from mcp_analysis.sandbox.presentation import value_repr
 from mcp_analysis.session.analysis import AnalysisSession
@@ -383,3 +384,24 @@ async def test_another_principal_cannot_take_a_sessions_lock(sample_db: Path, re
                     async with call_scope():
                         await manager.get("principal:alice", document_filter=None, owner="alice")
     await kb.close()
+
+
+def test_host_call_bounds_are_exact() -> None:
+    # README: "at most sandbox.max_memory_mb × 4,096 values per call". The argument wrappers and the
+    # outer list were counted too: a list of exactly that many numbers was refused (4 short), and
+    # quantiles(n=max+1) passed its pre-check, computed, then failed the result check.
+    bounds = HostBounds.of(SandboxSettings(max_memory_mb=16))
+    most = bounds.max_values
+    assert most == 16 * 4096
+    bounds.check_arguments("statistics.mean", ([0] * most,), {})
+    bounds.check_arguments("statistics.covariance", ([0] * (most // 2), [1] * (most // 2)), {})
+    bounds.check_arguments("statistics.mode", ([[]] * most,), {})  # nested containers count
+    bounds.check_result("statistics.quantiles", [0.0] * most)
+    bounds.check_count("statistics.quantiles", most)
+    for over in (([0] * (most + 1),), ([[]] * (most + 1),), ([0] * (most // 2), [1] * (most // 2 + 1))):
+        with pytest.raises(HostLimitError, match=f"more than {most:,} values"):
+            bounds.check_arguments("statistics.mean", over, {})
+    with pytest.raises(HostLimitError):
+        bounds.check_result("statistics.quantiles", [0.0] * (most + 1))
+    with pytest.raises(HostLimitError):
+        bounds.check_count("statistics.quantiles", most + 1)

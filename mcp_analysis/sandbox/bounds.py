@@ -45,7 +45,12 @@ class HostBounds:
         return f"sandbox.max_memory_mb={self.memory_mb}"
 
     def check_arguments(self, call: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
-        if count_values((args, dict(kwargs)), self.max_values) > self.max_values:
+        total = 0
+        for argument in (*args, *kwargs.values()):
+            total += count_values(argument, self.max_values - total)
+            if total > self.max_values:
+                break
+        if total > self.max_values:
             raise HostLimitError(
                 f"{call}(): the arguments hold more than {self.max_values:,} values, the most one host call may "
                 f"take ({self.setting}). Aggregate in smaller pieces, or compute it in plain Python."
@@ -101,8 +106,11 @@ def check_path(path: str) -> None:
 
 
 def count_values(value: Any, limit: int) -> int:
-    """How many values `value` holds (stops counting once past `limit`)."""
-    total = 0
+    """How many values `value` holds (stops counting once past `limit`).
+
+    One per number or text (plus one per 16 characters) and one per container inside `value`;
+    `value` itself, when a container, is not counted: a list of n numbers holds n values."""
+    total = -1 if isinstance(value, Mapping | list | tuple | set | frozenset) else 0
     stack = [value]
     while stack:
         item = stack.pop()
