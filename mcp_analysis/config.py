@@ -78,6 +78,9 @@ class IngestSettings(_Section):
 class SandboxSettings(_Section):
     code_timeout: float = Field(60.0, gt=0, le=3600, description="Wall-clock seconds per execute_code call.")
     max_output_chars: int = Field(50_000, ge=1000, description="stdout+stderr+value kept per call.")
+    max_code_chars: int = Field(
+        100_000, ge=1000, description="Characters of code one execute_code call may run (it is kept with the session)."
+    )
     workers: int = Field(0, ge=0, le=256, description="Interpreter worker processes; 0 = CPU count.")
     max_memory_mb: int = Field(512, ge=16, description="Heap limit of one interpreter.")
     max_recursion_depth: int = Field(1000, ge=50, description="Python call depth limit.")

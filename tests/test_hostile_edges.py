@@ -21,7 +21,7 @@ import pytest
 
 from mcp_analysis.config import SandboxSettings, Settings
 from mcp_analysis.corpus import KnowledgeBase
-from mcp_analysis.errors import SessionNotFoundError
+from mcp_analysis.errors import SandboxError, SessionNotFoundError
 from mcp_analysis.sandbox.bounds import HostBounds, HostLimitError
 from mcp_analysis.sandbox.pool import WorkerPool
 from mcp_analysis.sandbox.presentation import value_repr
@@ -405,3 +405,25 @@ def test_host_call_bounds_are_exact() -> None:
         bounds.check_result("statistics.quantiles", [0.0] * (most + 1))
     with pytest.raises(HostLimitError):
         bounds.check_count("statistics.quantiles", most + 1)
+
+
+async def test_a_kept_session_does_not_grow_without_bound(
+    manager_parts: tuple[KnowledgeBase, WorkerPool, Settings], tmp_path: Path
+) -> None:
+    # Code of any size was run and kept: each 2 MB program added 4 MB to the kept session (its
+    # text in the state, its source in the interpreter dump), written through on every call; 200
+    # such calls made one session 800 MB on disk or in Redis (a shared Redis evicts others).
+    kb, pool, settings = manager_parts
+    async with SessionManager(kb, pool, settings) as manager:
+        session = await manager.create_handle(document_filter=None, owner=None)
+        assert (await session.execute("keep = 1")).success
+        with pytest.raises(SandboxError, match=r"2,000,009 characters; at most 100,000 \(sandbox.max_code_chars\)"):
+            await session.execute("x = 1\n# " + "y" * 2_000_000 + "\n")
+        big_output = "print('z' * 40_000)\n# " + "c" * 90_000
+        for _ in range(40):
+            assert (await session.execute(big_output)).success
+        kept = sum(path.stat().st_size for path in (tmp_path / "sessions").glob("*.json"))
+        assert kept < 3 * MB, f"{kept:,} bytes of state kept"
+        state = session.state
+        assert state.executions[-1].index == state.execution_counter == 41  # the refused call ran nothing
+        assert len(state.executions) < 40 and (await session.execute("keep")).value == "1"
