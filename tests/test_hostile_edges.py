@@ -427,3 +427,50 @@ async def test_a_kept_session_does_not_grow_without_bound(
         state = session.state
         assert state.executions[-1].index == state.execution_counter == 41  # the refused call ran nothing
         assert len(state.executions) < 40 and (await session.execute("keep")).value == "1"
+
+
+# ------------------------------------------------------------------ contained (regressions)
+
+
+async def test_redefining_the_prelude_harms_only_its_own_session(kb: KnowledgeBase) -> None:
+    """Sandbox code may rebind search, _mcp_search and _Record: its own session breaks until
+    new_analysis; other sessions, and hibernation, are unaffected."""
+    async with AnalysisSession(kb) as mine, AnalysisSession(kb) as other:
+        tampered = await mine.execute(
+            "class _Record:\n    def __init__(self, *a):\n        self.evil = True\n"
+            "async def _mcp_search(q, l):\n    return [{'x': 1}]\nkept = 5\n(await search('revenue'))[0].evil"
+        )
+        assert tampered.value == "True"
+        assert mine.interpreter is not None
+        await mine.interpreter.hibernate()
+        assert (await mine.execute("kept, (await search('revenue'))[0].evil")).value == "(5, True)"
+        hits = await other.execute("h = await search('revenue', limit=2)\n(len(h), type(h[0]).__name__, h[0].rank)")
+        assert hits.value == "(2, '_Record', 1)", hits.error
+        await mine.new_analysis()
+        restored = await mine.execute("r = (await search('revenue', limit=1))[0]\n(r.rank, repr(r)[:4])")
+        assert restored.value == "(1, 'Hit(')", restored.error
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "analysis:\n  model: {name: '${HOS_TEST_SECRET}'}\n",
+        "embeddings:\n  model: {provider: '', name: '${HOS_TEST_SECRET}'}\n",
+        "analysis: '${HOS_TEST_SECRET}'\nlancedb: {uri: /tmp/x}\n",
+    ],
+)
+def test_config_errors_never_show_expanded_environment_values(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str
+) -> None:
+    # ${VAR} references are expanded before the file is checked, and errors printed the expanded
+    # value: a haiku.rag.yaml mistake put the variable's secret on stderr (and into logs).
+    from mcp_analysis.config import load_settings
+    from mcp_analysis.errors import ConfigError
+
+    monkeypatch.setenv("HOS_TEST_SECRET", "sk-do-not-print-0123456789")
+    path = tmp_path / "haiku.rag.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as caught:
+        load_settings(config=path)
+    assert "sk-do-not-print" not in str(caught.value), caught.value
+    assert str(path) in str(caught.value)
