@@ -166,9 +166,7 @@ def translate(raw: dict[str, Any], path: Path) -> dict[str, Any]:
     embedding = take("embeddings", "model")
     if embedding is not None:
         if not isinstance(embedding, dict) or not embedding.get("provider") or not embedding.get("name"):
-            raise ConfigError(
-                f"Config file {path}: embeddings.model needs provider and name, got {_shape(embedding)}."
-            )
+            raise ConfigError(f"Config file {path}: embeddings.model needs provider and name, got {_shape(embedding)}.")
         from mcp_analysis.embed.haiku import mapped_embedder
 
         provider = str(embedding["provider"])
