@@ -83,6 +83,9 @@ class SandboxSettings(_Section):
     )
     workers: int = Field(0, ge=0, le=256, description="Interpreter worker processes; 0 = CPU count.")
     max_memory_mb: int = Field(512, ge=16, description="Heap limit of one interpreter.")
+    max_state_mb: int = Field(
+        64, ge=1, description="Interpreter state (variables) one session keeps between calls, in MB."
+    )
     max_recursion_depth: int = Field(1000, ge=50, description="Python call depth limit.")
     max_host_calls: int = Field(
         20_000, ge=100, description="File reads, searches and other host calls allowed per call."

@@ -474,3 +474,25 @@ def test_config_errors_never_show_expanded_environment_values(
         load_settings(config=path)
     assert "sk-do-not-print" not in str(caught.value), caught.value
     assert str(path) in str(caught.value)
+
+
+GONE_X = "try:\n    x\n    gone = False\nexcept NameError:\n    gone = True\n(keep, gone)"
+
+
+async def test_a_state_too_large_to_keep_is_reported(sample_db: Path) -> None:
+    # A call that left 200 MB in variables reported success and state_restored=True, and nothing
+    # else: the state could not be dumped (the copy exceeded the worker's memory), so the variables
+    # were silently gone on the next call. And a dump that does fit was held in the server's memory
+    # and written to the session store on every call, whatever its size.
+    kb = await KnowledgeBase.open(make_settings(sample_db, sandbox={"max_state_mb": 16}))
+    async with AnalysisSession(kb) as session:
+        assert (await session.execute("keep = 1")).success
+        for size in (40_000_000, 200_000_000):
+            result = await session.execute(f"x = 'a' * {size}\nlen(x)")
+            assert result.success and result.state_restored and result.value == str(size), result
+            assert "this call's variables were not kept" in result.stderr, result
+            assert "sandbox.max_state_mb" in result.stderr or "MemoryError" in result.stderr, result.stderr
+            after = await session.execute(GONE_X)
+            assert after.value == "(1, True)", after
+        assert len(session.interpreter_state or b"") < 16 * MB
+    await kb.close()
