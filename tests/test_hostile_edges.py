@@ -8,6 +8,7 @@ outcome; the comments say what happened before the fix.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -16,6 +17,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 import pytest
 
@@ -337,6 +339,13 @@ def test_health_and_metrics_reveal_no_locations_or_reasons_without_a_token(sampl
             assert time.monotonic() < deadline, anonymous.text
             time.sleep(0.25)
         authorized = httpx2.get(f"{base}/healthz", headers={"Authorization": f"Bearer {token}"}, timeout=10)
+
+        async def made_up_tools() -> None:  # label values are never the client's words
+            async with server.client(token) as client:
+                for n in range(30):
+                    assert (await client.call_tool(f"evil-{n}-{'x' * 200}", {})).is_error
+
+        anyio.run(made_up_tools)
         metrics = httpx2.get(f"{base}/metrics", timeout=10)
     assert anonymous.status_code == authorized.status_code == 503
     body = anonymous.json()
@@ -352,6 +361,9 @@ def test_health_and_metrics_reveal_no_locations_or_reasons_without_a_token(sampl
     assert detailed["db"] == str(sample_db) and str(dead_redis) in detailed["checks"]["session_store"]
     assert "hunter2" not in authorized.text
     assert metrics.status_code == 200 and "mcp_analysis_ready 0.0" in metrics.text
+    labels = set(re.findall(r'tool="([^"]*)"', metrics.text))
+    assert labels == {"unknown"}, labels
+    assert 'mcp_analysis_tool_calls_total{tool="unknown"} 30.0' in metrics.text
 
 
 async def test_another_principal_cannot_take_a_sessions_lock(sample_db: Path, redis_port: int, tmp_path: Path) -> None:
