@@ -508,3 +508,30 @@ async def test_a_state_too_large_to_keep_is_reported(sample_db: Path) -> None:
             assert after.value == "(1, True)", after
         assert len(session.interpreter_state or b"") < 16 * MB
     await kb.close()
+
+
+async def test_a_malformed_handle_never_reaches_the_session_store(
+    sample_db: Path, redis_port: int, tmp_path: Path
+) -> None:
+    # A 1 MB `session` argument became a 1 MB Redis key: a lock taken and released, a lookup,
+    # on every call that sent it. Handles are short; anything else is unknown without asking Redis.
+    import redis.asyncio as aioredis
+
+    from mcp_analysis.session.scope import call_scope
+
+    db = tmp_path / "handles.lancedb"
+    db.symlink_to(sample_db, target_is_directory=True)
+    settings = redis_settings(db, redis_port, "handles-0123456789abcdef")
+    kb = await KnowledgeBase.open(settings)
+    client = aioredis.Redis(port=redis_port)
+    async with WorkerPool(settings.sandbox) as pool, SessionManager(kb, pool, settings) as manager:
+        before = await client.info("commandstats")
+        for handle in ("x" * 1_000_000, "s_" + "A" * 500, "s_bad handle\x00"):
+            async with call_scope():
+                with pytest.raises(SessionNotFoundError):
+                    await manager.resolve(handle, owner=None, document_filter=None)
+        after = await client.info("commandstats")
+    await client.aclose()
+    await kb.close()
+    for command in ("cmdstat_set", "cmdstat_evalsha", "cmdstat_hgetall", "cmdstat_exists"):
+        assert after.get(command, {}).get("calls", 0) == before.get(command, {}).get("calls", 0), command

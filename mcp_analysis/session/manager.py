@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import secrets
 import time
 from collections.abc import AsyncIterator
@@ -64,6 +65,7 @@ _TICK_SECONDS = 1.0
 _LOCK_RENEW_SECONDS = 3.0
 _HEALTH_SECONDS = 2.0
 _COUNT_SECONDS = 10.0
+_HANDLE = re.compile(r"s_[A-Za-z0-9_-]{16,40}")  # what new_handle() and new_session_id() make
 REPLACED_NOTICE = (
     "Note: your earlier analysis session was kept under another document filter (or could not be "
     "verified) and was not restored; this is a new session.\n"
@@ -196,6 +198,8 @@ class SessionManager:
 
         An id this deployment issued for a session that was never kept (nothing worth keeping
         happened in it) starts a fresh session under that id, when `fresh`."""
+        if not _HANDLE.fullmatch(handle):  # never a store key: a client may send megabytes
+            raise SessionNotFoundError(self._unknown(handle))
         key = self._by_id.get(handle)
         if key is not None and not key.startswith("handle:"):
             try:
