@@ -17,7 +17,6 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
@@ -79,8 +78,14 @@ class IngestSettings(_Section):
 class SandboxSettings(_Section):
     code_timeout: float = Field(60.0, gt=0, le=3600, description="Wall-clock seconds per execute_code call.")
     max_output_chars: int = Field(50_000, ge=1000, description="stdout+stderr+value kept per call.")
+    max_code_chars: int = Field(
+        100_000, ge=1000, description="Characters of code one execute_code call may run (it is kept with the session)."
+    )
     workers: int = Field(0, ge=0, le=256, description="Interpreter worker processes; 0 = CPU count.")
     max_memory_mb: int = Field(512, ge=16, description="Heap limit of one interpreter.")
+    max_state_mb: int = Field(
+        64, ge=1, description="Interpreter state (variables) one session keeps between calls, in MB."
+    )
     max_recursion_depth: int = Field(1000, ge=50, description="Python call depth limit.")
     max_host_calls: int = Field(
         20_000, ge=100, description="File reads, searches and other host calls allowed per call."
@@ -188,10 +193,9 @@ class _YamlSource(PydanticBaseSettingsSource):
             if explicit:
                 raise ConfigError(f"Config file {path} does not exist.")
             return
-        try:
-            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"Config file {path} is not valid YAML: {exc}") from exc
+        from mcp_analysis.yaml_files import load_yaml
+
+        loaded = load_yaml(path)
         if loaded is None:
             return
         if not isinstance(loaded, dict):

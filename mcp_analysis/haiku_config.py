@@ -64,7 +64,8 @@ def is_haiku_config(data: dict[str, Any], path: Path) -> bool:
     by_name = path.name.endswith(("haiku.rag.yaml", "haiku.rag.yml"))
     theirs = keys & _HAIKU_ONLY
     ours = keys & OUR_SECTIONS
-    nested_model = isinstance((data.get("analysis") or {}).get("model"), dict)
+    analysis = data.get("analysis")
+    nested_model = isinstance(analysis, dict) and isinstance(analysis.get("model"), dict)
     if (by_name or theirs or nested_model) and ours:
         raise ConfigError(
             f"Config file {path} mixes mcp-analysis settings ({', '.join(sorted(ours))}) with haiku.rag ones "
@@ -95,6 +96,14 @@ def _expand(value: Any, path: Path) -> Any:
     return _ENV_REF.sub(replace, value)
 
 
+def _shape(value: Any) -> str:
+    """A config value described without its content: ${VAR}s are expanded by now, and may be secrets."""
+    if isinstance(value, dict):
+        keys = ", ".join(f"{k} ({'empty' if not v else 'set'})" for k, v in value.items())
+        return f"a mapping with {keys}" if keys else "an empty mapping"
+    return f"a {type(value).__name__}"
+
+
 def haiku_data_dir() -> Path:
     """haiku.rag's default storage.data_dir on this platform."""
     home = Path.home()
@@ -116,7 +125,7 @@ def _section(data: dict[str, Any], key: str, path: Path) -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise ConfigError(f"Config file {path}: haiku.rag section '{key}' must be a mapping, not {value!r}.")
+        raise ConfigError(f"Config file {path}: haiku.rag section '{key}' must be a mapping, not {_shape(value)}.")
     return value
 
 
@@ -137,7 +146,7 @@ def translate(raw: dict[str, Any], path: Path) -> dict[str, Any]:
         model = take("qa", "model")
     if model is not None:
         if not isinstance(model, dict) or not model.get("provider") or not model.get("name"):
-            raise ConfigError(f"Config file {path}: analysis.model needs provider and name, got {model!r}.")
+            raise ConfigError(f"Config file {path}: analysis.model needs provider and name, got {_shape(model)}.")
         provider = str(model["provider"])
         out.setdefault("analysis", {})["model"] = f"{_MODEL_PROVIDERS.get(provider, provider)}:{model['name']}"
         base_url = model.get("base_url") or (ollama_base_url(data) if provider == "ollama" else None)
@@ -157,7 +166,7 @@ def translate(raw: dict[str, Any], path: Path) -> dict[str, Any]:
     embedding = take("embeddings", "model")
     if embedding is not None:
         if not isinstance(embedding, dict) or not embedding.get("provider") or not embedding.get("name"):
-            raise ConfigError(f"Config file {path}: embeddings.model needs provider and name, got {embedding!r}.")
+            raise ConfigError(f"Config file {path}: embeddings.model needs provider and name, got {_shape(embedding)}.")
         from mcp_analysis.embed.haiku import mapped_embedder
 
         provider = str(embedding["provider"])

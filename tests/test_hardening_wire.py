@@ -28,6 +28,7 @@ MODERN_META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientCapabilities": {},
 }
+DEEP = b"[" * 50_000 + b"]" * 50_000
 # (name, raw message, expected code, expected id)
 BAD: list[tuple[str, bytes, int, Any]] = [
     (
@@ -46,6 +47,10 @@ BAD: list[tuple[str, bytes, int, Any]] = [
     ("object id", b'{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}', -32600, None),
     ("no jsonrpc member", b'{"id":15,"method":"ping"}', -32600, 15),
     ("a bare string", b'"tools/list"', -32600, None),
+    # Too deep for any JSON parser's recursion limit: once answered by a RecursionError that ended
+    # the stdio server and gave a 500 over HTTP.
+    ("deeply nested", b"[" * 100_000 + b"]" * 100_000, -32700, None),
+    ("deeply nested params", b'{"jsonrpc":"2.0","id":16,"method":"ping","params":{"a":%s}}' % DEEP, -32700, None),
 ]
 
 

@@ -80,7 +80,9 @@ class Cluster:
 
 
 def healthz(server: HttpServer) -> httpx2.Response:
-    return httpx2.get(f"http://127.0.0.1:{server.port}/healthz", timeout=10)
+    # With a token: the reasons of failing checks are shown only to authenticated requests.
+    headers = {"Authorization": f"Bearer {TOKENS['alice']}"}
+    return httpx2.get(f"http://127.0.0.1:{server.port}/healthz", headers=headers, timeout=10)
 
 
 def wait_ready(server: HttpServer, ready: bool = True, timeout: float = 120) -> dict[str, Any]:

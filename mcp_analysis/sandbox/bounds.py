@@ -22,6 +22,7 @@ from mcp_analysis.config import SandboxSettings
 VALUES_PER_MB = 4096  # values one host call may accept or return per MB of sandbox.max_memory_mb
 TEXT_CHARS_PER_MB = 256 * 1024  # characters of one file read per MB of sandbox.max_memory_mb
 MAX_PATH_CHARS = 4096  # PATH_MAX
+MAX_NUMBER_BITS = 1024  # statistics take ints within a float's range (< 2**1024, ~1.8e308: 309 digits)
 
 
 class HostLimitError(ValueError):
@@ -44,7 +45,12 @@ class HostBounds:
         return f"sandbox.max_memory_mb={self.memory_mb}"
 
     def check_arguments(self, call: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
-        if count_values((args, dict(kwargs)), self.max_values) > self.max_values:
+        total = 0
+        for argument in (*args, *kwargs.values()):
+            total += count_values(argument, self.max_values - total)
+            if total > self.max_values:
+                break
+        if total > self.max_values:
             raise HostLimitError(
                 f"{call}(): the arguments hold more than {self.max_values:,} values, the most one host call may "
                 f"take ({self.setting}). Aggregate in smaller pieces, or compute it in plain Python."
@@ -56,6 +62,24 @@ class HostBounds:
                 f"{call}(): the result would hold more than {self.max_values:,} values, the most one host call "
                 f"may return ({self.setting}). Ask for less (offset/limit, a smaller n)."
             )
+
+    def check_numbers(self, call: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
+        """Refuse ints beyond a float's range: big-int arithmetic holds the GIL (one 8.5-million-digit
+        int stalled the server's event loop for 15 s, and went on computing after the call timed out).
+        Call after `check_arguments`, which bounds this walk."""
+        stack: list[Any] = [args, list(kwargs.values())]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, int) and not isinstance(item, bool) and item.bit_length() > MAX_NUMBER_BITS:
+                digits = int(item.bit_length() * 0.30103) + 1
+                raise HostLimitError(
+                    f"{call}(): a number of about {digits:,} digits is too large; host statistics take numbers "
+                    "of at most 309 digits (a float's range, about 1.8e308). Scale the numbers down first."
+                )
+            if isinstance(item, Mapping):
+                stack.extend(item.values())
+            elif isinstance(item, list | tuple | set | frozenset):
+                stack.extend(item)
 
     def check_count(self, call: str, count: int) -> None:
         """Refuse before computing when a call would return `count` values."""
@@ -82,8 +106,11 @@ def check_path(path: str) -> None:
 
 
 def count_values(value: Any, limit: int) -> int:
-    """How many values `value` holds (stops counting once past `limit`)."""
-    total = 0
+    """How many values `value` holds (stops counting once past `limit`).
+
+    One per number or text (plus one per 16 characters) and one per container inside `value`;
+    `value` itself, when a container, is not counted: a list of n numbers holds n values."""
+    total = -1 if isinstance(value, Mapping | list | tuple | set | frozenset) else 0
     stack = [value]
     while stack:
         item = stack.pop()

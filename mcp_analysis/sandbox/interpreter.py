@@ -89,6 +89,10 @@ class Interpreter:
         finally:
             self.pool.wake()  # this interpreter is idle again: a waiter may take its worker
 
+    def notify(self, text: str) -> None:
+        """Tell `text` (one line) with the next result, before its stderr."""
+        self._notice = (self._notice or "") + text
+
     async def hibernate(self) -> None:
         """Give the worker back; the state stays in `self.state` (dumped after the last call)."""
         if self._session is None:
@@ -202,11 +206,25 @@ class Interpreter:
             await self._detach()
         else:
             try:
-                self._set_state(await session.dump())
+                state = await session.dump()
+                most = self.settings.max_state_mb * 1024 * 1024
+                if len(state) > most:
+                    raise _StateTooLarge(
+                        f"the interpreter state after it is {len(state) / 1e6:,.0f} MB, more than a session keeps "
+                        f"({self.settings.max_state_mb} MB, sandbox.max_state_mb)"
+                    )
+                self._set_state(state)
             except Exception as exc:
+                # Kept in memory and written to the session store after every call: a state too
+                # large for either is not kept, and the result says so (it used to say nothing).
                 log.warning("Could not save interpreter state after a call: %s", exc)
                 await self._detach()
                 rollback = True
+                reason = str(exc) if isinstance(exc, _StateTooLarge) else f"saving its state failed ({exc})"
+                self.notify(
+                    f"Note: this call's variables were not kept: {reason}. {KEPT} Keep less in variables "
+                    "(del the large ones, or process documents one at a time).\n"
+                )
 
         stdout, stderr = output.render()
         if self._notice is not None:
@@ -266,6 +284,10 @@ class Interpreter:
                 False,
             )
         return with_hint(text), False
+
+
+class _StateTooLarge(Exception):
+    """The state after a call exceeds sandbox.max_state_mb."""
 
 
 async def _healthy(session: AsyncMontySession) -> bool:

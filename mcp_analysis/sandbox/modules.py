@@ -4,7 +4,8 @@ The functions run on the host (in monty's callback thread, not the event loop)
 with plain values. Each call is bounded (sandbox/bounds.py): what it accepts and
 what it returns are counted against the session's memory limit, so
 ``statistics.quantiles(data, n=20_000_000)`` is a clear error in the sandbox
-instead of 20 M floats built on the host. Module ids are fixed so a module
+instead of 20 M floats built on the host; numbers beyond a float's range are refused
+(big-int arithmetic holds the GIL, stalling the event loop). Module ids are fixed so a module
 imported before hibernation is still the same module after the state is reloaded.
 """
 
@@ -35,6 +36,7 @@ def _bounded(name: str, fn: Callable[..., Any], bounds: HostBounds) -> Callable[
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
         bounds.check_arguments(call, args, kwargs)
+        bounds.check_numbers(call, args, kwargs)
         if name == "quantiles":
             n = kwargs.get("n", 4)
             if isinstance(n, int) and not isinstance(n, bool):

@@ -113,40 +113,162 @@ def hit_fields(result: SearchResult, query: str) -> dict[str, Any]:
 
 
 def value_repr(value: Any, limit: int) -> str:
-    """repr() of an execution's value as the sandbox would print it, without building a giant string."""
+    """repr() of an execution's value as the sandbox would print it, in at most `limit` characters.
+
+    Built piece by piece and stopped at the limit: a value cheap for the sandbox to hold can be
+    huge to print (``[s] * 3000`` is 3,000 references to one string), and rendering it whole
+    built gigabytes on the server's event loop. Records render through the prelude's own code,
+    from attributes cut to the limit first.
+    """
     if isinstance(value, str | bytes) and len(value) > limit:
         return repr(value[:limit]) + f" ... [{len(value) - limit} more characters]"
+    writer = _Writer(limit)
     try:
-        return _repr(value) if _has_record(value) else repr(value)
-    except Exception as exc:  # a proxy object whose repr fails must not fail the call
+        _write(value, writer)
+    except _Full:
+        return writer.text() + f" … [value cut at {limit:,} characters: print or slice the part you need]"
+    except Exception as exc:  # a proxy whose repr fails, nesting too deep: must not fail the call
         return f"<{type(value).__name__} (repr failed: {exc})>"
+    return writer.text()
+
+
+# The attributes the prelude's __repr__ reads (a record may carry any number of others).
+_RECORD_SHOWS = (
+    "_kind", "rank", "chunk_id", "document_id", "document_title", "headings", "page_numbers", "excerpt", "content",
+    "id", "title", "uri", "metadata",
+)  # fmt: skip
+
+
+class _Full(Exception):
+    """The writer reached its limit."""
+
+
+class _Writer:
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.parts: list[str] = []
+        self.size = 0
+
+    @property
+    def room(self) -> int:
+        return self.limit - self.size
+
+    def write(self, text: str) -> None:
+        if len(text) > self.room:
+            self.parts.append(text[: self.room])
+            self.size = self.limit
+            raise _Full
+        self.parts.append(text)
+        self.size += len(text)
+
+    def text(self) -> str:
+        return "".join(self.parts)
 
 
 def _is_record(value: Any) -> bool:
     return isinstance(value, MontyClassProxy) and value.name == RECORD_CLASS
 
 
-def _has_record(value: Any, depth: int = 0) -> bool:
-    if _is_record(value):
-        return True
-    if depth > 20:
-        return False
-    if isinstance(value, list | tuple | set | frozenset):
-        return any(_has_record(v, depth + 1) for v in value)
-    if isinstance(value, dict):
-        return any(_has_record(v, depth + 1) for v in value.values())
-    return False
-
-
-def _repr(value: Any) -> str:
-    if _is_record(value):
+def _write(value: Any, out: _Writer) -> None:
+    if isinstance(value, str | bytes | bytearray):
+        out.write(repr(value[: out.room + 1]))  # never more than fits (a cut repr loses its quote: fine)
+    elif isinstance(value, int) and not isinstance(value, bool):
+        out.write(_int_repr(value))
+    elif _is_record(value):
         record = object.__new__(_host[RECORD_CLASS])
-        record.__dict__.update(value.attributes)
-        return repr(record)
-    if isinstance(value, list):
-        return "[" + ", ".join(_repr(v) for v in value) + "]"
-    if isinstance(value, tuple):
-        return "(" + ", ".join(_repr(v) for v in value) + ("," if len(value) == 1 else "") + ")"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{_repr(k)}: {_repr(v)}" for k, v in value.items()) + "}"
-    return repr(value)
+        fields = value.attributes
+        record.__dict__.update({k: _clipped(fields[k], out.room + 1) for k in _RECORD_SHOWS if k in fields})
+        out.write(repr(record))
+    elif isinstance(value, MontyClassProxy):
+        out.write(f"MontyClassProxy(name={value.name!r}, attributes=")
+        _write(value.attributes, out)
+        out.write(")")
+    elif isinstance(value, list):
+        _write_items(value, "[", "]", out)
+    elif isinstance(value, tuple):
+        _write_items(value, "(", ",)" if len(value) == 1 else ")", out)
+    elif isinstance(value, set | frozenset):
+        kind = type(value).__name__
+        if not value:
+            out.write(f"{kind}()")
+        else:
+            _write_items(value, "{" if kind == "set" else "frozenset({", "}" if kind == "set" else "})", out)
+    elif isinstance(value, dict):
+        out.write("{")
+        for i, (key, item) in enumerate(value.items()):
+            if i:
+                out.write(", ")
+            _write(key, out)
+            out.write(": ")
+            _write(item, out)
+        out.write("}")
+    else:
+        out.write(repr(value))
+
+
+def _write_items(items: Any, opening: str, closing: str, out: _Writer) -> None:
+    out.write(opening)
+    for i, item in enumerate(items):
+        if i:
+            out.write(", ")
+        _write(item, out)
+    out.write(closing)
+
+
+def _int_repr(value: int) -> str:
+    try:
+        return repr(value)
+    except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits)
+        digits = int(value.bit_length() * 0.30103) + 1
+        return f"<int of {digits:,} digits>"
+
+
+class _Shown:
+    """A value inside a record, already rendered (bounded) by `value_repr`."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+class _Long(str):
+    """The head of a long text attribute; `len()` still gives the whole length (a hit prints it)."""
+
+    whole: int
+
+    def __new__(cls, text: str, whole: int) -> _Long:
+        made = super().__new__(cls, text)
+        made.whole = whole
+        return made
+
+    def __len__(self) -> int:
+        return self.whole
+
+
+def _clipped(value: Any, room: int) -> Any:
+    """`value` cut so that its repr inside a record's stays within about `room` characters."""
+    if isinstance(value, str):
+        return value if len(value) <= room else _Long(value[:room], len(value))
+    if isinstance(value, bool | float | type(None)) or (isinstance(value, int) and value.bit_length() <= 4096):
+        return value
+    if isinstance(value, list | dict):  # stays a list / dict: the prelude iterates it
+        kept: Any = [] if isinstance(value, list) else {}
+        left = room
+        for item in value:
+            if left <= 0:
+                if isinstance(kept, list):
+                    kept.append(_Shown("..."))
+                else:
+                    kept["..."] = _Shown("...")
+                break
+            if isinstance(kept, list):
+                kept.append(_clipped(item, left))
+                left -= len(repr(kept[-1])) + 2
+            else:
+                key, shown = _clipped(item, left), _Shown(value_repr(value[item], left))
+                kept[key] = shown
+                left -= len(repr(key)) + len(shown.text) + 4
+        return kept
+    return _Shown(value_repr(value, room))

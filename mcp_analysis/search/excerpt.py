@@ -90,3 +90,28 @@ def _cut(text: str, start: int, room: int) -> str:
 def tidy(text: str) -> str:
     """One newline between paragraphs is enough for a model to read (blank lines cost characters)."""
     return _BLANK_LINES.sub("\n", text.strip())
+
+
+LABEL_CHARS = 120  # a title, heading or echoed query as a tool result shows it
+
+
+def label(text: str, limit: int = LABEL_CHARS) -> str:
+    """`text` in at most `limit` characters, ending in … when cut.
+
+    Titles, headings and uris come from documents (untrusted: a 50,000-character heading is
+    one line of markdown) and must never crowd the passages out of a tool result."""
+    return text if len(text) <= limit else text[: limit - 1] + ELLIPSIS
+
+
+def label_path(headings: list[str], limit: int = 2 * LABEL_CHARS) -> list[str]:
+    """A section path within about `limit` characters: the innermost headings, each cut to a label."""
+    shown: list[str] = []
+    size = 0
+    for heading in reversed(headings):
+        cut = label(heading, max(20, min(LABEL_CHARS, limit - size)))
+        if shown and size + len(cut) > limit:
+            shown.append(ELLIPSIS)
+            break
+        shown.append(cut)
+        size += len(cut)
+    return shown[::-1]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field, PrivateAttr
 
-from mcp_analysis.search.excerpt import excerpt, tidy
+from mcp_analysis.search.excerpt import excerpt, label, label_path, tidy
 
 
 class SearchResult(BaseModel):
@@ -44,6 +44,9 @@ class SearchResult(BaseModel):
 class SearchHit(BaseModel):
     """A hit as the search tool returns it: where it is, and the passage around the match."""
 
+    # Title and section path are labels (search/excerpt.py): a document's huge heading must not
+    # push its own passage, or every other hit, out of the result. (The docstring is in the schema.)
+
     rank: int = Field(description="1 = best.")
     chunk_id: str = Field(description="Pass to cite.")
     document_id: str = Field(description="Its files: /documents/{document_id}/content.txt, ...")
@@ -59,8 +62,8 @@ class SearchHit(BaseModel):
             rank=result.rank,
             chunk_id=result.chunk_id,
             document_id=result.document_id,
-            document_title=result.document_title,
-            headings=result.heading_path,
+            document_title=label(result.document_title),
+            headings=label_path(result.heading_path),
             page_numbers=result.page_numbers,
             content=result.excerpt(query, context),
             full_chars=len(tidy(result.content)),

@@ -40,6 +40,8 @@ from mcp_analysis import __version__
 from mcp_analysis.config import Settings, load_settings
 from mcp_analysis.errors import AnalysisError
 from mcp_analysis.prompts import ANALYZE_PROMPT, EXECUTE_CODE_DOC, INSTRUCTIONS
+from mcp_analysis.sandbox.output import clip
+from mcp_analysis.search.excerpt import label
 from mcp_analysis.server import outputs as out
 from mcp_analysis.server.auth import StaticTokenVerifier, load_tokens
 from mcp_analysis.server.identity import caller_filter, session_for
@@ -93,6 +95,9 @@ class AnalysisServer(MCPServer):
     runtime: Runtime
 
 
+ERROR_CHARS = 2000  # an error message past this keeps its head and tail
+
+
 def _user_errors(error: Callable[[str], Exception]) -> Callable[[Any], Any]:
     """Decorator: a user error (AnalysisError) raised by an async handler reaches the client with its message.
 
@@ -106,8 +111,8 @@ def _user_errors(error: Callable[[str], Exception]) -> Callable[[Any], Any]:
         async def run(*args: Any, **kwargs: Any) -> Any:
             try:
                 return await fn(*args, **kwargs)
-            except AnalysisError as exc:
-                raise error(str(exc)) from None
+            except AnalysisError as exc:  # a message may echo what the client sent: head and tail only
+                raise error(clip(str(exc), ERROR_CHARS, "left out")[0]) from None
 
         return run
 
@@ -396,8 +401,8 @@ def create_server(
         model = out.CiteOutput(
             session=analysis.id,
             citations=[out.CitationOut.of(c) for c in outcome.citations],
-            repaired=outcome.repaired,
-            ignored=outcome.ignored,
+            repaired={label(given, 60): fixed for given, fixed in outcome.repaired.items()},
+            ignored=[label(given, 60) for given in outcome.ignored],
             no_evidence=outcome.no_evidence,
             total_cited=len(analysis.state.citations),
         )
@@ -443,7 +448,7 @@ def create_server(
         corpus = await _corpus(ctx)
         meta = await corpus.find(document_id)
         if meta is None:
-            raise ResourceNotFoundError(f"No document {document_id!r} (unknown, or outside your filter).")
+            raise ResourceNotFoundError(f"No document {label(document_id)!r} (unknown, or outside your filter).")
         return await DocumentsFS(corpus).render(meta, name)
 
     def register_doc_resource(name: str, mime: str, description: str) -> None:
@@ -500,7 +505,8 @@ def create_server(
         for entry in analysis.state.executions:
             if str(entry.index) == index:
                 return entry.model_dump_json(indent=2)
-        raise ResourceNotFoundError(f"Session {session_id} has no execution {index} in its current analysis.")
+        missing = label(index, 20)  # as given: it may be anything
+        raise ResourceNotFoundError(f"Session {analysis.id} has no execution {missing} in its current analysis.")
 
     # ------------------------------------------------------------- prompts etc.
 
@@ -539,7 +545,7 @@ def _state_model(analysis: AnalysisSession) -> out.StateOutput:
             for e in state.executions
         ],
         searches_total=len(state.searches),
-        searches=list(state.searches),
+        searches=[label(q) for q in state.searches],
         citations_total=len(state.citations),
         citations=[out.CitationOut.of(state.citation_index[c]) for c in state.citations if c in state.citation_index],
         citation_index_size=len(state.citation_index),

@@ -19,11 +19,11 @@ import hmac
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
 from mcp.server.auth.provider import AccessToken, TokenVerifier
 
 from mcp_analysis.errors import ConfigError
 from mcp_analysis.store.filters import normalize_filter
+from mcp_analysis.yaml_files import load_yaml
 
 SCOPE = "mcp-analysis"
 
@@ -36,12 +36,7 @@ class TokenEntry:
 
 
 def load_tokens(path: Path) -> list[TokenEntry]:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"Cannot read tokens file {path}: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"Tokens file {path} is not valid YAML: {exc}") from None
+    data = load_yaml(path, "Tokens file")
     rows = data.get("tokens") if isinstance(data, dict) else None
     if not isinstance(rows, list) or not rows:
         raise ConfigError(f"Tokens file {path} must contain a non-empty list under 'tokens:'.")

@@ -21,11 +21,14 @@ unknown methods (``-32601``).
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import pydantic_core
 from mcp_types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, JSONRPCNotification, jsonrpc_message_adapter
 from pydantic import ValidationError
+
+log = logging.getLogger(__name__)
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # one stdio line; HTTP bodies have the SDK's smaller limit
 
@@ -38,7 +41,17 @@ def error_body(code: int, message: str, request_id: Any = None) -> bytes:
 
 
 def screen(raw: bytes) -> bytes | None:
-    """``None`` if the SDK accepts `raw` as one JSON-RPC message; otherwise the error response to send."""
+    """``None`` if the SDK accepts `raw` as one JSON-RPC message; otherwise the error response to send.
+
+    Never raises: whatever a peer sends, the answer is a JSON-RPC error and serving goes on."""
+    try:
+        return _screen(raw)
+    except Exception:
+        log.warning("Could not screen a %d-byte message; answered as a parse error", len(raw), exc_info=True)
+        return error_body(PARSE_ERROR, "Parse error: the message could not be read as JSON-RPC.")
+
+
+def _screen(raw: bytes) -> bytes | None:
     try:
         message = jsonrpc_message_adapter.validate_json(raw, by_name=False)
     except ValidationError:
@@ -102,10 +115,14 @@ def _readable_id(value: dict[str, Any]) -> str | int | None:
 
 
 def _lenient(raw: bytes) -> Any:
-    """Python's json accepts lone surrogate escapes that pydantic refuses: used to recover the id."""
+    """Python's json accepts lone surrogate escapes that pydantic refuses: used to recover the id.
+
+    It recurses per nesting level, so a deeply nested message (which pydantic already refused
+    with its own depth limit) raises RecursionError here: that is a parse error too, never an
+    exception out of the screen (it used to end the stdio server)."""
     try:
         return json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 

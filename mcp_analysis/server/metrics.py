@@ -8,8 +8,12 @@
   server middleware), and at scrape time: readiness, sessions live / holding a worker /
   hibernated / kept in the store, workers and their use, lock waits that timed out.
 
-Both are unauthenticated, like most health and metrics endpoints: they reveal counts,
-never content. Keep them off the public network (or filter them at the load balancer).
+Both are unauthenticated, like most health and metrics endpoints (balancers and readiness
+probes call them without a token): they reveal states and counts, never content. With bearer
+tokens configured (the server is meant for more than its operator), /healthz shows where the
+knowledge base is and why a part fails only to a request with a valid token; others get each
+check as "ok" or "failing" (the reasons are in the server log). Keep both off the public
+network anyway (or filter them at the load balancer).
 """
 
 from __future__ import annotations
@@ -79,9 +83,10 @@ class _RuntimeCollector:
 class Observability:
     """Metrics registry, the tool-call middleware, and the two routes, for one server."""
 
-    def __init__(self, server: MCPServer, runtime: Runtime) -> None:
+    def __init__(self, server: MCPServer, runtime: Runtime, *, details_need_token: bool = False) -> None:
         self.server = server
         self.runtime = runtime
+        self.details_need_token = details_need_token
         self.registry = CollectorRegistry()
         self.calls = Counter("mcp_analysis_tool_calls", "Tool calls by tool.", ["tool"], registry=self.registry)
         self.errors = Counter(
@@ -127,6 +132,11 @@ class Observability:
 
     async def healthz(self, request: Request) -> Response:
         health = self.runtime.health()
+        if self.details_need_token and not _authenticated(request):
+            health = {
+                "ready": health["ready"],
+                "checks": {name: "ok" if state == "ok" else "failing" for name, state in health["checks"].items()},
+            }
         return Response(
             json.dumps(health),
             status_code=200 if health["ready"] else 503,
@@ -136,6 +146,12 @@ class Observability:
 
     async def metrics(self, request: Request) -> Response:
         return Response(generate_latest(self.registry), media_type=CONTENT_TYPE_LATEST)
+
+
+def _authenticated(request: Request) -> bool:
+    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+
+    return isinstance(request.scope.get("user"), AuthenticatedUser)
 
 
 def _is_error(result: Any) -> bool:

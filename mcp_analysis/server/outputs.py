@@ -21,6 +21,7 @@ from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
 from mcp_analysis.sandbox.output import clip
+from mcp_analysis.search.excerpt import label
 from mcp_analysis.search.models import SearchHit, SearchResult
 from mcp_analysis.session.state import Citation
 from mcp_analysis.store.models import DocumentMeta
@@ -88,8 +89,13 @@ class SearchOutput(BaseModel):
 
 
 def render_search(out: SearchOutput, max_context: int) -> str:
-    if not out.results:
+    if not out.results and not out.omitted:
         return f'No results for "{out.query}".'
+    if not out.results:
+        return (
+            f'{out.omitted} hits for "{out.query}", none of which fits the result budget (server.max_result_chars): '
+            "ask for fewer hits (limit) or shorter passages (context), or search() in execute_code."
+        )
     lines = [f'{len(out.results)} hits for "{out.query}". Cite with the chunk_id.']
     for hit in out.results:
         where = " › ".join([hit.document_title, *hit.headings])
@@ -117,7 +123,7 @@ def search_result(
     def build(k: int, chars: int) -> tuple[SearchOutput, str]:
         model = SearchOutput(
             session=session,
-            query=query,
+            query=label(query),
             context=chars,
             results=[SearchHit.of(r, query, chars) for r in results[:k]],
             omitted=len(results) - k,
@@ -137,6 +143,27 @@ def search_result(
 # --------------------------------------------------------------------------- list_documents
 
 
+DOCUMENT_LABEL_CHARS = 200  # of a listed title or uri (metadata.json has them whole)
+METADATA_CHARS = 300  # of a listed document's metadata, as JSON
+
+
+def shown_metadata(metadata: dict[str, Any], limit: int = METADATA_CHARS) -> dict[str, Any]:
+    """`metadata` within about `limit` characters of JSON: long values cut, keys past the limit left out."""
+    shown: dict[str, Any] = {}
+    size = 0
+    for key, value in metadata.items():
+        rendered = json.dumps(value, ensure_ascii=False)
+        if len(rendered) > DOCUMENT_LABEL_CHARS:
+            value = label(value if isinstance(value, str) else rendered, DOCUMENT_LABEL_CHARS)
+        cost = len(key) + min(len(rendered), DOCUMENT_LABEL_CHARS) + 6
+        if shown and size + cost > limit:
+            shown["…"] = f"{len(metadata) - len(shown)} more keys in metadata.json"
+            break
+        shown[label(key, 60)] = value
+        size += cost
+    return shown
+
+
 class DocumentInfo(BaseModel):
     id: str
     title: str
@@ -147,7 +174,12 @@ class DocumentInfo(BaseModel):
 
     @classmethod
     def of(cls, meta: DocumentMeta) -> DocumentInfo:
-        return cls(id=meta.id, title=meta.title, uri=meta.uri, metadata=meta.user_metadata())
+        return cls(
+            id=meta.id,
+            title=label(meta.title, DOCUMENT_LABEL_CHARS),
+            uri=label(meta.uri, DOCUMENT_LABEL_CHARS),
+            metadata=shown_metadata(meta.user_metadata()),
+        )
 
 
 class ListDocumentsOutput(BaseModel):
@@ -298,9 +330,9 @@ class CitationOut(BaseModel):
         headings = [h for h in citation.headings if h != citation.document_title]
         return cls(
             chunk_id=citation.chunk_id,
-            document_title=citation.document_title,
-            document_uri=citation.document_uri,
-            section=headings[-1] if headings else "",
+            document_title=label(citation.document_title),
+            document_uri=label(citation.document_uri, DOCUMENT_LABEL_CHARS),
+            section=label(headings[-1]) if headings else "",
             page_numbers=citation.page_numbers,
         )
 

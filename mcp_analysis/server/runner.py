@@ -56,7 +56,8 @@ def build_http_app(settings: Settings) -> object:
     from mcp_analysis.server.metrics import Observability
 
     server = create_server(config=settings, http=True)
-    Observability(server, server.runtime).install()  # GET /healthz, GET /metrics
+    tokens = settings.server.tokens_file is not None
+    Observability(server, server.runtime, details_need_token=tokens).install()  # GET /healthz, GET /metrics
     app = server.streamable_http_app(
         streamable_http_path=settings.server.path,
         transport_security=security_settings(settings),

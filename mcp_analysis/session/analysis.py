@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 import anyio
 
 from mcp_analysis.corpus import Corpus, KnowledgeBase
+from mcp_analysis.errors import SandboxError
 from mcp_analysis.sandbox.host import HostFunctions
 from mcp_analysis.sandbox.interpreter import Interpreter
 from mcp_analysis.sandbox.models import ExecutionResult
@@ -106,6 +107,11 @@ class AnalysisSession:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
+    def notify(self, text: str) -> None:
+        """A note for the client, shown before the stderr of the next execution."""
+        if self.interpreter is not None:
+            self.interpreter.notify(text)
+
     def _interpreter_changed(self, state: bytes | None) -> None:
         self._interpreter_state = state
 
@@ -150,6 +156,12 @@ class AnalysisSession:
     async def execute(self, code: str) -> ExecutionResult:
         """Run Python in this session's interpreter; variables persist across calls."""
         _corpus, interpreter = self._ready()
+        most = self.kb.settings.sandbox.max_code_chars
+        if len(code) > most:  # kept twice (state and interpreter dump) and written through every call
+            raise SandboxError(
+                f"execute_code: the code is {len(code):,} characters; at most {most:,} (sandbox.max_code_chars). "
+                "Keep data in variables across calls, or read it from /documents, instead of pasting it into code."
+            )
         assert self.fs is not None and self.host is not None
         result = await interpreter.execute(code, os_handler=self.fs, functions=self.host.mapping())
         self.state.execution_counter += 1

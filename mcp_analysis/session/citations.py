@@ -19,6 +19,7 @@ from rapidfuzz import fuzz, process
 
 from mcp_analysis.corpus import Corpus
 from mcp_analysis.errors import CitationError
+from mcp_analysis.search.excerpt import label
 from mcp_analysis.session.state import AnalysisState, Citation
 
 UUID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
@@ -190,7 +191,7 @@ async def resolve_citations(
         elif citation not in outcome.citations:
             outcome.citations.append(citation)
     if not outcome.citations:
-        shown = ", ".join(repr(r) for r in chunk_ids[:10])
+        shown = ", ".join(repr(label(r, 60)) for r in chunk_ids[:5]) + (", ..." if len(chunk_ids) > 5 else "")
         raise CitationError(
             f"None of the chunk ids could be resolved ({shown}). Cite chunk_id values exactly as returned "
             "by search (or from chunk_ids in items.jsonl / toc.json), or call cite([]) if the answer "

@@ -28,6 +28,7 @@ unknown, so one client can never reach another's variables or citations.
 from __future__ import annotations
 
 import logging
+import re
 import secrets
 import time
 from collections.abc import AsyncIterator
@@ -41,6 +42,7 @@ from mcp_analysis.config import Settings, data_home
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.errors import SessionBusyError, SessionLimitError, SessionNotFoundError, SessionStoreError
 from mcp_analysis.sandbox.pool import WorkerPool
+from mcp_analysis.search.excerpt import label
 from mcp_analysis.session.analysis import AnalysisSession, new_session_id
 from mcp_analysis.session.scope import current_scope
 from mcp_analysis.session.store import (
@@ -63,6 +65,11 @@ _TICK_SECONDS = 1.0
 _LOCK_RENEW_SECONDS = 3.0
 _HEALTH_SECONDS = 2.0
 _COUNT_SECONDS = 10.0
+_HANDLE = re.compile(r"s_[A-Za-z0-9_-]{16,40}")  # what new_handle() and new_session_id() make
+REPLACED_NOTICE = (
+    "Note: your earlier analysis session was kept under another document filter (or could not be "
+    "verified) and was not restored; this is a new session.\n"
+)
 
 
 def default_sessions_dir(settings: Settings) -> Path:
@@ -139,19 +146,27 @@ class SessionManager:
         self, key: str, *, document_filter: str | None, owner: str | None = None, create: bool = True
     ) -> AnalysisSession:
         """The session for `key`: the latest kept version, or a new one if allowed."""
+        live = self._sessions.get(key)
+        if (key.startswith("principal:") and key != f"principal:{owner}") or (live is not None and live.owner != owner):
+            # Refused before taking the session's lock: another client's calls must not hold it.
+            raise SessionNotFoundError(self._unknown(key))
         if self._kept_in_store(key):
             await self._lock_for_call(key)
         async with self._key_lock(key):
             session = self._sessions.get(key)
             if session is not None and (session.owner != owner or session.state.document_filter != document_filter):
                 raise SessionNotFoundError(self._unknown(key))
+            replaced: int | None = None
             if self._kept_in_store(key):
-                session = await self._sync(key, session, document_filter, owner)
+                session, replaced = await self._sync(key, session, document_filter, owner)
             if session is None:
                 if not create:
                     raise SessionNotFoundError(self._unknown(key))
-                session_id = self._new_id(key)
+                session_id = self._new_id(key, owner)
                 session = await self._new(key, session_id, document_filter, owner)
+                if replaced is not None:  # the first save overwrites the unusable kept version
+                    session.version = replaced
+                    session.notify(REPLACED_NOTICE)
                 if not key.startswith("handle:"):
                     self._register(key, session)
                     await self._enforce_capacity()
@@ -162,10 +177,10 @@ class SessionManager:
         """A new session addressed by a server-issued handle (sessionless clients).
 
         It is only registered and kept once it holds something worth keeping."""
-        handle = self.signer.new_handle()
+        handle = self.signer.new_handle(owner)
         return await self._new(f"handle:{handle}", handle, document_filter, owner)
 
-    def _new_id(self, key: str) -> str:
+    def _new_id(self, key: str, owner: str | None) -> str:
         """The public id of a new session. Only ids of sessions that can outlive their client's
         connection are signed: a signed id that was never kept starts afresh when passed back,
         while the id of an ended legacy HTTP session must stay unknown, not come back empty."""
@@ -173,7 +188,7 @@ class SessionManager:
             return key.removeprefix("handle:")
         if key.startswith("http:"):
             return new_session_id()
-        return self.signer.new_handle()
+        return self.signer.new_handle(owner)
 
     async def resolve(
         self, handle: str, *, owner: str | None, document_filter: str | None, fresh: bool = True
@@ -182,9 +197,14 @@ class SessionManager:
 
         An id this deployment issued for a session that was never kept (nothing worth keeping
         happened in it) starts a fresh session under that id, when `fresh`."""
+        if not _HANDLE.fullmatch(handle):  # never a store key: a client may send megabytes
+            raise SessionNotFoundError(self._unknown(handle))
         key = self._by_id.get(handle)
         if key is not None and not key.startswith("handle:"):
-            session = await self.get(key, document_filter=document_filter, owner=owner, create=False)
+            try:
+                session = await self.get(key, document_filter=document_filter, owner=owner, create=False)
+            except SessionNotFoundError:  # named by the handle given, not by whose key it is
+                raise SessionNotFoundError(self._unknown(handle)) from None
             if session.id == handle:
                 return session
             raise SessionNotFoundError(self._unknown(handle))
@@ -200,7 +220,7 @@ class SessionManager:
         try:
             return await self.get(key, document_filter=document_filter, owner=owner, create=False)
         except SessionNotFoundError:
-            if not fresh or not self.signer.issued(handle) or await self._was_kept(key):
+            if not fresh or not self.signer.issued(handle, owner) or await self._was_kept(key):
                 raise
         return await self._new(key, handle, document_filter, owner)
 
@@ -214,7 +234,7 @@ class SessionManager:
 
     @staticmethod
     def _unknown(key: str) -> str:
-        shown = key.split(":", 1)[-1]
+        shown = label(key.split(":", 1)[-1], 60)  # a handle is 26 characters; a client may send megabytes
         return (
             f"Unknown or expired analysis session {shown!r}. Call new_analysis (or omit `session`) to start "
             "a new one; variables of an expired session are gone."
@@ -280,8 +300,13 @@ class SessionManager:
 
     async def _sync(
         self, key: str, session: AnalysisSession | None, document_filter: str | None, owner: str | None
-    ) -> AnalysisSession | None:
-        """The latest kept version of `key`: the live copy if current, else loaded from the store."""
+    ) -> tuple[AnalysisSession | None, int | None]:
+        """The latest kept version of `key`: the live copy if current, else loaded from the store.
+
+        Also the version of a kept record that a new session may overwrite: a principal's own key
+        whose record is unusable for this call (kept under another document filter after the
+        operator changed the token's, or failing its signature). Left in place, it refused every
+        save of the principal's new session as a conflict, for as long as the principal kept trying."""
         store = self.store
         assert store is not None
         try:
@@ -290,20 +315,22 @@ class SessionManager:
             raise self._store_down(exc) from None
         if session is not None:
             if (current or 0) == session.version or (not store.shared and current is not None):
-                return session
+                return session, None
             # Another replica changed it since (or it expired there): this copy is stale.
             await self._evict(key, session)
         if current is None:
-            return None
+            return None, None
         try:
             stored = await store.load(key)
         except StoreUnavailable as exc:
             raise self._store_down(exc) from None
-        if stored is None:
-            return None
+        if stored is None or stored.record.owner != owner or stored.record.document_filter != document_filter:
+            if key == f"principal:{owner}":
+                why = "fails its signature" if stored is None else "was kept under another document filter"
+                log.warning("The kept session of %s %s; a new session replaces it", key, why)
+                return None, stored.version if stored is not None else current
+            return None, None
         record = stored.record
-        if record.owner != owner or record.document_filter != document_filter:
-            return None
         restored = AnalysisSession(
             self.kb,
             filter=document_filter,
@@ -319,7 +346,7 @@ class SessionManager:
         self._register(key, restored)
         await self._enforce_capacity()
         log.debug("Loaded analysis session %s (version %d) from the session store", record.session_id, stored.version)
-        return restored
+        return restored, None
 
     def _store_down(self, exc: Exception) -> SessionStoreError:
         where = self.store.description if self.store is not None else "the session store"

@@ -18,6 +18,10 @@ from mcp_analysis.store.models import ChunkRecord, DocumentMeta
 
 MAX_EXECUTIONS_KEPT = 200
 MAX_SEARCHES_KEPT = 200
+# Characters of the oldest executions (code and output) and searches (passages) are dropped past
+# these: a session is written through to its store on every call, so it must stay small.
+MAX_EXECUTION_CHARS_KEPT = 2_000_000
+MAX_SEARCH_CHARS_KEPT = 4_000_000
 
 
 def now_iso() -> str:
@@ -84,13 +88,18 @@ class AnalysisState(BaseModel):
     def record_search(self, query: str, results: list[SearchResult]) -> None:
         self.searches.pop(query, None)
         self.searches[query] = results
-        while len(self.searches) > MAX_SEARCHES_KEPT:
-            self.searches.pop(next(iter(self.searches)))
+        size = sum(_search_chars(q, hits) for q, hits in self.searches.items())
+        while len(self.searches) > 1 and (len(self.searches) > MAX_SEARCHES_KEPT or size > MAX_SEARCH_CHARS_KEPT):
+            oldest = next(iter(self.searches))
+            size -= _search_chars(oldest, self.searches.pop(oldest))
 
     def record_execution(self, entry: CodeExecutionEntry) -> None:
         self.executions.append(entry)
-        if len(self.executions) > MAX_EXECUTIONS_KEPT:
-            del self.executions[: len(self.executions) - MAX_EXECUTIONS_KEPT]
+        size = sum(_execution_chars(e) for e in self.executions)
+        while len(self.executions) > 1 and (
+            len(self.executions) > MAX_EXECUTIONS_KEPT or size > MAX_EXECUTION_CHARS_KEPT
+        ):
+            size -= _execution_chars(self.executions.pop(0))
 
     def start_new_analysis(self) -> None:
         """Clear executions, citations and searches; keep citation_index and the filter."""
@@ -98,3 +107,11 @@ class AnalysisState(BaseModel):
         self.citations.clear()
         self.searches.clear()
         self.analysis_number += 1
+
+
+def _execution_chars(entry: CodeExecutionEntry) -> int:
+    return len(entry.code) + len(entry.stdout) + len(entry.stderr) + len(entry.value or "") + len(entry.error or "")
+
+
+def _search_chars(query: str, hits: list[SearchResult]) -> int:
+    return len(query) + sum(len(hit.content) for hit in hits)

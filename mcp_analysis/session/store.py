@@ -102,23 +102,25 @@ class Signer:
     def verify(self, mac: str, body: bytes, blob: bytes | None) -> bool:
         return hmac.compare_digest(mac, self.mac(body, blob))
 
-    def new_handle(self) -> str:
-        """``s_`` + 24 url-safe characters: 12 random bytes and a 6-byte tag."""
+    def new_handle(self, owner: str | None) -> str:
+        """``s_`` + 24 url-safe characters: 12 random bytes and a 6-byte tag binding them to `owner`."""
         nonce = secrets.token_bytes(12)
-        return "s_" + base64.urlsafe_b64encode(nonce + self._tag(nonce)).decode()
+        return "s_" + base64.urlsafe_b64encode(nonce + self._tag(nonce, owner)).decode()
 
-    def issued(self, handle: str) -> bool:
-        """Whether this deployment issued `handle` (a typo or a made-up id is not)."""
+    def issued(self, handle: str, owner: str | None) -> bool:
+        """Whether this deployment issued `handle` to `owner` (a typo, a made-up id or another
+        principal's id is not: replayed by someone else, it must not start a session under that id)."""
         if not handle.startswith("s_") or len(handle) != 26:
             return False
         try:
             raw = base64.urlsafe_b64decode(handle[2:].encode())
         except (ValueError, UnicodeEncodeError):
             return False
-        return len(raw) == 18 and hmac.compare_digest(raw[12:], self._tag(raw[:12]))
+        return len(raw) == 18 and hmac.compare_digest(raw[12:], self._tag(raw[:12], owner))
 
-    def _tag(self, nonce: bytes) -> bytes:
-        return hmac.new(self._secret, b"handle\x00" + nonce, hashlib.sha256).digest()[:6]
+    def _tag(self, nonce: bytes, owner: str | None) -> bytes:
+        who = b"principal:" + owner.encode() if owner is not None else b"anonymous"
+        return hmac.new(self._secret, b"handle\x00" + who + b"\x00" + nonce, hashlib.sha256).digest()[:6]
 
 
 class SessionStore(ABC):
@@ -220,5 +222,9 @@ def open_session_store(settings: Settings, default_dir: object) -> SessionStore 
 
 
 def store_namespace(settings: Settings) -> str:
-    """Sessions belong to one knowledge base: replicas of another one sharing the Redis never meet them."""
-    return hashlib.sha256(str(settings.db).encode()).hexdigest()[:16]
+    """Sessions belong to one deployment: its knowledge base and its signing key. Replicas of another
+    deployment sharing the Redis never meet them, even over a knowledge base at the same path (each in
+    its own container): keyed by the path alone, the other's records failed their signatures under
+    ours (and blocked our principals' saves), and its sessions counted against our bounds."""
+    secret = session_secret(settings) or b""
+    return hmac.new(secret, str(settings.db).encode(), hashlib.sha256).hexdigest()[:16]
