@@ -25,7 +25,7 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.usage import UsageLimits
 
 from mcp_analysis.agent.toolset import AnalysisToolset
-from mcp_analysis.config import Settings, load_settings
+from mcp_analysis.config import Settings, load_settings, with_db
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.errors import ModelConfigError
 from mcp_analysis.prompts import INSTRUCTIONS
@@ -84,7 +84,7 @@ class AnalysisClient:
     ) -> None:
         base = settings or load_settings()
         if db_path is not None:
-            base = base.model_copy(update={"db": Path(db_path)})
+            base = with_db(base, db_path)
         self.settings = base
         self.model = model
         self.kb: KnowledgeBase | None = None
