@@ -6,6 +6,8 @@ Each test reproduces a snag met by following README.md from a fresh clone.
 from __future__ import annotations
 
 import ast
+import os
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,7 @@ import pytest
 
 from mcp_analysis.config import load_settings
 from tests.conftest import REPO
+from tests.test_cli import cli
 
 README = (REPO / "README.md").read_text()
 
@@ -21,6 +24,11 @@ def readme_block(section: str, lang: str = "python") -> str:
     """The first fenced `lang` block under the README heading `section`."""
     body = README.split(f"\n{section}\n", 1)[1]
     return body.split(f"```{lang}\n", 1)[1].split("```", 1)[0]
+
+
+def without(*names: str) -> dict[str, str]:
+    """The environment for a CLI run with `names` unset (the cli helper merges os.environ)."""
+    return {k: v for k, v in os.environ.items() if k not in names}
 
 
 # ------------------------------------------------------------------------------ Python API
@@ -78,3 +86,36 @@ def test_api_entry_points_keep_uris_and_expand_home(monkeypatch: pytest.MonkeyPa
         assert AnalysisClient(given).settings.db == expected
         assert create_toolset(db_path=given)._settings.db == expected  # opened on first use
         assert create_server(db_path=given).runtime.settings.db == expected
+
+
+# ------------------------------------------------------------------------------ analyze
+
+
+def test_analyze_without_an_api_key_is_one_actionable_line(sample_db: Path) -> None:
+    result = cli("--db", str(sample_db), "analyze", "How many documents?", env=without("ANTHROPIC_API_KEY"))
+    assert result.returncode == 1 and result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    line = lines[0]
+    assert line.startswith("error: Cannot use the analysis model 'anthropic:claude-sonnet-4-20250514'")
+    assert "Set the `ANTHROPIC_API_KEY` environment variable" in line
+    # pydantic-ai's advice for its own API (a provider object, its test model) is not the CLI user's fix,
+    # and it pushed the actionable end of the line past the cut.
+    assert "AnthropicProvider(" not in line and "Agent('test')" not in line
+    assert line.endswith("`[bedrock]`).")
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_an_unreachable_model_says_where_it_looked(sample_db: Path) -> None:
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    result = cli("--db", str(sample_db), "analyze", "q", "--model", "ollama:qwen3", env={"OLLAMA_BASE_URL": url})
+    assert result.returncode == 1
+    line = result.stderr.strip()
+    assert len(line.splitlines()) == 1
+    assert line.startswith("error: Cannot reach the analysis model 'ollama:qwen3'")
+    assert ".." not in line and "analysis.base_url" in line
