@@ -6,7 +6,9 @@ Each test reproduces a snag met by following README.md from a fresh clone.
 from __future__ import annotations
 
 import ast
+import json
 import os
+import re
 import socket
 from pathlib import Path
 from typing import Any
@@ -119,3 +121,49 @@ def test_an_unreachable_model_says_where_it_looked(sample_db: Path) -> None:
     assert len(line.splitlines()) == 1
     assert line.startswith("error: Cannot reach the analysis model 'ollama:qwen3'")
     assert ".." not in line and "analysis.base_url" in line
+
+
+# ------------------------------------------------------------------------------ CLI output
+
+
+def test_list_shows_each_uri_after_the_prefix_they_share(sample_db: Path) -> None:
+    """On an 80-column terminal every uri used to be cut to the same `file:///...…`."""
+    table = cli("--db", str(sample_db), "list", env={"COLUMNS": "80"})
+    assert table.returncode == 0, table.stderr
+    documents = REPO / "mcp_analysis" / "sample" / "documents"
+    assert max(len(line) for line in table.stdout.splitlines()) <= 80
+    assert f"uriafter{documents.as_uri()}/" in "".join(table.stdout.split())  # said once
+    uris: list[str] = []  # the uri column, its folded lines joined
+    for line in table.stdout.splitlines():
+        if line.startswith("│"):
+            cells = [c.strip() for c in line.split("│")[1:-1]]
+            if cells[0]:
+                uris.append(cells[2])
+            else:
+                uris[-1] += cells[2]
+    assert len(uris) == 12 and "q3-2025-financial-report.pdf" in uris
+    assert "report-b-port-authority-interviews.docx" in uris
+
+
+def test_search_shows_the_passage_around_the_match(tmp_path: Path) -> None:
+    """Each hit used to print its whole grown section: pages of text for `search ... --limit 3`."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    filler = "The harbour board met again and went through the usual business of the quarter. " * 6
+    for n in range(3):
+        paragraphs = [f"{filler}Item {n}.{k} was noted." for k in range(8)]
+        paragraphs[5] = f"The tide gauge at berth {n} drifted by {n + 3} centimetres after the storm surge."
+        (docs / f"minutes-{n}.md").write_text(f"# Minutes {n}\n\n## Business\n\n" + "\n\n".join(paragraphs) + "\n")
+    db = str(tmp_path / "kb.lancedb")
+    assert cli("--db", db, "add", str(docs)).returncode == 0
+    query = "tide gauge drift after the storm surge"
+    whole = json.loads(cli("--db", db, "search", query, "-n", "3", "--json").stdout)
+    assert len(whole) == 3 and all(len(h["content"]) > 2000 for h in whole)
+    human = cli("--db", db, "search", query, "-n", "3")
+    assert human.returncode == 0, human.stderr
+    passages = re.split(r"^─+ \d\. .*$", human.stdout, flags=re.MULTILINE)[1:]
+    assert len(passages) == 3
+    assert all(len(p) < 1200 and "tide gauge" in p for p in passages), [len(p) for p in passages]
+    assert "--context 3600 shows more" in passages[-1]  # and says how to see more
+    wide = cli("--db", db, "search", query, "-n", "3", "--context", "100000")
+    assert all(h["content"].strip().splitlines()[-1] in wide.stdout for h in whole)
