@@ -188,3 +188,17 @@ def test_an_object_store_verdict_leads_the_error() -> None:
     assert "Retry" not in refused
     other = storage_error_message("s3://kb/docs", ValueError(lance.replace("InvalidAccessKeyId", "SlowDown")))
     assert "failing: SlowDown: The AWS Access Key Id" in other and "Retry shortly" in other
+
+
+# ------------------------------------------------------------------------------ offline
+
+
+def test_the_embedder_leaves_no_telemetry_behind(sample_db: Path, tmp_path: Path) -> None:
+    """onnxruntime 1.32 on Linux queues usage telemetry for Microsoft's collector (a device id and
+    events in ~/.cache/Microsoft/DeveloperTools/.onnxruntime, uploaded when a network is there).
+    "Everything runs offline" means we opt out; a user may still opt in with ORT_DISABLE_TELEMETRY=0."""
+    env = {**without("ORT_DISABLE_TELEMETRY"), "HOME": str(tmp_path / "home"), "XDG_CACHE_HOME": str(tmp_path)}
+    found = cli("--db", str(sample_db), "search", "phishing", "--json", env=env)
+    assert found.returncode == 0, found.stderr
+    assert json.loads(found.stdout)  # the embedder ran
+    assert not list(tmp_path.rglob("DeveloperTools")), sorted(tmp_path.rglob("*"))
