@@ -18,6 +18,7 @@ import time
 import uuid
 
 import anyio
+from _machine import describe, machine
 
 from mcp_analysis.session.citations import SeenIds, repair_ids
 from mcp_analysis.session.state import AnalysisState, CodeExecutionEntry
@@ -95,11 +96,13 @@ def main() -> None:
     parser.add_argument("--seen", type=int, default=10_000)
     parser.add_argument("--mangled", type=int, default=500)
     parser.add_argument("--baseline-sample", type=int, default=10)
+    host = machine()
     result = anyio.run(measure, parser.parse_args())
     width = max(len(k) for k in result)
     for key, value in result.items():
         print(f"{key:<{width}}  {value}")
-    print(json.dumps(result))
+    print(f"{describe()}; load at the end {machine()['load_1_5_15']}")
+    print(json.dumps({"bench": "cite", "machine": host, **result}))
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from _machine import describe, machine
 from mcp import Client, StdioServerParameters
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -438,6 +439,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the cached knowledge bases")
     args = parser.parse_args()
+    host = machine()
 
     spec = json.loads(DATA.read_text())
     cache = args.out / "context"
@@ -461,7 +463,8 @@ def main() -> None:
     report(r)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"context-{time.strftime('%Y%m%d-%H%M%S')}.json").write_text(json.dumps(r, indent=2))
-    print(json.dumps({"bench": "context", **r}))
+    print(f"{describe()}; load at the end {machine()['load_1_5_15']}")
+    print(json.dumps({"bench": "context", "machine": host, **r}))
 
 
 if __name__ == "__main__":

@@ -29,6 +29,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from _machine import describe, machine
+
 from mcp_analysis.embed import create_embedder
 
 FIXTURE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "haiku_rag_db_0.101.1"
@@ -57,6 +59,7 @@ def agreement(ours: np.ndarray, stored: np.ndarray) -> dict[str, float]:
 
 
 async def main(db: Path) -> None:
+    host = machine()
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / "db"
         shutil.copytree(db, copy)
@@ -77,7 +80,8 @@ async def main(db: Path) -> None:
             f"{name:32} {f['cos_mean']:9.5f} {f['cos_p05']:8.5f} {f['cos_min']:8.5f} "
             f"{f['top1']:6.3f} {f['top5']:6.3f} {f['seconds']:6.1f}"
         )
-    print(json.dumps({"chunks": len(texts), **{name: f for name, f in results.items()}}))
+    print(f"{describe()}; load at the end {machine()['load_1_5_15']}")
+    print(json.dumps({"bench": "haiku_vectors", "machine": host, "chunks": len(texts), **results}))
 
 
 if __name__ == "__main__":

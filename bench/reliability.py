@@ -42,6 +42,7 @@ from typing import Any
 import anyio
 import httpx2
 import psutil
+from _machine import describe, machine
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -244,6 +245,7 @@ def percentiles(values: list[float]) -> tuple[float, float, float]:
 
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
+    host = machine()
     workdir = Path(tempfile.mkdtemp(prefix="mcp-analysis-reliability-"))
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -355,7 +357,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     print(f"unexpected errors: {sum(unexpected.values())}; state lost outside faults: {len(lost_unexpected)}")
     for message, count in unexpected.most_common(12):
         print(f"  {count:>5}  {message}")
-    print(json.dumps(result))
+    print(f"{describe()}; load at the end {machine()['load_1_5_15']}")
+    print(json.dumps({"bench": "reliability", "machine": host, **result}))
     return result
 
 

@@ -41,6 +41,8 @@ from mcp.client.streamable_http import streamable_http_client
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from _machine import describe, machine  # noqa: E402
+
 from mcp_analysis.config import load_settings  # noqa: E402
 from mcp_analysis.sample import ensure_sample_kb  # noqa: E402
 from tests.services import free_port, moto_s3, redis, stop, wait_for_port  # noqa: E402
@@ -204,6 +206,7 @@ def main() -> None:
     parser.add_argument("--replicas", type=int, nargs="+", default=[1, 3])
     parser.add_argument("--queries", type=int, default=40, help="searches per store for the latency table")
     args = parser.parse_args()
+    host = machine()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
 
     with tempfile.TemporaryDirectory(prefix="bench-scaleout-") as tmp, contextlib.ExitStack() as stack:
@@ -276,7 +279,8 @@ def main() -> None:
             f"{figures['p50_ms']:>7.1f} {figures['p95_ms']:>7.1f}"
         )
     print(f"S3 / local p50: {latency['S3 (moto)']['p50_ms'] / latency['local disk']['p50_ms']:.2f}")
-    print(json.dumps({"bench": "scaleout", "load": rows, "search_latency": latency}))
+    print(f"{describe()}; load at the end {machine()['load_1_5_15']}")
+    print(json.dumps({"bench": "scaleout", "machine": host, "load": rows, "search_latency": latency}))
 
 
 if __name__ == "__main__":

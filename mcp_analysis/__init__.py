@@ -15,6 +15,10 @@ from typing import Any
 
 # Lance logs deprecation chatter from Rust at WARN; keep stderr for our own messages.
 os.environ.setdefault("LANCEDB_LOG", "error")
+# onnxruntime (1.32+, Linux too) otherwise keeps a device id and usage events under ~/.cache/Microsoft
+# and uploads them to Microsoft's collector when it can: "everything runs offline" says no. Read when
+# onnxruntime initialises, so it must be set before the embedder loads; ORT_DISABLE_TELEMETRY=0 opts in.
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 __version__ = "0.1.0"
 

@@ -346,17 +346,31 @@ def list_documents(
         from rich.table import Table
 
         short = _short_ids([d.id for d in docs])
+        prefix = _shared_dir([d.uri for d in docs])  # said once: a narrow column then shows what differs
         table = Table(show_lines=False)
         table.add_column("id", no_wrap=True, min_width=max((len(i) for i in short.values()), default=2))
         table.add_column("title")
-        table.add_column("uri")
+        table.add_column("uri", overflow="fold")
         table.add_column("created", no_wrap=True)
         for d in docs:
-            table.add_row(short[d.id], escape(d.title), escape(d.uri), d.created_at[:10])
+            table.add_row(short[d.id], escape(d.title), escape(d.uri[len(prefix) :]), d.created_at[:10])
         out.print(table)
+        if prefix:
+            out.print(f"uri after {escape(prefix)}", highlight=False, soft_wrap=False)  # folded, not cut
         out.print(f"{len(docs)} document(s); ids: shortest unique prefix (--json: whole)", highlight=False)
 
     _run(options, go)
+
+
+def _shared_dir(uris: list[str]) -> str:
+    """The directory part all `uris` share (empty for fewer than two, or when it is short)."""
+    if len(uris) < 2:
+        return ""
+    prefix = uris[0][: uris[0].rfind("/") + 1]
+    for uri in uris[1:]:
+        while prefix and not uri.startswith(prefix):
+            prefix = prefix[: prefix.rstrip("/").rfind("/") + 1]
+    return prefix if len(prefix) >= 16 else ""
 
 
 def _short_ids(ids: list[str], minimum: int = 8) -> dict[str, str]:
@@ -377,28 +391,47 @@ def search(
     ctx: typer.Context,
     query: Annotated[str, typer.Argument(help="What to look for.")],
     limit: Annotated[int | None, typer.Option("--limit", "-n", help="Number of results (default 5).")] = None,
+    context: Annotated[
+        int | None,
+        typer.Option(
+            "--context", min=40, help="Characters of each hit's passage to show (default search.context_chars, 900)."
+        ),
+    ] = None,
     filter: FilterOption = None,
     as_json: JsonOption = False,
     sample: SampleOption = False,
 ) -> None:
-    """Hybrid search (vector + full text) with context expansion."""
+    """Hybrid search (vector + full text) with context expansion: each hit's passage around the match.
+
+    `--json` gives every hit whole (its grown section in `content`).
+    """
     options = _options(ctx, sample)
 
     async def go() -> None:
         async with _knowledge_base(options) as kb:
             results = await (await kb.open_corpus(filter)).search(query, limit)
+            chars = context or kb.settings.search.context_chars
         if as_json:
             _print_json([r.model_dump() for r in results])
             return
         if not results:
             out.print("no results")
+        cut = False
         for r in results:
             pages = f" p.{','.join(map(str, r.page_numbers))}" if r.page_numbers else ""
             out.rule(escape(f"{r.rank}. {r.document_title}{pages}  score {r.score:.4f}"))
             out.print(f"[dim]{escape(r.document_uri)}  chunk {r.chunk_id}[/dim]")
             if r.headings:
                 out.print(f"[bold]{escape(' > '.join(r.headings))}[/bold]")
-            out.print(r.content, markup=False, highlight=False)
+            passage = r.excerpt(query, chars)
+            cut = cut or len(passage) < len(r.content.strip())
+            out.print(passage, markup=False, highlight=False)
+        if cut:
+            out.print(
+                f"[dim](passages of up to {chars:,} characters around the match; --context {4 * chars} shows more, "
+                "--json every passage whole)[/dim]",
+                highlight=False,
+            )
 
     _run(options, go)
 

@@ -224,6 +224,17 @@ class _HaikuDbSource(PydanticBaseSettingsSource):
         return {"db": value} if value else {}
 
 
+def db_location(value: Any) -> Any:
+    """Local paths become Paths; URIs (s3://b/p, gs://, az://, memory://) stay text, unmangled."""
+    if isinstance(value, str) and "://" not in value:
+        return Path(value).expanduser()
+    if isinstance(value, Path):
+        return value.expanduser()
+    if isinstance(value, str):
+        return value.strip()
+    return value
+
+
 class Settings(BaseSettings):
     """All settings of mcp-analysis. See the README's Configuration section."""
 
@@ -258,14 +269,7 @@ class Settings(BaseSettings):
     @field_validator("db", mode="before")
     @classmethod
     def _expand_db(cls, value: Any) -> Any:
-        """Local paths become Paths; URIs (s3://b/p, gs://, az://, memory://) stay text, unmangled."""
-        if isinstance(value, str) and "://" not in value:
-            return Path(value).expanduser()
-        if isinstance(value, Path):
-            return value.expanduser()
-        if isinstance(value, str):
-            return value.strip()
-        return value
+        return db_location(value)
 
     @field_validator("storage_options", mode="before")
     @classmethod
@@ -322,13 +326,13 @@ def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
+def load_settings(config: str | Path | None = None, **overrides: Any) -> Settings:
     """Build settings from the sources above; `overrides` are CLI flags (None = not given).
 
     Nested overrides use dicts, e.g. ``search={"limit": 3}``.
     """
     given = {k: v for k, v in overrides.items() if v is not None}
-    _CONFIG_OVERRIDE[0] = config.expanduser() if config else None
+    _CONFIG_OVERRIDE[0] = Path(config).expanduser() if config else None
     try:
         if given:
             # Merge nested CLI flags over the lower sources instead of replacing whole sections.
@@ -342,6 +346,11 @@ def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
     finally:
         _CONFIG_OVERRIDE[0] = None
     return settings
+
+
+def with_db(settings: Settings, db: str | Path) -> Settings:
+    """A copy of `settings` on another knowledge base, read as `--db` reads it (URIs stay text, ~ expands)."""
+    return settings.model_copy(update={"db": db_location(db)})
 
 
 def format_validation_error(exc: ValidationError) -> str:

@@ -7,6 +7,8 @@ it into a tool error the model can act on. Anything else escaping is a bug.
 
 from __future__ import annotations
 
+import re
+
 
 class AnalysisError(Exception):
     """Base class: the message is written for the person (or model) who caused it."""
@@ -80,8 +82,30 @@ class SessionLimitError(AnalysisError):
     """Too many kept sessions (per principal or in total)."""
 
 
+_S3_ERROR = re.compile(r"<Code>(\w+)</Code>\s*(?:<Message>([^<]*)</Message>)?")
+_CREDENTIALS_REFUSED = {"InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "ExpiredToken", "InvalidToken"}
+
+
 def storage_error_message(location: str, exc: BaseException) -> str:
     detail = " ".join(str(exc).split())
+    answer = _S3_ERROR.search(detail)  # the store's own verdict, deep inside LanceDB's error text
+    if answer:
+        code, said = answer.group(1), (answer.group(2) or "").strip()
+        verdict = f"{code}: {said}" if said else code
+        if code == "NoSuchBucket":
+            bucket = location.split("://", 1)[-1].split("/", 1)[0]
+            return (
+                f"The knowledge base at {location} cannot be opened: the object store has no bucket '{bucket}' "
+                f"({verdict}). Create the bucket first (mcp-analysis creates the prefix, not the bucket), or fix "
+                "the bucket name in --db / MCP_ANALYSIS_DB, or the endpoint (AWS_ENDPOINT_URL, storage_options)."
+            )
+        if code in _CREDENTIALS_REFUSED:
+            return (
+                f"The knowledge base at {location} cannot be opened: the object store refused the credentials "
+                f"({verdict}). Check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or storage_options) and the "
+                "bucket's permissions."
+            )
+        detail = f"{verdict}; {detail}"
     if len(detail) > 300:
         detail = detail[:300] + " ..."
     return (

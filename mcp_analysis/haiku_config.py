@@ -201,7 +201,8 @@ def translate(raw: dict[str, Any], path: Path) -> dict[str, Any]:
         note = (
             f"note: {path}: reading it as a haiku.rag config; mcp-analysis ignores the haiku.rag settings "
             f"{', '.join(ignored)} (it uses analysis.model/code_timeout/max_output_chars/max_executions, "
-            "embeddings.model, search.limit/max_context_chars, storage.data_dir, lancedb.uri)."
+            "qa.model when analysis.model is not set, embeddings.model, providers.ollama.base_url, "
+            "search.limit/max_context_chars, storage.data_dir, lancedb.uri)."
         )
         if note not in _noted:
             _noted.add(note)

@@ -78,6 +78,8 @@ def test_their_config_maps_onto_ours_and_notes_the_rest(in_tmp: Path, caplog: py
     ):
         assert ignored in notes[0]
     assert "storage.data_dir," not in notes[0].split("(it uses")[0]
+    used = notes[0].split("(it uses")[1]  # every key read is named, the fallback and the Ollama URL too
+    assert "qa.model when analysis.model is not set" in used and "providers.ollama.base_url" in used
 
 
 def test_qa_model_fallback_and_ollama_urls(in_tmp: Path) -> None:

@@ -299,6 +299,25 @@ def test_every_command_takes_an_s3_uri(cluster: Cluster, tmp_path: Path) -> None
     assert len(json.loads(cli("list", "--json").stdout)) == len(listed)
 
 
+def test_a_missing_bucket_is_named_with_what_to_do(cluster: Cluster, tmp_path: Path) -> None:
+    """The store's NoSuchBucket used to be cut off an error saying "cannot be read right now ... Retry"."""
+    (tmp_path / "note.md").write_text("# Note\n\nA first document.\n")
+    env = {**os.environ, **cluster.env, "XDG_DATA_HOME": str(tmp_path)}
+    for command in (["add", str(tmp_path / "note.md")], ["list"]):
+        run = subprocess.run(
+            [sys.executable, "-m", "mcp_analysis", "--db", "s3://no-such-bucket/kb", *command],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
+        assert run.returncode == 1 and len(run.stderr.strip().splitlines()) == 1, run.stderr
+        assert "the object store has no bucket 'no-such-bucket' (NoSuchBucket" in run.stderr
+        assert "Create the bucket first" in run.stderr and "Retry" not in run.stderr
+
+
 async def test_an_added_document_reaches_every_replica(cluster: Cluster, tmp_path: Path) -> None:
     a, b = cluster.replicas
     token = TOKENS["carol"]

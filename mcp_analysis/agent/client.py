@@ -14,6 +14,7 @@ to answer with what it has. The filter is the caller's; the model cannot change 
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.usage import UsageLimits
 
 from mcp_analysis.agent.toolset import AnalysisToolset
-from mcp_analysis.config import Settings, load_settings
+from mcp_analysis.config import Settings, load_settings, with_db
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.errors import ModelConfigError
 from mcp_analysis.prompts import INSTRUCTIONS
@@ -65,11 +66,26 @@ def resolve_model(model: str | Model, base_url: str | None = None) -> Model:
         return infer_model(model, provider_factory=provider_factory(base_url))
     except Exception as exc:  # provider SDKs raise their own types (e.g. openai.OpenAIError for a blank key)
         raise ModelConfigError(
-            f"Cannot use the analysis model {model!r} (setting `analysis.model`, or --model): {str(exc).rstrip('.')}. "
+            f"Cannot use the analysis model {model!r} (setting `analysis.model`, or --model): {_cause(exc)}. "
             "Choose a model you have access to, e.g. anthropic:claude-sonnet-4-20250514 with ANTHROPIC_API_KEY "
             "set, openai:gpt-4o with OPENAI_API_KEY, or ollama:qwen3 with OLLAMA_BASE_URL (other providers: "
             "`pip install 'mcp-analysis[google]'`, `[cohere]`, `[bedrock]`)."
         ) from None
+
+
+# pydantic-ai's advice for its own Python API (a provider object, its test model), which is not
+# how the user of a setting or of --model fixes it; it also pushed our advice past the line's end.
+_API_ADVICE = (
+    re.compile(r" or pass it via `\w+\([^`]*\)`"),
+    re.compile(r"\s*To try Pydantic AI without an API key.*$", re.DOTALL),
+)
+
+
+def _cause(exc: Exception) -> str:
+    text = str(exc)
+    for advice in _API_ADVICE:
+        text = advice.sub("", text)
+    return text.strip().rstrip(".")
 
 
 class AnalysisClient:
@@ -84,7 +100,7 @@ class AnalysisClient:
     ) -> None:
         base = settings or load_settings()
         if db_path is not None:
-            base = base.model_copy(update={"db": Path(db_path)})
+            base = with_db(base, db_path)
         self.settings = base
         self.model = model
         self.kb: KnowledgeBase | None = None
@@ -147,8 +163,11 @@ class AnalysisClient:
             raise ModelConfigError(f"The analysis model could not be used: {exc}. Check `analysis.model`.") from None
         except Exception as exc:
             if "connect" in type(exc).__name__.lower() or "connection" in str(exc).lower():
+                url = getattr(llm, "base_url", None)
                 raise ModelConfigError(
-                    f"Cannot reach the analysis model {model or self.settings.analysis.model!r}: {exc}."
+                    f"Cannot reach the analysis model {model or self.settings.analysis.model!r}"
+                    f"{f' at {url}' if url else ''}: {_cause(exc)}. Check the network, and for a model you host "
+                    "its server's address (`analysis.base_url`, or OLLAMA_BASE_URL / OPENAI_BASE_URL)."
                 ) from None
             raise
         state = session.state

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic_ai import ModelRetry
 from pydantic_ai.toolsets import FunctionToolset
 
-from mcp_analysis.config import Settings, load_settings
+from mcp_analysis.config import Settings, load_settings, with_db
 from mcp_analysis.errors import AnalysisError
 from mcp_analysis.prompts import EXECUTE_CODE_DOC, INSTRUCTIONS
 from mcp_analysis.search.models import SearchHit
@@ -155,5 +155,5 @@ def create_toolset(
         return AnalysisToolset(session, max_executions=max_executions)
     settings = config or load_settings()
     if db_path is not None:
-        settings = settings.model_copy(update={"db": Path(db_path)})
+        settings = with_db(settings, db_path)
     return AnalysisToolset(settings=settings, document_filter=filter, max_executions=max_executions)

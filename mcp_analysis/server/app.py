@@ -37,7 +37,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import AnyHttpUrl, Field
 
 from mcp_analysis import __version__
-from mcp_analysis.config import Settings, load_settings
+from mcp_analysis.config import Settings, load_settings, with_db
 from mcp_analysis.errors import AnalysisError
 from mcp_analysis.prompts import ANALYZE_PROMPT, EXECUTE_CODE_DOC, INSTRUCTIONS
 from mcp_analysis.sandbox.output import clip
@@ -196,7 +196,7 @@ def create_server(
     """Build the MCP server for a knowledge base (stdio by default; ``http=True`` adds bearer auth)."""
     settings = config or load_settings()
     if db_path is not None:
-        settings = settings.model_copy(update={"db": str(db_path) if "://" in str(db_path) else Path(db_path)})
+        settings = with_db(settings, db_path)
     auth_kwargs: dict[str, Any] = {}
     if http and settings.server.tokens_file is not None:
         base = f"http://{settings.server.host}:{settings.server.port}"
