@@ -136,6 +136,11 @@ class SessionSettings(_Section):
     def _shared_store_needs_secret(self) -> SessionSettings:
         if self.store and self.secret is None:
             raise ValueError(missing_secret_message(self.store))
+        if self.store and not self.persist:
+            raise ValueError(
+                "sessions.persist is false but sessions.store is set: replicas sharing a store keep every "
+                "session there. Unset sessions.store to keep sessions in memory only, or drop persist: false."
+            )
         if self.secret is not None and len(self.secret.get_secret_value()) < 16:
             raise ValueError("sessions.secret must be at least 16 characters (use 32+ random ones)")
         return self

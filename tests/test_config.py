@@ -105,3 +105,12 @@ def test_readme_sample_lists_every_setting_with_its_default(in_tmp: Path) -> Non
 
     assert keys(shown) == keys(defaults)
     assert load_settings(in_tmp / "sample.yaml").model_dump(mode="json") == defaults
+
+
+def test_a_shared_store_with_persistence_off_is_refused(in_tmp: Path) -> None:
+    """`sessions.persist: false` cannot be honoured by replicas sharing a store: say so, never ignore it."""
+    shared = {"store": "redis://127.0.0.1:6379/0", "secret": "s" * 32}
+    with pytest.raises(ConfigError, match=r"sessions\.persist is false but sessions\.store is set"):
+        load_settings(sessions={**shared, "persist": False})
+    assert load_settings(sessions=shared).sessions.persist is True
+    assert load_settings(sessions={"persist": False}).sessions.store is None
