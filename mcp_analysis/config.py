@@ -113,7 +113,7 @@ class SessionSettings(_Section):
     max_sessions: int = Field(10_000, ge=1, description="Live sessions kept in memory at most.")
     max_stored: int = Field(10_000, ge=1, description="Kept (persisted) sessions in total at most.")
     max_per_principal: int = Field(
-        1000, ge=1, description="Kept sessions per principal (all anonymous clients count as one) at most."
+        1000, ge=1, description="Kept sessions per bearer principal at most (anonymous clients: only max_stored)."
     )
     lock_timeout: float = Field(
         30.0, gt=0, description="Shared store: seconds a call waits while another replica runs the same session."

@@ -36,7 +36,10 @@ def http(sample_db: Path, sessions_dir: Path, tmp_path_factory: pytest.TempPathF
     env = {
         "XDG_DATA_HOME": str(logs / "data"),
         "MCP_ANALYSIS_SESSIONS__DIR": str(sessions_dir),
-        "MCP_ANALYSIS_SESSIONS__MAX_PER_PRINCIPAL": str(ANONYMOUS_LIMIT),
+        # The total bound: anonymous clients are not one principal (max_per_principal stays tiny
+        # to show it does not apply to them).
+        "MCP_ANALYSIS_SESSIONS__MAX_STORED": str(ANONYMOUS_LIMIT),
+        "MCP_ANALYSIS_SESSIONS__MAX_PER_PRINCIPAL": "1",
     }
     with http_server(sample_db, log_dir=logs, env=env) as server:
         yield server
@@ -90,8 +93,8 @@ async def test_kept_sessions_are_bounded_with_a_clear_error(http: HttpServer, se
         results = [await client.call_tool("cite", {"chunk_ids": [hit["chunk_id"]]}) for _ in range(room + 1)]
         assert [r.is_error for r in results] == [False] * room + [True]
         message = text(results[-1])
-        assert "Too many analysis sessions kept for anonymous clients" in message
-        assert f"limit {ANONYMOUS_LIMIT}" in message and "sessions.max_per_principal" in message
+        assert "The server keeps too many analysis sessions" in message
+        assert f"limit {ANONYMOUS_LIMIT}" in message and "sessions.max_stored" in message
         # A kept session continues; calls that keep nothing still work when full.
         handle = results[0].structured_content["session"]
         again = await client.call_tool("analysis_state", {"session": handle})
@@ -118,4 +121,21 @@ async def test_total_bound_and_expired_handles(sample_db: Path, tmp_path: Path) 
         await manager.drop(f"handle:{first.id}")
         with pytest.raises(Exception, match="Unknown or expired"):
             await manager.resolve(first.id, owner=None, document_filter=None)
+    await kb.close()
+
+
+async def test_anonymous_clients_are_bounded_by_the_total_not_as_one_principal(sample_db: Path, tmp_path: Path) -> None:
+    # Without tokens every client is anonymous: counting them as one principal would make
+    # max_per_principal a second, smaller total (1,000 of 10,000 by default).
+    sessions = {"dir": tmp_path / "sessions", "max_stored": 10, "max_per_principal": 1}
+    settings: Settings = make_settings(sample_db, sessions=sessions)
+    kb = await KnowledgeBase.open(settings)
+    async with WorkerPool(settings.sandbox) as pool, SessionManager(kb, pool, settings) as manager:
+        for n in range(3):
+            await (await manager.create_handle(document_filter=None, owner=None)).execute(f"a = {n}")
+        await (await manager.create_handle(document_filter=None, owner="alice")).execute("b = 1")
+        second = await manager.create_handle(document_filter=None, owner="alice")
+        with pytest.raises(SessionLimitError, match=r"principal 'alice' \(limit 1, sessions.max_per_principal\)"):
+            await second.execute("b = 2")
+        assert len(kept_files(tmp_path / "sessions")) == 4
     await kb.close()

@@ -132,10 +132,12 @@ class SessionManager:
         """Live sessions whose interpreter holds a worker now."""
         return sum(1 for s in self._sessions.values() if s.attached)
 
-    @property
-    def _limits(self) -> Limits:
+    def _limits(self, owner: str | None) -> Limits:
+        # Anonymous clients are not one principal: without tokens the server cannot tell
+        # them apart (and with tokens there are none), so only the total bounds them.
         s = self.settings.sessions
-        return Limits(s.ttl_seconds, s.max_stored, s.max_per_principal)
+        per_principal = s.max_per_principal if owner is not None else s.max_stored
+        return Limits(s.ttl_seconds, s.max_stored, per_principal)
 
     def _kept_in_store(self, key: str) -> bool:
         return self.store is not None and key.startswith(PERSISTED_PREFIXES)
@@ -376,7 +378,7 @@ class SessionManager:
                 )
                 try:
                     version = await self.store.save(
-                        record, session.interpreter_state, expected=session.version, limits=self._limits
+                        record, session.interpreter_state, expected=session.version, limits=self._limits(session.owner)
                     )
                 except VersionConflict:
                     await self._evict(key, session)
@@ -402,11 +404,11 @@ class SessionManager:
 
     def _full_message(self, full: StoreFull, session: AnalysisSession) -> str:
         if full.scope == "principal":
-            who = f"principal {session.owner!r}" if session.owner else "anonymous clients"
             return (
-                f"Too many analysis sessions kept for {who} (limit {full.limit}, sessions.max_per_principal); "
-                "this call's effects were not kept. Continue an existing session (pass its `session` handle) or "
-                f"wait for idle ones to expire (sessions.ttl_seconds = {self.settings.sessions.ttl_seconds:g})."
+                f"Too many analysis sessions kept for principal {session.owner!r} (limit {full.limit}, "
+                "sessions.max_per_principal); this call's effects were not kept. Continue an existing session "
+                "(pass its `session` handle) or wait for idle ones to expire "
+                f"(sessions.ttl_seconds = {self.settings.sessions.ttl_seconds:g})."
             )
         return (
             f"The server keeps too many analysis sessions (limit {full.limit}, sessions.max_stored); this call's "
