@@ -111,6 +111,13 @@ class SessionSettings(_Section):
         "with a shared store. Default for the local directory: a key file kept in it.",
     )
     max_sessions: int = Field(10_000, ge=1, description="Live sessions kept in memory at most.")
+    max_memory_mb: int = Field(
+        1024,
+        ge=16,
+        description="Interpreter states all live sessions hold in memory together, in MB (at least "
+        "sandbox.max_state_mb): beyond it, idle sessions kept in the store are dropped from memory "
+        "(reloaded on their next call), and a session that is not kept in a store cannot grow.",
+    )
     max_stored: int = Field(10_000, ge=1, description="Kept (persisted) sessions in total at most.")
     max_per_principal: int = Field(
         1000, ge=1, description="Kept sessions per bearer principal at most (anonymous clients: only max_stored)."

@@ -43,6 +43,8 @@ _RESTORE_ATTEMPTS = 3  # workers tried before a saved state is declared unloadab
 KEPT = "Variables from before this call are kept."
 
 StateListener = Callable[[bytes | None], None]
+# Asked before a call's state is kept: its size in bytes -> why it may not be kept, or None.
+StateAdmission = Callable[[int], str | None]
 
 
 class Interpreter:
@@ -53,8 +55,10 @@ class Interpreter:
         state: bytes | None = None,
         on_state: StateListener | None = None,
         prelude: str | None = None,
+        admit: StateAdmission | None = None,
     ) -> None:
         self.pool = pool
+        self.admit = admit  # the server-wide memory budget for kept states (session/manager.py)
         self.prelude = prelude  # fed to every fresh interpreter (see sandbox/presentation.py)
         self.settings = settings
         self.state = state
@@ -213,6 +217,9 @@ class Interpreter:
                         f"the interpreter state after it is {len(state) / 1e6:,.0f} MB, more than a session keeps "
                         f"({self.settings.max_state_mb} MB, sandbox.max_state_mb)"
                     )
+                refusal = self.admit(len(state)) if self.admit is not None else None
+                if refusal is not None:
+                    raise _StateTooLarge(refusal)
                 self._set_state(state)
             except Exception as exc:
                 # Kept in memory and written to the session store after every call: a state too
@@ -287,7 +294,7 @@ class Interpreter:
 
 
 class _StateTooLarge(Exception):
-    """The state after a call exceeds sandbox.max_state_mb."""
+    """The state after a call exceeds sandbox.max_state_mb, or the server's memory budget."""
 
 
 async def _healthy(session: AsyncMontySession) -> bool:

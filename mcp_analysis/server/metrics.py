@@ -64,6 +64,16 @@ class _RuntimeCollector:
             "Sessions kept in the session store (all replicas; refreshed every 10 s).",
             value=sessions.stored_count if sessions is not None else 0,
         )
+        yield GaugeMetricFamily(
+            "mcp_analysis_sessions_state_bytes",
+            "Interpreter state live sessions hold in memory (bounded by sessions.max_memory_mb).",
+            value=sessions.state_bytes if sessions is not None else 0,
+        )
+        yield CounterMetricFamily(
+            "mcp_analysis_session_memory_evictions",
+            "Idle kept sessions dropped from memory to stay within sessions.max_memory_mb.",
+            value=sessions.memory_evictions if sessions is not None else 0,
+        )
         yield CounterMetricFamily(
             "mcp_analysis_session_lock_timeouts",
             "Calls refused because another call held their session past sessions.lock_timeout.",

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import secrets
 import time
+import weakref
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import anyio
 
@@ -34,6 +36,7 @@ def new_session_id() -> str:
 
 
 ChangeListener = Callable[["AnalysisSession"], Awaitable[None]]
+StateBudget = Callable[["AnalysisSession", int], str | None]
 
 
 class AnalysisSession:
@@ -71,6 +74,7 @@ class AnalysisSession:
         self.version = 0
         self.kept = False
         self.on_change: ChangeListener | None = None
+        self.state_budget: StateBudget | None = None  # may refuse to keep a larger state
         self.commit_lock = anyio.Lock()
         self._seen = SeenIds()  # chunk ids shown to this session, indexed for cite's repair
 
@@ -83,15 +87,18 @@ class AnalysisSession:
         if self._pool is None:
             self._pool = WorkerPool(self.kb.settings.sandbox)
             await self._pool.__aenter__()
+        # Callbacks into this session are weak: a session the manager drops is freed at once
+        # (its state may be tens of MB) instead of waiting for the cycle collector.
         self.interpreter = Interpreter(
             self._pool,
             self.kb.settings.sandbox,
             self._interpreter_state,
-            on_state=self._interpreter_changed,
+            on_state=_weak(self._interpreter_changed),
             prelude=PRELUDE,
+            admit=_weak(self._admit_state),
         )
         self.fs = DocumentsFS(self.corpus)
-        self.host = HostFunctions(self.corpus, self.kb.settings.search.sandbox_limit, self._record_search)
+        self.host = HostFunctions(self.corpus, self.kb.settings.search.sandbox_limit, _weak(self._record_search))
         return self
 
     async def close(self) -> None:
@@ -111,6 +118,9 @@ class AnalysisSession:
         """A note for the client, shown before the stderr of the next execution."""
         if self.interpreter is not None:
             self.interpreter.notify(text)
+
+    def _admit_state(self, size: int) -> str | None:
+        return self.state_budget(self, size) if self.state_budget is not None else None
 
     def _interpreter_changed(self, state: bytes | None) -> None:
         self._interpreter_state = state
@@ -199,3 +209,14 @@ class AnalysisSession:
         self.state.start_new_analysis()
         self._seen = SeenIds()  # the cleared searches and executions are no longer "seen"
         await self._changed()
+
+
+def _weak(method: Callable[..., Any]) -> Callable[..., Any]:
+    """`method` without a strong reference to its object (None once the object is gone)."""
+    ref = weakref.WeakMethod(method)
+
+    def call(*args: Any) -> Any:
+        target = ref()
+        return target(*args) if target is not None else None
+
+    return call

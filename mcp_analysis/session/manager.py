@@ -103,6 +103,7 @@ class SessionManager:
         self.store_error: str | None = None
         self.stored_count = 0
         self.lock_waits = 0
+        self.memory_evictions = 0  # idle kept sessions dropped from memory by the budget
 
     async def __aenter__(self) -> SessionManager:
         self._task_group = anyio.create_task_group()
@@ -268,6 +269,7 @@ class SessionManager:
         session = AnalysisSession(self.kb, filter=document_filter, pool=self.pool, session_id=session_id, owner=owner)
         session.key = key
         session.on_change = self._commit
+        session.state_budget = self._admit_state
         await session.start()
         return session
 
@@ -344,6 +346,7 @@ class SessionManager:
         )
         restored.key, restored.version, restored.kept = key, stored.version, True
         restored.on_change = self._commit
+        restored.state_budget = self._admit_state
         await restored.start()
         self._register(key, restored)
         await self._enforce_capacity()
@@ -400,7 +403,7 @@ class SessionManager:
         session.kept = True
         if self._sessions.get(key) is not session:
             self._register(key, session)
-            await self._enforce_capacity()
+        await self._enforce_capacity()  # also when an existing session grew
 
     def _full_message(self, full: StoreFull, session: AnalysisSession) -> str:
         if full.scope == "principal":
@@ -441,16 +444,61 @@ class SessionManager:
             except StoreUnavailable as exc:
                 log.warning("Could not delete session %s from the store: %s", key, exc)
 
+    @property
+    def state_bytes(self) -> int:
+        """Interpreter state held in memory by the live sessions."""
+        return sum(_state_size(s) for s in self._sessions.values())
+
+    @property
+    def _memory_budget(self) -> int:
+        mb = max(self.settings.sessions.max_memory_mb, self.settings.sandbox.max_state_mb)
+        return mb * 1024 * 1024
+
+    def _admit_state(self, session: AnalysisSession, size: int) -> str | None:
+        """Whether `session` may keep a state of `size` bytes (asked before it is kept).
+
+        A session kept in the store always may: beyond the budget, idle ones are dropped from
+        memory and reloaded on their next call (`_enforce_capacity`). Sessions that only live
+        in memory cannot be dropped without losing them, so they share the budget and the call
+        that would pass it keeps nothing (its result says so; earlier variables stay)."""
+        if session.key is not None and self._kept_in_store(session.key):
+            return None
+        held = sum(
+            _state_size(s)
+            for key, s in self._sessions.items()
+            if s is not session and not (s.kept and self._kept_in_store(key))
+        )
+        budget = self._memory_budget
+        if held + size <= budget:
+            return None
+        return (
+            f"the server's memory for analysis sessions is full ({held / 2**20:,.0f} MB held by sessions that "
+            f"live only in memory, this state {size / 2**20:,.0f} MB, budget {budget // 2**20} MB, "
+            "sessions.max_memory_mb)"
+        )
+
     async def _enforce_capacity(self) -> None:
+        """At most `max_sessions` live sessions, and their states within the memory budget:
+        the least recently used idle ones are dropped from memory (kept ones are in the store)."""
         limit = self.settings.sessions.max_sessions
-        if len(self._sessions) <= limit:
+        if len(self._sessions) > limit:
+            for key, session in sorted(self._sessions.items(), key=lambda kv: kv[1].last_used):
+                if len(self._sessions) <= limit:
+                    break
+                if _busy(session):
+                    continue
+                await self._evict(key, session)  # kept sessions are in the store already
+        held, budget = self.state_bytes, self._memory_budget
+        if held <= budget:
             return
         for key, session in sorted(self._sessions.items(), key=lambda kv: kv[1].last_used):
-            if len(self._sessions) <= limit:
+            if held <= budget:
                 break
-            if session.interpreter is not None and not session.interpreter.is_idle:
+            if _busy(session) or not (session.kept and self._kept_in_store(key)) or not _state_size(session):
                 continue
-            await self._evict(key, session)  # kept sessions are in the store already
+            held -= _state_size(session)
+            await self._evict(key, session)
+            self.memory_evictions += 1
 
     async def expire(self) -> int:
         """Forget in-memory sessions idle past the TTL; expire the store's (local directory) files."""
@@ -511,3 +559,12 @@ class SessionManager:
                 self.store_error = str(exc)
             except Exception:  # maintenance must never take the server down
                 log.exception("Session maintenance failed")
+
+
+def _state_size(session: AnalysisSession) -> int:
+    state = session.interpreter_state
+    return len(state) if state is not None else 0
+
+
+def _busy(session: AnalysisSession) -> bool:
+    return (session.interpreter is not None and not session.interpreter.is_idle) or session.commit_lock.locked()

@@ -1,0 +1,126 @@
+"""The server-wide memory budget for interpreter states (sessions.max_memory_mb).
+
+Before it, every live session held its last state in the server's memory, bounded only by
+count (10,000 sessions x sandbox.max_state_mb 64 MB): anonymous HTTP clients each keeping a
+50 MB string grew the server by ~48 MB per call (12 calls: 116 -> 966 MB), enough to run a
+24 GB machine out of memory in a few minutes. Now idle sessions kept in the store leave memory
+beyond the budget (and come back on their next call), and sessions that live only in memory
+cannot grow past it (the call says so; earlier variables stay).
+"""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from pathlib import Path
+
+import anyio
+import httpx2
+import pytest
+
+from mcp_analysis.corpus import KnowledgeBase
+from mcp_analysis.sandbox.pool import WorkerPool
+from mcp_analysis.session.manager import SessionManager
+from tests.conftest import make_settings
+from tests.mcp_helpers import http_server, text
+
+pytestmark = pytest.mark.anyio
+
+MB = 1024 * 1024
+
+
+def _big(n: int, megabytes: int) -> str:
+    # A string of `megabytes` MB that differs per session (so no dump is shared).
+    return f"x = 'ab' * {megabytes * MB // 2} + '{n}'"
+
+
+async def test_idle_kept_sessions_leave_memory_beyond_the_budget_and_come_back(sample_db: Path, tmp_path: Path) -> None:
+    sessions = {"dir": tmp_path / "sessions", "max_memory_mb": 16}
+    settings = make_settings(sample_db, sessions=sessions, sandbox={"max_state_mb": 8})
+    kb = await KnowledgeBase.open(settings)
+    async with WorkerPool(settings.sandbox) as pool, SessionManager(kb, pool, settings) as manager:
+        ids, refs = [], []
+        gc.disable()  # a dropped session must be freed at once, not when cycles are collected
+        try:
+            for n in range(5):
+                session = await manager.create_handle(document_filter=None, owner=None)
+                result = await session.execute(_big(n, 5))
+                assert result.success and not result.state_restored, result
+                ids.append(session.id)
+                refs.append(weakref.ref(session))
+                del session
+                assert manager.state_bytes <= 16 * MB
+            assert manager.memory_evictions >= 2
+            assert len(manager) < 5  # some were dropped from memory...
+            assert sum(ref() is not None for ref in refs) == len(manager)  # ...and freed
+        finally:
+            gc.enable()
+        for n, handle in enumerate(ids):  # ...and every one continues, from the store
+            session = await manager.resolve(handle, owner=None, document_filter=None)
+            result = await session.execute("x[-1], len(x)")
+            assert result.value == f"('{n}', {5 * MB + 1})", result
+            assert manager.state_bytes <= 16 * MB
+    await kb.close()
+
+
+async def test_sessions_that_live_only_in_memory_cannot_pass_the_budget(sample_db: Path, tmp_path: Path) -> None:
+    # No session store: nothing can be dropped from memory without losing it.
+    sessions = {"dir": tmp_path / "sessions", "persist": False, "max_memory_mb": 16}
+    settings = make_settings(sample_db, sessions=sessions, sandbox={"max_state_mb": 8})
+    kb = await KnowledgeBase.open(settings)
+    async with WorkerPool(settings.sandbox) as pool, SessionManager(kb, pool, settings) as manager:
+        first, second, third = [
+            await manager.get(f"http:{name}", document_filter=None) for name in ("first", "second", "third")
+        ]
+        for n, session in enumerate((first, second, third)):
+            assert (await session.execute("y = 'kept'")).success
+            result = await session.execute(_big(n, 6))
+            assert result.success
+        assert first.interpreter_state is not None and manager.state_bytes <= 16 * MB
+        refused = result
+        assert refused.state_restored
+        assert "sessions.max_memory_mb" in refused.stderr and "variables were not kept" in refused.stderr
+        assert (await third.execute("y")).value == "'kept'"  # its earlier variables stay
+        gone = await third.execute("x")
+        assert not gone.success and "NameError" in (gone.error or "")
+        for n, session in enumerate((first, second)):  # nobody else lost anything
+            assert (await session.execute("x[-1], y")).value == f"('{n}', 'kept')"
+        assert manager.memory_evictions == 0
+    await kb.close()
+
+
+async def test_anonymous_http_clients_cannot_grow_the_server_past_the_budget(sample_db: Path, tmp_path: Path) -> None:
+    env = {
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "MCP_ANALYSIS_SESSIONS__DIR": str(tmp_path / "sessions"),
+        "MCP_ANALYSIS_SESSIONS__MAX_MEMORY_MB": "32",
+        "MCP_ANALYSIS_SANDBOX__MAX_STATE_MB": "8",  # the budget is at least one session's most
+    }
+    with http_server(sample_db, env=env, log_dir=tmp_path) as server:
+        handles = []
+        for n in range(8):  # 8 anonymous clients x 6 MB = 48 MB of state
+            async with server.client() as client:
+                result = await client.call_tool("execute_code", {"code": _big(n, 6)})
+                assert not result.is_error, text(result)
+                handles.append(result.structured_content["session"])
+        metrics = await _metrics(server.port)
+        assert 0 < metrics["mcp_analysis_sessions_state_bytes"] <= 32 * MB
+        assert metrics["mcp_analysis_session_memory_evictions_total"] >= 2
+        async with server.client() as client:
+            for n, handle in enumerate(handles):
+                again = await client.call_tool("execute_code", {"code": "x[-1]", "session": handle})
+                assert not again.is_error and again.structured_content["value"] == f"'{n}'", text(again)
+        assert (await _metrics(server.port))["mcp_analysis_sessions_state_bytes"] <= 32 * MB
+
+
+async def _metrics(port: int) -> dict[str, float]:
+    def fetch() -> str:
+        return httpx2.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+
+    body = await anyio.to_thread.run_sync(fetch)
+    out = {}
+    for line in body.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            out[name] = float(value)
+    return out
