@@ -119,6 +119,11 @@ class SessionSettings(_Section):
         "(reloaded on their next call), and a session that is not kept in a store cannot grow.",
     )
     max_stored: int = Field(10_000, ge=1, description="Kept (persisted) sessions in total at most.")
+    max_stored_mb: int = Field(
+        4096,
+        ge=1,
+        description="Size of all kept sessions together in the store (disk, or Redis memory), in MB.",
+    )
     max_per_principal: int = Field(
         1000, ge=1, description="Kept sessions per bearer principal at most (anonymous clients: only max_stored)."
     )

@@ -34,6 +34,7 @@ from tests.conftest import REPO, make_settings
 from tests.docs_factory import write_markdown
 from tests.mcp_helpers import HttpServer, http_server, text
 from tests.services import S3, TcpGate, moto_s3, redis
+from tests.test_session_memory import check_stored_bytes_bound
 
 pytestmark = pytest.mark.anyio
 
@@ -212,6 +213,13 @@ async def test_redis_bounds_and_expired_handles(cluster: Cluster, sample_setting
         with pytest.raises(Exception, match="Unknown or expired"):
             await manager.resolve(kept.id, owner="erin", document_filter=None)
     await kb.close()
+
+
+async def test_redis_keeps_at_most_max_stored_mb(cluster: Cluster, sample_settings: Settings) -> None:
+    settings = _redis_settings(sample_settings, cluster.redis_port, max_stored_mb=16)
+    await check_stored_bytes_bound(
+        settings.model_copy(update={"sandbox": settings.sandbox.model_copy(update={"max_state_mb": 10})})
+    )
 
 
 def _redis_settings(base: Settings, port: int, **sessions: Any) -> Settings:

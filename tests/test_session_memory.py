@@ -18,7 +18,9 @@ import anyio
 import httpx2
 import pytest
 
+from mcp_analysis.config import Settings
 from mcp_analysis.corpus import KnowledgeBase
+from mcp_analysis.errors import SessionLimitError
 from mcp_analysis.sandbox.pool import WorkerPool
 from mcp_analysis.session.manager import SessionManager
 from tests.conftest import make_settings
@@ -124,3 +126,33 @@ async def _metrics(port: int) -> dict[str, float]:
             name, _, value = line.rpartition(" ")
             out[name] = float(value)
     return out
+
+
+async def check_stored_bytes_bound(settings: Settings) -> None:
+    """sessions.max_stored_mb = 16 bounds what the store keeps, for new and growing sessions
+    alike; a refused call keeps nothing, and room comes back when a session goes."""
+    kb = await KnowledgeBase.open(settings)
+    async with WorkerPool(settings.sandbox) as pool, SessionManager(kb, pool, settings) as manager:
+        first, second, third = [await manager.create_handle(document_filter=None, owner=None) for _ in range(3)]
+        assert (await first.execute(_big(0, 5))).success
+        assert (await second.execute(_big(1, 5))).success
+        assert (await third.execute("y = 'small'")).success
+        with pytest.raises(SessionLimitError, match=r"more than 16 MB \(sessions.max_stored_mb\)"):
+            await third.execute(_big(2, 8))  # 5 + 5 + 8 MB > 16 MB
+        again = await manager.resolve(third.id, owner=None, document_filter=None)
+        assert (await again.execute("y")).value == "'small'"  # as before the refused call
+        assert not (await again.execute("x")).success
+        await manager.drop(f"handle:{second.id}")  # a session goes: room again
+        again = await manager.resolve(third.id, owner=None, document_filter=None)
+        assert (await again.execute(_big(2, 8))).success
+        assert (await again.execute("x[-1], y")).value == "('2', 'small')"
+        for session in (first, again):
+            await manager.drop(f"handle:{session.id}")
+    await kb.close()
+
+
+async def test_the_file_store_keeps_at_most_max_stored_mb(sample_db: Path, tmp_path: Path) -> None:
+    sessions = {"dir": tmp_path / "sessions", "max_stored_mb": 16}
+    await check_stored_bytes_bound(make_settings(sample_db, sessions=sessions, sandbox={"max_state_mb": 10}))
+    kept = sum(f.stat().st_size for f in (tmp_path / "sessions").glob("*.bin"))
+    assert kept == 0  # all dropped at the end: nothing left behind

@@ -138,7 +138,7 @@ class SessionManager:
         # them apart (and with tokens there are none), so only the total bounds them.
         s = self.settings.sessions
         per_principal = s.max_per_principal if owner is not None else s.max_stored
-        return Limits(s.ttl_seconds, s.max_stored, per_principal)
+        return Limits(s.ttl_seconds, s.max_stored, per_principal, s.max_stored_mb * 1024 * 1024)
 
     def _kept_in_store(self, key: str) -> bool:
         return self.store is not None and key.startswith(PERSISTED_PREFIXES)
@@ -411,6 +411,13 @@ class SessionManager:
                 f"Too many analysis sessions kept for principal {session.owner!r} (limit {full.limit}, "
                 "sessions.max_per_principal); this call's effects were not kept. Continue an existing session "
                 "(pass its `session` handle) or wait for idle ones to expire "
+                f"(sessions.ttl_seconds = {self.settings.sessions.ttl_seconds:g})."
+            )
+        if full.scope == "bytes":
+            return (
+                f"The session store is full: the sessions it keeps would take more than {full.limit // 2**20:,} MB "
+                "(sessions.max_stored_mb) with this call's state; this call's effects were not kept. Keep less in "
+                "variables (del the large ones), start a new analysis, or retry after idle sessions expire "
                 f"(sessions.ttl_seconds = {self.settings.sessions.ttl_seconds:g})."
             )
         return (

@@ -54,7 +54,7 @@ class FileSessionStore(SessionStore):
             secret = key_file.read_bytes()
         super().__init__(Signer(secret))
         self._mutex = threading.Lock()
-        self._index: dict[str, str] | None = None  # digest -> owner digest of stored sessions
+        self._index: dict[str, tuple[str, int]] | None = None  # digest -> (owner digest, bytes on disk)
 
     # ------------------------------------------------------------------ paths
 
@@ -71,13 +71,13 @@ class FileSessionStore(SessionStore):
         except (OSError, ValueError):
             return None
 
-    def _ensure_index(self) -> dict[str, str]:
+    def _ensure_index(self) -> dict[str, tuple[str, int]]:
         if self._index is None:
-            index: dict[str, str] = {}
+            index: dict[str, tuple[str, int]] = {}
             for path in self.directory.glob("*.json"):
                 header = self._header(path)
                 if header is not None:
-                    index[path.stem] = str(header.get("owner", ""))
+                    index[path.stem] = (str(header.get("owner", "")), _size(path) + _size(path.with_suffix(".bin")))
             self._index = index
         return self._index
 
@@ -146,10 +146,14 @@ class FileSessionStore(SessionStore):
             if current == 0:
                 if len(index) >= limits.max_stored:
                     raise StoreFull("total", limits.max_stored)
-                if sum(1 for o in index.values() if o == owner) >= limits.max_per_principal:
+                if sum(1 for o, _ in index.values() if o == owner) >= limits.max_per_principal:
                     raise StoreFull("principal", limits.max_per_principal)
             version = current + 1
             head = json.dumps({"version": version, "owner": owner, "mac": self.signer.mac(body, blob)}).encode()
+            size = len(head) + 1 + len(body) + (len(blob) if blob is not None else 0)
+            held = sum(b for _, b in index.values()) - index.get(record_path.stem, ("", 0))[1]
+            if held + size > limits.max_stored_bytes:
+                raise StoreFull("bytes", limits.max_stored_bytes)
             try:
                 if blob is not None:
                     _atomic_write(blob_path, blob)
@@ -159,7 +163,7 @@ class FileSessionStore(SessionStore):
                 kept_path.touch()
             except OSError as exc:
                 raise StoreUnavailable(f"cannot write to {self.directory}: {exc}") from exc
-            index[record_path.stem] = owner
+            index[record_path.stem] = (owner, size)
             return version
 
     def _delete(self, key: str) -> None:
@@ -192,6 +196,13 @@ class FileSessionStore(SessionStore):
                 except OSError:
                     continue
         return removed
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _atomic_write(path: Path, data: bytes) -> None:

@@ -7,6 +7,7 @@ them in one slot):
                               expires after the TTL, refreshed by every use
 - ``mcpa:{ns}:kept:<key>``    "was kept" marker (outlives the session: expired vs never kept)
 - ``mcpa:{ns}:idx`` / ``mcpa:{ns}:idx:<owner>``   sorted sets key -> expiry, for the bounds
+- ``mcpa:{ns}:sz`` / ``mcpa:{ns}:bytes``   hash key -> bytes kept, and their running total
 - ``mcpa:{ns}:lock:<key>``    a lease lock: one replica runs a session at a time
 
 Saves are compare-and-set Lua scripts: a copy loaded at version n can only write n+1,
@@ -46,16 +47,46 @@ log = logging.getLogger(__name__)
 LOCK_LEASE_SECONDS = 10.0
 _TIMEOUT_SECONDS = 5.0
 
-_SAVE = """
+# Forget expired sessions in the index and their sizes in the running total.
+# KEYS[1] idx, KEYS[2] sz, KEYS[3] bytes; ARGV[1] now (ms).
+_PRUNE = """
+local function prune(idx, sz, total, now)
+  local gone = redis.call('ZRANGEBYSCORE', idx, '-inf', now)
+  for _, k in ipairs(gone) do
+    local b = tonumber(redis.call('HGET', sz, k) or '0')
+    if b > 0 then redis.call('DECRBY', total, b) end
+    redis.call('HDEL', sz, k)
+  end
+  redis.call('ZREMRANGEBYSCORE', idx, '-inf', now)
+end
+"""
+
+_COUNT = (
+    _PRUNE
+    + """
+prune(KEYS[1], KEYS[2], KEYS[3], tonumber(ARGV[1]))
+return redis.call('ZCARD', KEYS[1])
+"""
+)
+
+_SAVE = (
+    _PRUNE
+    + """
 local cur = tonumber(redis.call('HGET', KEYS[1], 'v') or '0')
 if cur ~= tonumber(ARGV[1]) then return -1 end
 local now = tonumber(ARGV[3])
+prune(KEYS[3], KEYS[5], KEYS[6], now)
 if cur == 0 then
-  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
   redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
   if redis.call('ZCARD', KEYS[3]) >= tonumber(ARGV[4]) then return -2 end
   if redis.call('ZCARD', KEYS[4]) >= tonumber(ARGV[5]) then return -3 end
 end
+local size = tonumber(ARGV[14])
+local before = tonumber(redis.call('HGET', KEYS[5], ARGV[12]) or '0')
+local held = tonumber(redis.call('GET', KEYS[6]) or '0') - before
+if held + size > tonumber(ARGV[13]) then return -4 end
+redis.call('HSET', KEYS[5], ARGV[12], size)
+redis.call('INCRBY', KEYS[6], size - before)
 local v = cur + 1
 redis.call('HSET', KEYS[1], 'v', v, 'mac', ARGV[6], 'owner', ARGV[7], 'rec', ARGV[8])
 if ARGV[10] == '1' then redis.call('HSET', KEYS[1], 'blob', ARGV[9]) else redis.call('HDEL', KEYS[1], 'blob') end
@@ -66,6 +97,7 @@ redis.call('ZADD', KEYS[3], expiry, ARGV[12])
 redis.call('ZADD', KEYS[4], expiry, ARGV[12])
 return v
 """
+)
 
 _TOUCH = """
 local v = redis.call('HGET', KEYS[1], 'v')
@@ -83,6 +115,9 @@ local owner = redis.call('HGET', KEYS[1], 'owner')
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
 if owner then redis.call('ZREM', ARGV[2] .. owner, ARGV[1]) end
+local b = tonumber(redis.call('HGET', KEYS[3], ARGV[1]) or '0')
+if b > 0 then redis.call('DECRBY', KEYS[4], b) end
+redis.call('HDEL', KEYS[3], ARGV[1])
 return 1
 """
 
@@ -113,6 +148,7 @@ class RedisSessionStore(SessionStore):
         self._save = self._redis.register_script(_SAVE)
         self._touch = self._redis.register_script(_TOUCH)
         self._delete = self._redis.register_script(_DELETE)
+        self._count = self._redis.register_script(_COUNT)
         self._renew = self._redis.register_script(_RENEW)
         self._release = self._redis.register_script(_RELEASE)
         self._held: dict[str, str] = {}  # lock key -> token, renewed by renew_locks()
@@ -156,7 +192,14 @@ class RedisSessionStore(SessionStore):
         ttl_ms = int(limits.ttl_seconds * 1000)
         result = await self._call(
             self._save(
-                keys=[self._k("s:", record.key), self._k("kept:", record.key), self._k("idx"), self._k("idx:", owner)],
+                keys=[
+                    self._k("s:", record.key),
+                    self._k("kept:", record.key),
+                    self._k("idx"),
+                    self._k("idx:", owner),
+                    self._k("sz"),
+                    self._k("bytes"),
+                ],
                 args=[
                     expected,
                     ttl_ms,
@@ -170,6 +213,8 @@ class RedisSessionStore(SessionStore):
                     "1" if blob is not None else "0",
                     ttl_ms * KEPT_MARKER_TTL_FACTOR,
                     record.key,
+                    limits.max_stored_bytes,
+                    len(body) + (len(blob) if blob is not None else 0),
                 ],
             )
         )
@@ -180,18 +225,23 @@ class RedisSessionStore(SessionStore):
             raise StoreFull("total", limits.max_stored)
         if code == -3:
             raise StoreFull("principal", limits.max_per_principal)
+        if code == -4:
+            raise StoreFull("bytes", limits.max_stored_bytes)
         return code
 
     async def delete(self, key: str) -> None:
-        await self._call(self._delete(keys=[self._k("s:", key), self._k("idx")], args=[key, self._k("idx:")]))
+        await self._call(
+            self._delete(
+                keys=[self._k("s:", key), self._k("idx"), self._k("sz"), self._k("bytes")], args=[key, self._k("idx:")]
+            )
+        )
 
     async def was_kept(self, key: str) -> bool:
         return bool(await self._call(self._redis.exists(self._k("kept:", key))))
 
     async def count(self) -> int:
-        index = self._k("idx")
-        await self._call(self._redis.zremrangebyscore(index, "-inf", _now_ms()))
-        return int(await self._call(self._redis.zcard(index)))
+        keys = [self._k("idx"), self._k("sz"), self._k("bytes")]
+        return int(await self._call(self._count(keys=keys, args=[_now_ms()])))
 
     async def ping(self) -> None:
         await self._call(self._redis.ping())

@@ -55,11 +55,12 @@ class StoredSession:
 
 @dataclass(frozen=True)
 class Limits:
-    """Bounds checked atomically when a new session is first kept."""
+    """Bounds checked atomically on save: counts when a new session is first kept, bytes on every save."""
 
     ttl_seconds: float
     max_stored: int
     max_per_principal: int
+    max_stored_bytes: int
 
 
 class VersionConflict(Exception):
@@ -67,7 +68,7 @@ class VersionConflict(Exception):
 
 
 class StoreFull(Exception):
-    """A bound would be exceeded; `scope` is 'principal' or 'total'."""
+    """A bound would be exceeded; `scope` is 'principal', 'total' or 'bytes'."""
 
     def __init__(self, scope: str, limit: int) -> None:
         super().__init__(scope)
