@@ -23,6 +23,7 @@ from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.errors import SessionLimitError
 from mcp_analysis.sandbox.pool import WorkerPool
 from mcp_analysis.session.manager import SessionManager
+from mcp_analysis.session.scope import call_scope
 from tests.conftest import make_settings
 from tests.mcp_helpers import http_server, text
 
@@ -156,3 +157,32 @@ async def test_the_file_store_keeps_at_most_max_stored_mb(sample_db: Path, tmp_p
     await check_stored_bytes_bound(make_settings(sample_db, sessions=sessions, sandbox={"max_state_mb": 10}))
     kept = sum(f.stat().st_size for f in (tmp_path / "sessions").glob("*.bin"))
     assert kept == 0  # all dropped at the end: nothing left behind
+
+
+async def test_a_session_a_call_holds_is_not_dropped_under_it(sample_db: Path, tmp_path: Path) -> None:
+    # A call that resolved its session (searching, or about to run code) holds it until it ends.
+    # Dropped from memory under it, a parallel call on the same session loaded a second copy
+    # from the store, and one of the two failed as "changed by another call" (file store).
+    sessions = {"dir": tmp_path / "sessions", "max_memory_mb": 16}
+    settings = make_settings(sample_db, sessions=sessions, sandbox={"max_state_mb": 8})
+    kb = await KnowledgeBase.open(settings)
+    async with WorkerPool(settings.sandbox) as pool, SessionManager(kb, pool, settings) as manager:
+        first = await manager.create_handle(document_filter=None, owner=None)
+        assert (await first.execute(_big(0, 5))).success
+        handle = first.id
+        del first
+        async with call_scope():  # call A on the session
+            a = await manager.resolve(handle, owner=None, document_filter=None)
+            for n in range(1, 4):  # meanwhile, other clients' calls: 20 MB of state in all
+                other = await manager.create_handle(document_filter=None, owner=None)
+                assert (await other.execute(_big(n, 5))).success
+            assert manager.memory_evictions >= 1 and manager.state_bytes <= 16 * MB + 5 * MB
+            async with call_scope():  # call B, in parallel, on the same session
+                b = await manager.resolve(handle, owner=None, document_filter=None)
+                assert b is a
+                assert (await b.execute("y = 'B'")).success
+            assert (await a.execute("z = 'A'")).success
+        assert manager.state_bytes <= 16 * MB  # once no call holds it, it may go
+        again = await manager.resolve(handle, owner=None, document_filter=None)
+        assert (await again.execute("x[-1], y, z")).value == "('0', 'B', 'A')"
+    await kb.close()

@@ -76,6 +76,7 @@ class AnalysisSession:
         self.on_change: ChangeListener | None = None
         self.state_budget: StateBudget | None = None  # may refuse to keep a larger state
         self.commit_lock = anyio.Lock()
+        self.calls = 0  # requests holding this session now: it stays in memory for them
         self._seen = SeenIds()  # chunk ids shown to this session, indexed for cite's repair
 
     # ---------------------------------------------------------------- lifecycle

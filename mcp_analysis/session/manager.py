@@ -174,6 +174,7 @@ class SessionManager:
                     self._register(key, session)
                     await self._enforce_capacity()
             session.last_used = time.monotonic()
+            self._hold(session)
             return session
 
     async def create_handle(self, *, document_filter: str | None, owner: str | None) -> AnalysisSession:
@@ -349,9 +350,30 @@ class SessionManager:
         restored.state_budget = self._admit_state
         await restored.start()
         self._register(key, restored)
+        self._hold(restored)  # not dropped again before the call that loaded it gets it
         await self._enforce_capacity()
         log.debug("Loaded analysis session %s (version %d) from the session store", record.session_id, stored.version)
         return restored, None
+
+    def _hold(self, session: AnalysisSession) -> None:
+        """Keep `session` in memory until the current request ends (`_busy`). Dropped while a
+        call holds it (searching, or before its code runs), a parallel call on the same session
+        loaded a second copy, and one of the two failed as changed by another call."""
+        scope = current_scope()
+        if scope is None or any(held is session for held in scope.sessions):
+            return
+        scope.sessions.append(session)
+        session.calls += 1
+
+        async def release() -> None:
+            session.calls -= 1
+            if not session.calls and self.state_bytes > self._memory_budget:
+                try:  # what the budget could not drop while calls held it
+                    await self._enforce_capacity()
+                except Exception:
+                    log.exception("Dropping idle sessions from memory failed")
+
+        scope.releases.append(release)
 
     def _store_down(self, exc: Exception) -> SessionStoreError:
         where = self.store.description if self.store is not None else "the session store"
@@ -574,4 +596,6 @@ def _state_size(session: AnalysisSession) -> int:
 
 
 def _busy(session: AnalysisSession) -> bool:
-    return (session.interpreter is not None and not session.interpreter.is_idle) or session.commit_lock.locked()
+    if session.calls or session.commit_lock.locked():
+        return True
+    return session.interpreter is not None and not session.interpreter.is_idle

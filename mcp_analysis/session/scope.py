@@ -19,6 +19,7 @@ import anyio
 class CallScope:
     held: dict[str, str] = field(default_factory=dict)  # session key -> lock token
     releases: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    sessions: list[Any] = field(default_factory=list)  # live sessions this request holds
 
 
 _SCOPE: ContextVar[CallScope | None] = ContextVar("mcp_analysis_call_scope", default=None)
