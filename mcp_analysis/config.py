@@ -122,7 +122,8 @@ class SessionSettings(_Section):
     max_stored_mb: int = Field(
         4096,
         ge=1,
-        description="Size of all kept sessions together in the store (disk, or Redis memory), in MB.",
+        description="Size of all kept sessions together in the store (disk, or Redis memory), in MB "
+        "(at least sandbox.max_state_mb).",
     )
     max_per_principal: int = Field(
         1000, ge=1, description="Kept sessions per bearer principal at most (anonymous clients: only max_stored)."

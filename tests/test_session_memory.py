@@ -186,3 +186,17 @@ async def test_a_session_a_call_holds_is_not_dropped_under_it(sample_db: Path, t
         again = await manager.resolve(handle, owner=None, document_filter=None)
         assert (await again.execute("x[-1], y, z")).value == "('0', 'B', 'A')"
     await kb.close()
+
+
+async def test_the_store_bound_is_at_least_one_sessions_largest_state(sample_db: Path, tmp_path: Path) -> None:
+    # Below sandbox.max_state_mb, "the session store is full" would be said of an empty store.
+    settings = make_settings(
+        sample_db, sessions={"dir": tmp_path / "sessions", "max_stored_mb": 1}, sandbox={"max_state_mb": 8}
+    )
+    kb = await KnowledgeBase.open(settings)
+    async with WorkerPool(settings.sandbox) as pool, SessionManager(kb, pool, settings) as manager:
+        session = await manager.create_handle(document_filter=None, owner=None)
+        assert (await session.execute(_big(0, 5))).success
+        with pytest.raises(SessionLimitError, match=r"more than 8 MB \(sessions\.max_stored_mb\)"):  # 5 + 5 MB > 8 MB
+            await (await manager.create_handle(document_filter=None, owner=None)).execute(_big(1, 5))
+    await kb.close()

@@ -138,7 +138,9 @@ class SessionManager:
         # them apart (and with tokens there are none), so only the total bounds them.
         s = self.settings.sessions
         per_principal = s.max_per_principal if owner is not None else s.max_stored
-        return Limits(s.ttl_seconds, s.max_stored, per_principal, s.max_stored_mb * 1024 * 1024)
+        # At least one session's largest state: below it, "the store is full" would never clear.
+        stored_mb = max(s.max_stored_mb, self.settings.sandbox.max_state_mb)
+        return Limits(s.ttl_seconds, s.max_stored, per_principal, stored_mb * 1024 * 1024)
 
     def _kept_in_store(self, key: str) -> bool:
         return self.store is not None and key.startswith(PERSISTED_PREFIXES)
