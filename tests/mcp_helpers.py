@@ -65,3 +65,13 @@ def http_server(db: Path | str, *args: str, env: dict[str, str] | None = None, l
 
 def text(result: Any) -> str:
     return "\n".join(getattr(block, "text", "") for block in result.content)
+
+
+def metric_samples(body: str) -> dict[str, float]:
+    """Prometheus text format -> {sample name with labels: value}."""
+    out = {}
+    for line in body.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            out[name] = float(value)
+    return out

@@ -32,7 +32,7 @@ from mcp_analysis.sandbox.pool import WorkerPool
 from mcp_analysis.session.manager import SessionManager
 from tests.conftest import REPO, make_settings
 from tests.docs_factory import write_markdown
-from tests.mcp_helpers import HttpServer, http_server, text
+from tests.mcp_helpers import HttpServer, http_server, metric_samples, text
 from tests.services import S3, TcpGate, moto_s3, redis
 from tests.test_session_memory import check_stored_bytes_bound
 
@@ -472,7 +472,7 @@ async def test_metrics_count_tool_calls_and_sessions(cluster: Cluster) -> None:
         await client.call_tool("execute_code", {"code": "1/0"})  # an error in the code is not a tool error
         await client.call_tool("search", {"query": ""})  # a tool error
     body = httpx2.get(f"http://127.0.0.1:{a.port}/metrics", timeout=10).text
-    metrics = _samples(body)
+    metrics = metric_samples(body)
     assert metrics['mcp_analysis_tool_calls_total{tool="list_documents"}'] >= 1
     assert metrics['mcp_analysis_tool_errors_total{tool="search"}'] >= 1
     assert metrics['mcp_analysis_tool_duration_seconds_count{tool="execute_code"}'] >= 1
@@ -480,12 +480,3 @@ async def test_metrics_count_tool_calls_and_sessions(cluster: Cluster) -> None:
     assert metrics["mcp_analysis_workers"] == 1.0
     assert metrics["mcp_analysis_sessions_live"] >= 1
     assert "mcp_analysis_sessions_hibernated" in metrics and "mcp_analysis_sessions_stored" in metrics
-
-
-def _samples(body: str) -> dict[str, float]:
-    out = {}
-    for line in body.splitlines():
-        if line and not line.startswith("#"):
-            name, _, value = line.rpartition(" ")
-            out[name] = float(value)
-    return out

@@ -25,7 +25,7 @@ from mcp_analysis.sandbox.pool import WorkerPool
 from mcp_analysis.session.manager import SessionManager
 from mcp_analysis.session.scope import call_scope
 from tests.conftest import make_settings
-from tests.mcp_helpers import http_server, text
+from tests.mcp_helpers import http_server, metric_samples, text
 
 pytestmark = pytest.mark.anyio
 
@@ -120,13 +120,7 @@ async def _metrics(port: int) -> dict[str, float]:
     def fetch() -> str:
         return httpx2.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
 
-    body = await anyio.to_thread.run_sync(fetch)
-    out = {}
-    for line in body.splitlines():
-        if line and not line.startswith("#"):
-            name, _, value = line.rpartition(" ")
-            out[name] = float(value)
-    return out
+    return metric_samples(await anyio.to_thread.run_sync(fetch))
 
 
 async def check_stored_bytes_bound(settings: Settings) -> None:
