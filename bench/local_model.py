@@ -90,6 +90,8 @@ QUESTIONS: dict[str, dict[str, str]] = {
 
 JSON_BLOCK = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
 TOOL_CALL_TAG = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.DOTALL)
+INVALID = "(invalid JSON)"  # a call in the text that did not parse; never sent to our server
+BAD_ESCAPE = re.compile(r'\\(?![\\"/bfnrtu])')
 
 
 @dataclass
@@ -140,23 +142,35 @@ def openai_tools(tools: list[Any]) -> list[dict[str, Any]]:
     ]
 
 
-def calls_in_text(text: str, names: set[str]) -> list[tuple[str, dict[str, Any]]]:
-    """Tool calls a model wrote as JSON in its text instead of the `tool_calls` field."""
+def loads_lenient(text: str) -> Any:
+    """json.loads, then once more with lone backslashes doubled (models write regexes like \\d in strings)."""
+    try:
+        return json.loads(text, strict=False)
+    except json.JSONDecodeError:
+        return json.loads(BAD_ESCAPE.sub(r"\\\\", text), strict=False)
+
+
+def calls_in_text(text: str, names: set[str]) -> tuple[list[tuple[str, dict[str, Any]]], list[str]]:
+    """Tool calls a model wrote as JSON in its text instead of the `tool_calls` field, and the
+    JSON errors of blocks that name a tool but do not parse."""
     found: list[tuple[str, dict[str, Any]]] = []
+    problems: list[str] = []
     for match in [*TOOL_CALL_TAG.finditer(text), *JSON_BLOCK.finditer(text)]:
         try:
-            obj = json.loads(match.group(1))
-        except json.JSONDecodeError:
+            obj = loads_lenient(match.group(1))
+        except json.JSONDecodeError as exc:
+            if any(f'"{name}"' in match.group(1) for name in names):
+                problems.append(str(exc))
             continue
         if isinstance(obj, dict) and obj.get("name") in names:
             args = obj.get("arguments", obj.get("parameters", {}))
             if isinstance(args, str):
                 try:
-                    args = json.loads(args)
+                    args = loads_lenient(args)
                 except json.JSONDecodeError:
                     args = {"_unparsed": args}
             found.append((obj["name"], args if isinstance(args, dict) else {"_unparsed": args}))
-    return found
+    return found, problems
 
 
 def parse_arguments(raw: str | None) -> dict[str, Any]:
@@ -232,8 +246,10 @@ async def run_question(llm: OpenAI, args: argparse.Namespace, key: str) -> Run:
                 for c in (message.tool_calls or [])
                 if c.type == "function"
             ]
+            problems: list[str] = []
             if not requested:
-                requested = [(name, a, "text") for name, a in calls_in_text(text, names)]
+                parsed, problems = calls_in_text(text, names)
+                requested = [(name, a, "text") for name, a in parsed]
             log.info(
                 "[%s] turn %d: %.1f s, %d prompt + %d completion tokens, %d call(s)%s",
                 key,
@@ -244,6 +260,15 @@ async def run_question(llm: OpenAI, args: argparse.Namespace, key: str) -> Run:
                 len(requested),
                 "" if requested else f": {clip(text, 200)!r}",
             )
+            if not requested and problems:  # like agent frameworks' retry prompt on invalid tool arguments
+                message_text = (
+                    f"Your tool call is not valid JSON ({problems[0]}). Write it again as valid JSON: "
+                    '{"name": "<tool>", "arguments": {...}}'
+                )
+                turn.calls.append(Call(INVALID, clip(problems[0], 300), "text", True, True, 0, 0.0, ""))
+                log.info("[%s]   invalid JSON tool call: %s (the harness asks again)", key, problems[0])
+                messages += [{"role": "assistant", "content": text}, {"role": "user", "content": message_text}]
+                continue
             if not requested:  # a host shows this text as the answer, even when it was cut off
                 run.answer = text
                 run.stopped = "length" if choice.finish_reason == "length" else "answer"
@@ -300,7 +325,7 @@ async def run_question(llm: OpenAI, args: argparse.Namespace, key: str) -> Run:
 
 def summarize(runs: list[Run]) -> dict[str, Any]:
     turns = [t for r in runs for t in r.turns]
-    calls = [c for t in turns for c in t.calls]
+    calls = [c for t in turns for c in t.calls if c.tool != INVALID]  # calls that reached our server
     by_tool: dict[str, list[int]] = {}
     for c in calls:
         by_tool.setdefault(c.tool, []).append(c.result_chars)
@@ -310,6 +335,7 @@ def summarize(runs: list[Run]) -> dict[str, Any]:
         "answered": sum(r.answer is not None for r in runs),
         "model_turns": len(turns),
         "tool_calls": len(calls),
+        "invalid_json_calls": sum(c.tool == INVALID for t in turns for c in t.calls),
         "tool_calls_from_text": sum(c.source == "text" for c in calls),
         "tool_errors": sum(c.is_error for c in calls),
         "tool_calls_failed": sum(c.failed for c in calls),
