@@ -10,8 +10,9 @@ What it does, per seed question: start `python -m mcp_analysis serve --sample` o
 the MCP SDK client (as a host would), hand the tools' names, descriptions and input schemas
 (and the server's instructions) to the model through an OpenAI-compatible chat completions
 API, then loop for at most --max-turns model turns: run every tool call the model asks for
-(from the `tool_calls` field, or from ```json {"name": ..., "arguments": ...}``` blocks or
-<tool_call> tags in its text, which small Qwen models often write instead) and feed back the
+(from the `tool_calls` field, or from ```json {"name": ..., "arguments": ...}``` blocks,
+<tool_call> tags or a bare JSON reply, which small Qwen models often write instead; a call that
+names a tool but is not valid JSON gets a retry prompt, as agent frameworks do) and feed back the
 text content of each result. It records per turn the model's prompt/completion tokens and
 seconds, and per call the tool, arguments (clipped), is_error, characters of result text.
 Prints a summary per question and totals (stdout), logs progress to stderr, writes JSON.
@@ -151,15 +152,19 @@ def loads_lenient(text: str) -> Any:
 
 
 def calls_in_text(text: str, names: set[str]) -> tuple[list[tuple[str, dict[str, Any]]], list[str]]:
-    """Tool calls a model wrote as JSON in its text instead of the `tool_calls` field, and the
-    JSON errors of blocks that name a tool but do not parse."""
+    """Tool calls a model wrote as JSON in its text instead of the `tool_calls` field (in <tool_call>
+    tags, ```json fences, or as the whole reply), and the JSON errors of those that name a tool but
+    do not parse."""
     found: list[tuple[str, dict[str, Any]]] = []
     problems: list[str] = []
-    for match in [*TOOL_CALL_TAG.finditer(text), *JSON_BLOCK.finditer(text)]:
+    blocks = [m.group(1) for m in [*TOOL_CALL_TAG.finditer(text), *JSON_BLOCK.finditer(text)]]
+    if not blocks and text.strip().startswith("{"):  # the whole reply is one bare JSON object
+        blocks = [text.strip()]
+    for block in blocks:
         try:
-            obj = loads_lenient(match.group(1))
+            obj = loads_lenient(block)
         except json.JSONDecodeError as exc:
-            if any(f'"{name}"' in match.group(1) for name in names):
+            if any(f'"{name}"' in block for name in names):
                 problems.append(str(exc))
             continue
         if isinstance(obj, dict) and obj.get("name") in names:
