@@ -190,7 +190,9 @@ def result_text(result: Any) -> str:
     return "\n".join(getattr(block, "text", "") for block in result.content)
 
 
-def complete(llm: OpenAI, args: argparse.Namespace, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
+def complete(
+    llm: OpenAI, args: argparse.Namespace, messages: list[dict[str, Any]], tools: list[dict[str, Any]], turn: int
+) -> Any:
     return llm.chat.completions.create(
         model=args.model,
         messages=messages,  # type: ignore[arg-type]
@@ -198,7 +200,7 @@ def complete(llm: OpenAI, args: argparse.Namespace, messages: list[dict[str, Any
         max_tokens=args.max_tokens,
         temperature=args.temperature,
         top_p=args.top_p,
-        seed=args.seed,
+        seed=args.seed * 1000 + turn,  # one seed for every turn made the model repeat its invalid call verbatim
         extra_body={"top_k": args.top_k, "repeat_penalty": args.repeat_penalty},
     )
 
@@ -227,7 +229,7 @@ async def run_question(llm: OpenAI, args: argparse.Namespace, key: str) -> Run:
         for number in range(1, args.max_turns + 1):
             t0 = time.perf_counter()
             try:
-                response = await anyio.to_thread.run_sync(complete, llm, args, messages, schema)
+                response = await anyio.to_thread.run_sync(complete, llm, args, messages, schema, number)
             except Exception as exc:  # the model server's error (e.g. context exceeded) ends the question
                 run.turns.append(Turn(0, 0, time.perf_counter() - t0, "error", "", error=clip(str(exc), 500)))
                 log.warning("[%s] turn %d: model server error: %s", key, number, clip(str(exc), 300))
@@ -387,7 +389,7 @@ def main() -> None:
     parser.add_argument("--top-p", type=float, default=0.8)
     parser.add_argument("--top-k", type=int, default=20)
     parser.add_argument("--repeat-penalty", type=float, default=1.05)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="turn n of a question samples with seed * 1000 + n")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per model request")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "local_model.json")
     args = parser.parse_args()
