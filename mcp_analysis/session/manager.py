@@ -145,6 +145,10 @@ class SessionManager:
     def _kept_in_store(self, key: str) -> bool:
         return self.store is not None and key.startswith(PERSISTED_PREFIXES)
 
+    def _stored_copy(self, key: str, session: AnalysisSession) -> bool:
+        """Whether memory holds only a copy of `session` (it is in the store): droppable when idle."""
+        return session.kept and self._kept_in_store(key)
+
     # ------------------------------------------------------------------ lookup
 
     async def get(
@@ -270,6 +274,10 @@ class SessionManager:
 
     async def _new(self, key: str, session_id: str, document_filter: str | None, owner: str | None) -> AnalysisSession:
         session = AnalysisSession(self.kb, filter=document_filter, pool=self.pool, session_id=session_id, owner=owner)
+        return await self._started(key, session)
+
+    async def _started(self, key: str, session: AnalysisSession) -> AnalysisSession:
+        """`session`, new or loaded from the store, wired to this manager under `key` and started."""
         session.key = key
         session.on_change = self._commit
         session.state_budget = self._admit_state
@@ -347,10 +355,8 @@ class SessionManager:
             interpreter_state=stored.blob,
             owner=owner,
         )
-        restored.key, restored.version, restored.kept = key, stored.version, True
-        restored.on_change = self._commit
-        restored.state_budget = self._admit_state
-        await restored.start()
+        restored.version, restored.kept = stored.version, True
+        await self._started(key, restored)
         self._register(key, restored)
         self._hold(restored)  # not dropped again before the call that loaded it gets it
         await self._enforce_capacity()
@@ -464,10 +470,9 @@ class SessionManager:
         await session.close()
 
     async def drop(self, key: str) -> None:
-        session = self._sessions.pop(key, None)
+        session = self._sessions.get(key)
         if session is not None:
-            self._by_id.pop(session.id, None)
-            await session.close()
+            await self._evict(key, session)
         if self._kept_in_store(key):
             assert self.store is not None
             try:
@@ -495,9 +500,7 @@ class SessionManager:
         if session.key is not None and self._kept_in_store(session.key):
             return None
         held = sum(
-            _state_size(s)
-            for key, s in self._sessions.items()
-            if s is not session and not (s.kept and self._kept_in_store(key))
+            _state_size(s) for key, s in self._sessions.items() if s is not session and not self._stored_copy(key, s)
         )
         budget = self._memory_budget
         if held + size <= budget:
@@ -525,7 +528,7 @@ class SessionManager:
         for key, session in sorted(self._sessions.items(), key=lambda kv: kv[1].last_used):
             if held <= budget:
                 break
-            if _busy(session) or not (session.kept and self._kept_in_store(key)) or not _state_size(session):
+            if _busy(session) or not self._stored_copy(key, session) or not _state_size(session):
                 continue
             held -= _state_size(session)
             await self._evict(key, session)
@@ -537,8 +540,7 @@ class SessionManager:
         cutoff = time.monotonic() - ttl
         gone = 0
         for key, session in list(self._sessions.items()):
-            busy = session.interpreter is not None and not session.interpreter.is_idle
-            if session.last_used < cutoff and not busy:
+            if session.last_used < cutoff and not _busy(session):
                 await self._evict(key, session)
                 gone += 1
         if self.store is not None:

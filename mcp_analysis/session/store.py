@@ -158,7 +158,8 @@ class SessionStore(ABC):
     async def save(self, record: SessionRecord, blob: bytes | None, *, expected: int, limits: Limits) -> int:
         """Store if the current version is `expected` (0: not stored yet); return the new version.
 
-        Raises VersionConflict or (for a new session over a bound) StoreFull.
+        Raises VersionConflict, or StoreFull: a new session over a count bound, or any save that
+        would take the store past `limits.max_stored_bytes`.
         """
 
     @abstractmethod
