@@ -253,55 +253,57 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     server = Server(args.db, workdir / "data", port, workdir / "server.log")
     print(f"server log: {server.log}", file=sys.stderr)
     server.start()
-    rss: list[tuple[int, int]] = []
-    async with client_for(server.url, "auto") as warm:  # first search loads the embedder
-        await warm.call_tool("search", {"query": "warm up", "limit": 1})
-    rss_start = server.rss()
-    print(f"creating {args.idle} idle sessions ...", file=sys.stderr)
-    idle_started = time.monotonic()
-    handles = await make_idle(server.url, args.idle)
-    idle_seconds = time.monotonic() - idle_started
+    try:
+        rss: list[tuple[int, int]] = []
+        async with client_for(server.url, "auto") as warm:  # first search loads the embedder
+            await warm.call_tool("search", {"query": "warm up", "limit": 1})
+        rss_start = server.rss()
+        print(f"creating {args.idle} idle sessions ...", file=sys.stderr)
+        idle_started = time.monotonic()
+        handles = await make_idle(server.url, args.idle)
+        idle_seconds = time.monotonic() - idle_started
 
-    run = Run()
-    stop_sampling = anyio.Event()
-    until = args.duration
+        run = Run()
+        stop_sampling = anyio.Event()
+        until = args.duration
 
-    async def faults() -> None:
-        await anyio.sleep(args.duration / 6)
-        pids = server.worker_pids()
-        if pids:
+        async def faults() -> None:
+            await anyio.sleep(args.duration / 6)
+            pids = server.worker_pids()
+            if pids:
+                start = run.now()
+                os.kill(pids[0], signal.SIGKILL)
+                run.faults.append(("worker SIGKILL", start, run.now()))
+                print(f"t={start:.1f}s: SIGKILLed interpreter worker {pids[0]}", file=sys.stderr)
+            await anyio.sleep(args.duration / 6)
             start = run.now()
-            os.kill(pids[0], signal.SIGKILL)
-            run.faults.append(("worker SIGKILL", start, run.now()))
-            print(f"t={start:.1f}s: SIGKILLed interpreter worker {pids[0]}", file=sys.stderr)
-        await anyio.sleep(args.duration / 6)
-        start = run.now()
-        run.faults.append(("server restart", start, float("inf")))  # in progress
-        server.kill()
-        await anyio.to_thread.run_sync(server.start)
-        run.restarts += 1  # listening again: clients may come back now
-        listening = run.now()
-        async with client_for(server.url, "auto") as probe:  # back when a search works again
-            await probe.call_tool("search", {"query": "ready", "limit": 1})
-        run.faults[-1] = ("server restart", start, run.now())
-        run.restart_timing = (round(listening - start, 1), round(run.now() - start, 1))
-        print(
-            f"t={start:.1f}s: server SIGKILLed, listening after {listening - start:.1f}s, searching after "
-            f"{run.now() - start:.1f}s",
-            file=sys.stderr,
-        )
+            run.faults.append(("server restart", start, float("inf")))  # in progress
+            server.kill()
+            await anyio.to_thread.run_sync(server.start)
+            run.restarts += 1  # listening again: clients may come back now
+            listening = run.now()
+            async with client_for(server.url, "auto") as probe:  # back when a search works again
+                await probe.call_tool("search", {"query": "ready", "limit": 1})
+            run.faults[-1] = ("server restart", start, run.now())
+            run.restart_timing = (round(listening - start, 1), round(run.now() - start, 1))
+            print(
+                f"t={start:.1f}s: server SIGKILLed, listening after {listening - start:.1f}s, searching after "
+                f"{run.now() - start:.1f}s",
+                file=sys.stderr,
+            )
 
-    print(f"{args.clients} clients for {args.duration:.0f} s ...", file=sys.stderr)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(sample_rss, server, rss, stop_sampling)
-        tg.start_soon(faults)
-        async with anyio.create_task_group() as clients:
-            for number in range(args.clients):
-                clients.start_soon(one_client, run, server.url, number, "legacy" if number % 2 else "auto", until)
-        stop_sampling.set()
-    idle_restored, idle_checked = await check_idle(server.url, handles, args.idle_sample)
-    rss_end = server.rss()
-    server.stop()
+        print(f"{args.clients} clients for {args.duration:.0f} s ...", file=sys.stderr)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sample_rss, server, rss, stop_sampling)
+            tg.start_soon(faults)
+            async with anyio.create_task_group() as clients:
+                for number in range(args.clients):
+                    clients.start_soon(one_client, run, server.url, number, "legacy" if number % 2 else "auto", until)
+            stop_sampling.set()
+        idle_restored, idle_checked = await check_idle(server.url, handles, args.idle_sample)
+        rss_end = server.rss()
+    finally:  # also when the run fails or is interrupted: no server left behind
+        server.stop()
 
     fault_errors: Counter[str] = Counter()
     unexpected: Counter[str] = Counter()
@@ -369,4 +371,6 @@ if __name__ == "__main__":
     parser.add_argument("--duration", type=float, default=60.0)
     parser.add_argument("--idle", type=int, default=1000)
     parser.add_argument("--idle-sample", type=int, default=100)
+    # `kill` (SIGTERM) unwinds like Ctrl-C, so the server this run started is stopped too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     anyio.run(main, parser.parse_args())
