@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import AsyncIterator, Iterator
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,29 @@ from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.sample import documents_dir, ensure_sample_kb
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def run_cli(
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    unset: Iterable[str] = (),
+    stdin: str | None = None,
+    timeout: float = 300,
+) -> subprocess.CompletedProcess[str]:
+    """`python -m mcp_analysis ARGS` as a user runs it, in a real process from the repo: `env` over
+    this process's environment (without `unset`), output captured as text, stdin closed unless given."""
+    dropped = set(unset)
+    environment = {k: v for k, v in {**os.environ, **(env or {})}.items() if k not in dropped}
+    feed: dict[str, Any] = {"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}
+    return subprocess.run(
+        [sys.executable, "-m", "mcp_analysis", *args],
+        cwd=REPO,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        **feed,
+    )
 
 
 @pytest.fixture(scope="session")

@@ -3,28 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, run_cli
 from tests.docs_factory import write_all
 
-
-def cli(*args: str, env: dict[str, str] | None = None, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "mcp_analysis", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        input=stdin,
-        env={**os.environ, **(env or {})},
-    )
+cli = run_cli
 
 
 def test_add_list_search_info_exec_rm(tmp_path: Path) -> None:

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from mcp_analysis.config import load_settings
 from mcp_analysis.errors import ConfigError
-from tests.conftest import REPO
+from tests.conftest import run_cli
 from tests.haiku_db import copy_fixture
 
 THEIR_CONFIG = """\
@@ -124,13 +121,13 @@ def test_the_command_line_reads_their_config_and_database(tmp_path: Path) -> Non
     db = copy_fixture(tmp_path / "data" / "haiku.rag.lancedb")
     config = tmp_path / "haiku.rag.yaml"
     config.write_text(THEIR_CONFIG.format(data_dir=tmp_path / "data"))
-    env = {k: v for k, v in os.environ.items() if k not in ("MCP_ANALYSIS_DB", "HAIKU_RAG_DB")}
-    result = subprocess.run(
-        [sys.executable, "-m", "mcp_analysis", "--config", str(config), "search", "Mozilla Public License", "--json"],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
+    result = run_cli(
+        "--config",
+        str(config),
+        "search",
+        "Mozilla Public License",
+        "--json",
+        unset=["MCP_ANALYSIS_DB", "HAIKU_RAG_DB"],
         timeout=120,
     )
     assert result.returncode == 0, result.stderr

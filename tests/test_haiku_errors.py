@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import anyio
@@ -13,7 +12,7 @@ import pytest
 from mcp_analysis.config import load_settings
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.errors import EmbedderError
-from tests.conftest import REPO
+from tests.conftest import run_cli
 from tests.haiku_db import copy_fixture, haiku_settings, make_variant
 
 pytestmark = pytest.mark.anyio
@@ -26,16 +25,7 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """The real command line, in a subprocess (proves no traceback reaches the terminal)."""
-    import os
-
-    return subprocess.run(
-        [sys.executable, "-m", "mcp_analysis", *args],
-        cwd=REPO,
-        env={**os.environ, **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_cli(*args, env=env, timeout=120)
 
 
 def cli_inline(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -7,10 +7,7 @@ outcome; the comments say what happened before the fix.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 import time
 import tracemalloc
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -29,7 +26,7 @@ from mcp_analysis.sandbox.pool import WorkerPool
 from mcp_analysis.sandbox.presentation import value_repr
 from mcp_analysis.session.analysis import AnalysisSession
 from mcp_analysis.session.manager import SessionManager
-from tests.conftest import REPO, make_settings
+from tests.conftest import make_settings, run_cli
 from tests.mcp_helpers import free_port, http_server
 from tests.services import redis
 
@@ -303,14 +300,7 @@ def test_a_yaml_alias_bomb_is_refused(sample_db: Path, tmp_path: Path, name: str
     path = tmp_path / name
     path.write_text(text)
     args = [flag, str(path), "info"] if flag == "--config" else ["serve", "--http", "--port", "1", flag, str(path)]
-    run = subprocess.run(
-        [sys.executable, "-m", "mcp_analysis", "--db", str(sample_db), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=REPO,
-        env={**os.environ, "XDG_DATA_HOME": str(tmp_path)},
-    )
+    run = run_cli("--db", str(sample_db), *args, env={"XDG_DATA_HOME": str(tmp_path)}, timeout=60)
     assert run.returncode == 1, run.stderr[-500:]
     assert f"{path} expands to more than 100,000 values" in run.stderr and "anchors" in run.stderr, run.stderr
     assert "Traceback" not in run.stderr

@@ -30,7 +30,7 @@ from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.errors import SessionBusyError, SessionLimitError
 from mcp_analysis.sandbox.pool import WorkerPool
 from mcp_analysis.session.manager import SessionManager
-from tests.conftest import REPO, make_settings
+from tests.conftest import REPO, make_settings, run_cli
 from tests.docs_factory import write_markdown
 from tests.mcp_helpers import HttpServer, http_server, metric_samples, text
 from tests.services import S3, TcpGate, moto_s3, redis
@@ -231,16 +231,17 @@ def _redis_settings(base: Settings, port: int, **sessions: Any) -> Settings:
 
 
 def test_a_shared_store_without_a_secret_is_refused(cluster: Cluster, tmp_path: Path) -> None:
-    env = {**os.environ, **cluster.env, "XDG_DATA_HOME": str(tmp_path)}
-    env.pop("MCP_ANALYSIS_SESSIONS__SECRET")
-    run = subprocess.run(
-        [sys.executable, "-m", "mcp_analysis", "--db", cluster.db, "serve", "--http", "--port", "1"],
-        cwd=REPO,
+    env = {**cluster.env, "XDG_DATA_HOME": str(tmp_path)}
+    run = run_cli(
+        "--db",
+        cluster.db,
+        "serve",
+        "--http",
+        "--port",
+        "1",
         env=env,
-        capture_output=True,
-        text=True,
+        unset=["MCP_ANALYSIS_SESSIONS__SECRET"],
         timeout=60,
-        stdin=subprocess.DEVNULL,
     )
     assert run.returncode == 1
     assert "sessions.secret is not set" in run.stderr and "MCP_ANALYSIS_SESSIONS__SECRET" in run.stderr
@@ -275,19 +276,11 @@ async def test_redis_sessions_are_signed(cluster: Cluster, sample_settings: Sett
 def test_every_command_takes_an_s3_uri(cluster: Cluster, tmp_path: Path) -> None:
     """`--db s3://...` (and MCP_ANALYSIS_DB) survive as URIs: list, search, info, exec (add and serve
     are the other tests here)."""
-    env = {**os.environ, **cluster.env, "XDG_DATA_HOME": str(tmp_path)}
+    env = {**cluster.env, "XDG_DATA_HOME": str(tmp_path)}
 
     def cli(*args: str, db_env: bool = False) -> subprocess.CompletedProcess[str]:
         db = [] if db_env else ["--db", cluster.db]
-        run = subprocess.run(
-            [sys.executable, "-m", "mcp_analysis", *db, *args],
-            cwd=REPO,
-            env={**env, "MCP_ANALYSIS_DB": cluster.db} if db_env else env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            stdin=subprocess.DEVNULL,
-        )
+        run = run_cli(*db, *args, env={**env, "MCP_ANALYSIS_DB": cluster.db} if db_env else env, timeout=120)
         assert run.returncode == 0, run.stderr
         return run
 
@@ -310,17 +303,9 @@ def test_every_command_takes_an_s3_uri(cluster: Cluster, tmp_path: Path) -> None
 def test_a_missing_bucket_is_named_with_what_to_do(cluster: Cluster, tmp_path: Path) -> None:
     """The store's NoSuchBucket used to be cut off an error saying "cannot be read right now ... Retry"."""
     (tmp_path / "note.md").write_text("# Note\n\nA first document.\n")
-    env = {**os.environ, **cluster.env, "XDG_DATA_HOME": str(tmp_path)}
+    env = {**cluster.env, "XDG_DATA_HOME": str(tmp_path)}
     for command in (["add", str(tmp_path / "note.md")], ["list"]):
-        run = subprocess.run(
-            [sys.executable, "-m", "mcp_analysis", "--db", "s3://no-such-bucket/kb", *command],
-            cwd=REPO,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            stdin=subprocess.DEVNULL,
-        )
+        run = run_cli("--db", "s3://no-such-bucket/kb", *command, env=env, timeout=120)
         assert run.returncode == 1 and len(run.stderr.strip().splitlines()) == 1, run.stderr
         assert "the object store has no bucket 'no-such-bucket' (NoSuchBucket" in run.stderr
         assert "Create the bucket first" in run.stderr and "Retry" not in run.stderr

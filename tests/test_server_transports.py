@@ -17,7 +17,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.subscriptions import ResourcesListChanged
 
-from tests.conftest import REPO
+from tests.conftest import REPO, run_cli
 from tests.docs_factory import write_markdown
 from tests.mcp_helpers import HttpServer, http_server, stdio_params, text
 
@@ -96,14 +96,7 @@ async def test_readme_first_command_serves_the_sample(tmp_path: Path) -> None:
 
 
 def test_missing_database_fails_fast_with_a_clear_message(tmp_path: Path) -> None:
-    run = subprocess.run(
-        [sys.executable, "-m", "mcp_analysis", "--db", str(tmp_path / "missing.lancedb"), "serve"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
+    run = run_cli("--db", str(tmp_path / "missing.lancedb"), "serve", timeout=60)
     assert run.returncode == 1
     assert "No knowledge base at" in run.stderr and "mcp-analysis add" in run.stderr
     assert run.stdout == ""
