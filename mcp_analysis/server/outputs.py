@@ -33,12 +33,16 @@ MIN_CONTEXT = 160  # the smallest passage a hit is cut to before hits are droppe
 
 def size(model: BaseModel, text: str) -> int:
     """What a result costs: its text plus its structured content as JSON."""
-    return len(text) + len(json.dumps(model.model_dump(mode="json"), ensure_ascii=False))
+    return _cost(model.model_dump(mode="json"), text)
+
+
+def _cost(structured: dict[str, Any], text: str) -> int:
+    return len(text) + len(json.dumps(structured, ensure_ascii=False))
 
 
 def result(model: BaseModel, text: str, budget: int) -> CallToolResult:
     structured = model.model_dump(mode="json")
-    over = len(text) + len(json.dumps(structured, ensure_ascii=False)) - budget
+    over = _cost(structured, text) - budget
     if over > 0:  # the fitters below prevent this; never send more than the budget anyway
         log.warning("tool result over budget by %d characters; cutting its text", over)
         text = text[: max(0, len(text) - over)]
