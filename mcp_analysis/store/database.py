@@ -38,6 +38,12 @@ from mcp_analysis.store.models import DocumentMeta
 log = logging.getLogger(__name__)
 
 _CLEANUP_AFTER = timedelta(minutes=30)  # never 0: concurrent readers still use old versions
+# Where a document's rows are, besides its meta row: (table, column holding the document id).
+_DOCUMENT_ID_COLUMNS = (
+    (schema.DOCUMENTS, "id"),
+    (schema.CHUNKS, "document_id"),
+    (schema.DOCUMENT_ITEMS, "document_id"),
+)
 
 
 @dataclass
@@ -472,11 +478,7 @@ class Store:
             return set()
         visible = {r["id"] for r in await self.tables[schema.DOCUMENT_META].query().select(["id"]).to_list()}
         present: set[str] = set()
-        for name, column in (
-            (schema.DOCUMENTS, "id"),
-            (schema.CHUNKS, "document_id"),
-            (schema.DOCUMENT_ITEMS, "document_id"),
-        ):
+        for name, column in _DOCUMENT_ID_COLUMNS:
             rows = await self.tables[name].query().select([column]).to_arrow()
             present.update(rows.column(column).unique().to_pylist())
         orphans = present - visible
@@ -487,11 +489,7 @@ class Store:
     async def _ids_settled(self, settled: timedelta) -> set[str]:
         """Document ids that had rows in a table version at least `settled` old (empty if unknown)."""
         ids: set[str] = set()
-        for name, column in (
-            (schema.DOCUMENTS, "id"),
-            (schema.CHUNKS, "document_id"),
-            (schema.DOCUMENT_ITEMS, "document_id"),
-        ):
+        for name, column in _DOCUMENT_ID_COLUMNS:
             try:
                 table = await self.db.open_table(name)
                 old = [v["version"] for v in await table.list_versions() if _older_than(v["timestamp"], settled)]
