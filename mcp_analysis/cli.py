@@ -345,8 +345,10 @@ def list_documents(
             return
         from rich.table import Table
 
+        from mcp_analysis.search.excerpt import shared_dir
+
         short = _short_ids([d.id for d in docs])
-        prefix = _shared_dir([d.uri for d in docs])  # said once: a narrow column then shows what differs
+        prefix = shared_dir([d.uri for d in docs])  # said once: a narrow column then shows what differs
         table = Table(show_lines=False)
         table.add_column("id", no_wrap=True, min_width=max((len(i) for i in short.values()), default=2))
         table.add_column("title")
@@ -360,17 +362,6 @@ def list_documents(
         out.print(f"{len(docs)} document(s); ids: shortest unique prefix (--json: whole)", highlight=False)
 
     _run(options, go)
-
-
-def _shared_dir(uris: list[str]) -> str:
-    """The directory part all `uris` share (empty for fewer than two, or when it is short)."""
-    if len(uris) < 2:
-        return ""
-    prefix = uris[0][: uris[0].rfind("/") + 1]
-    for uri in uris[1:]:
-        while prefix and not uri.startswith(prefix):
-            prefix = prefix[: prefix.rstrip("/").rfind("/") + 1]
-    return prefix if len(prefix) >= 16 else ""
 
 
 def _short_ids(ids: list[str], minimum: int = 8) -> dict[str, str]:

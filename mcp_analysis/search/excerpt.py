@@ -115,3 +115,15 @@ def label_path(headings: list[str], limit: int = 2 * LABEL_CHARS) -> list[str]:
         shown.append(cut)
         size += len(cut)
     return shown[::-1]
+
+
+def shared_dir(uris: list[str]) -> str:
+    """The directory part all `uris` share, when it is long enough (16+) to be worth saying once;
+    empty for fewer than two."""
+    if len(uris) < 2:
+        return ""
+    prefix = uris[0][: uris[0].rfind("/") + 1]
+    for uri in uris[1:]:
+        while prefix and not uri.startswith(prefix):
+            prefix = prefix[: prefix.rstrip("/").rfind("/") + 1]
+    return prefix if len(prefix) >= 16 else ""

@@ -21,7 +21,7 @@ from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
 from mcp_analysis.sandbox.output import clip
-from mcp_analysis.search.excerpt import label
+from mcp_analysis.search.excerpt import label, shared_dir
 from mcp_analysis.search.models import SearchHit, SearchResult
 from mcp_analysis.session.state import Citation
 from mcp_analysis.store.models import DocumentMeta
@@ -198,7 +198,7 @@ def render_documents(out: ListDocumentsOutput) -> str:
     if not out.documents:
         return "No documents are visible." if out.total == 0 else f"No documents at offset {out.offset}."
     end = out.offset + len(out.documents)
-    prefix = _common_prefix([d.uri for d in out.documents]) if len(out.documents) > 2 else ""
+    prefix = shared_dir([d.uri for d in out.documents]) if len(out.documents) > 2 else ""
     shown = f"uri after {prefix}" if prefix else "uri"
     lines = [f"Documents {out.offset + 1}-{end} of {out.total} (id | title | {shown}):"]
     for d in out.documents:
@@ -208,15 +208,6 @@ def render_documents(out: ListDocumentsOutput) -> str:
         lines.append(f"More: list_documents(offset={out.next_offset}).")
     lines.append("Files: /documents/{id}/metadata.json, content.txt, items.jsonl, toc.json")
     return "\n".join(lines)
-
-
-def _common_prefix(uris: list[str]) -> str:
-    """The directory part all `uris` share, when it is long enough to be worth factoring out."""
-    prefix = uris[0][: uris[0].rfind("/") + 1]
-    for uri in uris[1:]:
-        while prefix and not uri.startswith(prefix):
-            prefix = prefix[: prefix.rstrip("/").rfind("/") + 1]
-    return prefix if len(prefix) >= 16 else ""
 
 
 def documents_result(
