@@ -20,9 +20,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mcp_analysis.config import load_settings
-from mcp_analysis.embed import create_embedder
-from mcp_analysis.store.database import DocumentRows, Store
+from mcp_analysis.embed.embedder import create_embedder
+from mcp_analysis.store.database import Store
 from mcp_analysis.store.models import DocumentMeta
+from mcp_analysis.store.writes import DocumentRows
 
 WORDS = [
     "revenue",
@@ -222,7 +223,7 @@ async def build(path: Path, chunks: int, chunks_per_doc: int = 20, seed: int = 1
     await store.write_documents(batch)
     await store.ensure_indexes(load_settings().search.vector_index_min_rows)
     await store.optimize()
-    store.db.close()
+    store.close()
     marker.write_text(f"{chunks} chunks in {time.perf_counter() - started:.1f} s\n")
     return path
 

@@ -40,7 +40,8 @@ from _machine import describe, machine
 
 from mcp_analysis.config import load_settings
 from mcp_analysis.corpus import KnowledgeBase
-from mcp_analysis.embed import create_embedder, load_tokenizer
+from mcp_analysis.embed.embedder import create_embedder
+from mcp_analysis.embed.onnx_model import load_tokenizer
 from mcp_analysis.ingest.pipeline import Ingestor
 from mcp_analysis.sample import documents_dir
 

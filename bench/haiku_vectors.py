@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _machine import describe, machine
 
-from mcp_analysis.embed import create_embedder
+from mcp_analysis.embed.embedder import create_embedder
 
 FIXTURE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "haiku_rag_db_0.101.1"
 

@@ -8,7 +8,10 @@
 
 Unknown keys anywhere are an error that names the key. A haiku.rag config file
 (``haiku.rag.yaml``) is read too: the parts that matter here are translated and the
-rest ignored with a note (see haiku_config.py).
+rest ignored with a note (see haiku/config_file.py).
+
+Where files live by default (`data_home`, `cache_home`) is paths.py, and the default
+embedder's name embed/names.py: both leaves, so reading settings loads no model library.
 """
 
 from __future__ import annotations
@@ -21,28 +24,14 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from mcp_analysis.embed.names import DEFAULT_EMBEDDER
 from mcp_analysis.errors import ConfigError
+from mcp_analysis.haiku import config_file as haiku_config_file
+from mcp_analysis.paths import data_home
+from mcp_analysis.paths import is_local_path as is_local_path  # re-exported: callers reading settings ask it
 
-DEFAULT_EMBEDDER = "onnx:all-MiniLM-L6-v2"
 CONFIG_ENV = "MCP_ANALYSIS_CONFIG"
 DEFAULT_CONFIG_FILE = "mcp-analysis.yaml"
-
-
-def is_local_path(path: str | Path) -> bool:
-    """False for object-store URIs such as s3://bucket/kb."""
-    return "://" not in str(path)
-
-
-def data_home() -> Path:
-    """Where we keep knowledge bases and session state by default (XDG)."""
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "mcp-analysis"
-
-
-def cache_home() -> Path:
-    """Where derived, re-creatable files (the quantized embedder) live (XDG)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "mcp-analysis"
 
 
 class _Section(BaseModel):
@@ -218,10 +207,8 @@ class _YamlSource(PydanticBaseSettingsSource):
             return
         if not isinstance(loaded, dict):
             raise ConfigError(f"Config file {path} must hold a mapping of settings, not {type(loaded).__name__}.")
-        from mcp_analysis import haiku_config
-
-        if haiku_config.is_haiku_config(loaded, path):
-            loaded = haiku_config.translate(loaded, path)
+        if haiku_config_file.is_haiku_config(loaded, path):
+            loaded = haiku_config_file.translate(loaded, path)
         self._data = loaded
 
     def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:

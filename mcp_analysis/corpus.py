@@ -2,8 +2,11 @@
 
 A `Corpus` is the knowledge base seen through one document filter. Search, listing,
 the sandbox's /documents tree, MCP resources and citation look-ups all go through
-a Corpus, so none of them can forget the filter. Documents are immutable per id (a
-changed file gets a new id), which makes per-id caches always consistent.
+a Corpus, so none of them can forget the filter. Per-id caches (contents, items) are
+consistent because the store says whether ids are immutable (`Store.ids_are_immutable`:
+in our own databases a changed file gets a new id); when they are not, the caches are
+dropped whenever ``document_meta`` changes. Nothing here knows which kind of database
+it reads.
 """
 
 from __future__ import annotations
@@ -21,19 +24,12 @@ from typing import Any
 import anyio
 
 from mcp_analysis.config import Settings
-from mcp_analysis.embed import TextEmbedder, create_embedder
-from mcp_analysis.embed.onnx_model import DIMENSION
-from mcp_analysis.errors import (
-    AnalysisError,
-    DatabaseMismatchError,
-    DocumentNotFoundError,
-    EmbedderError,
-)
+from mcp_analysis.embed.embedder import TextEmbedder, create_embedder
+from mcp_analysis.errors import AnalysisError, DocumentNotFoundError, EmbedderError
 from mcp_analysis.search.expand import expand_hits
 from mcp_analysis.search.hybrid import hybrid_search
 from mcp_analysis.search.models import SearchResult
-from mcp_analysis.store import schema
-from mcp_analysis.store.database import Store, storage_errors
+from mcp_analysis.store.database import Store
 from mcp_analysis.store.filters import combine_filters, sql_in
 from mcp_analysis.store.models import ChunkRecord, DocumentItem, DocumentMeta
 from mcp_analysis.structure import HEADING_LABELS, section_ranges
@@ -101,7 +97,8 @@ class KnowledgeBase:
         self._version_checked = 0.0
         self._content = _LRU(64 * 1024 * 1024)
         self._items = _LRU(64 * 1024 * 1024)
-        self._search_slots = anyio.Semaphore(settings.search.max_concurrent)
+        self.search_slots = anyio.Semaphore(settings.search.max_concurrent)
+        """Concurrent LanceDB searches allowed (more collapse)."""
 
     @classmethod
     async def open(
@@ -111,39 +108,22 @@ class KnowledgeBase:
         create: bool = False,
         read_consistency: timedelta | None = timedelta(seconds=1),
     ) -> KnowledgeBase:
-        try:
-            store = await Store.open(
-                settings.db,
-                create=create,
-                read_consistency=read_consistency,
-                storage_options=settings.storage_options,
-            )
-        except AnalysisError:
-            raise
-        except Exception as exc:  # LanceDB cannot read it at all: say so in one line, no traceback
-            reason = " ".join(str(exc).split())[:300] or type(exc).__name__
-            from mcp_analysis.store.haiku import SUPPORTED
-
-            raise DatabaseMismatchError(
-                f"{settings.db} cannot be read as a LanceDB knowledge base ({reason}). mcp-analysis reads its own "
-                f"knowledge bases and {SUPPORTED}."
-            ) from exc
-        explicit = "embedder" in settings.model_fields_set
-        if store.haiku is not None:
-            from mcp_analysis.embed.haiku import choose_query_embedder, default_base_url
-
-            record = store.haiku.embedder
-            name = choose_query_embedder(
-                record.provider, record.name, record.vector_dim, store.path, settings.embedder if explicit else None
-            )
-            return cls(settings, store, name, settings.embedder_base_url or default_base_url(name))
-        known = DIMENSION if settings.embedder.startswith("onnx:") else None
-        name = store.check_embedder(settings.embedder, known, explicit=explicit)
-        return cls(settings, store, name, settings.embedder_base_url)
+        store = await Store.open(
+            settings.db,
+            create=create,
+            read_consistency=read_consistency,
+            storage_options=settings.storage_options,
+        )
+        choice = store.query_embedder(
+            settings.embedder,
+            explicit="embedder" in settings.model_fields_set,
+            base_url=settings.embedder_base_url,
+        )
+        return cls(settings, store, choice.name, choice.base_url)
 
     def storage_errors(self) -> AbstractContextManager[None]:
         """An object store that fails (down, unreachable) is a clear, retryable error, not a crash."""
-        return storage_errors(self.store.path)
+        return self.store.storage_errors()
 
     # ---------------------------------------------------------------- embedder
 
@@ -163,15 +143,8 @@ class KnowledgeBase:
         return self._embedder
 
     def embedder_unavailable(self, exc: EmbedderError) -> EmbedderError:
-        """For a haiku.rag database: say what it was built with and offer keyword-only search."""
-        layout = self.store.haiku
-        if layout is None:
-            return exc
-        from mcp_analysis.embed.haiku import unavailable
-
-        record = layout.embedder
-        cause = exc.__cause__ or exc
-        return unavailable(record.provider, record.name, record.vector_dim, self.store.path, self.embedder_name, cause)
+        """The store's account of why queries cannot be embedded here (it may offer keyword-only search)."""
+        return self.store.embedder_failure(exc, self.embedder_name)
 
     # ---------------------------------------------------------- document index
 
@@ -179,9 +152,9 @@ class KnowledgeBase:
         now = time.monotonic()
         if now - self._version_checked >= _VERSION_CHECK_SECONDS or self._version < 0:
             version = await self.store.meta_version()
-            if self.store.haiku is not None and 0 <= self._version != version:
-                # haiku.rag rewrites a document under the same id: per-id caches are stale now.
-                await self.store.haiku.catch_up(self.store.tables)
+            if not self.store.ids_are_immutable and 0 <= self._version != version:
+                # A document may have been rewritten under the same id: per-id caches are stale now.
+                await self.store.catch_up()
                 self._content = _LRU(self._content.max_weight)
                 self._items = _LRU(self._items.max_weight)
             self._version = version
@@ -191,16 +164,7 @@ class KnowledgeBase:
     async def refresh(self) -> int:
         """Force a re-read of the document list (e.g. after an ingest in this process)."""
         self._version_checked = 0.0
-        if schema.DOCUMENT_META not in self.store.tables:
-            # Another process may have created the tables since we opened.
-            fresh = await Store.open(
-                self.store.path,
-                create=False,
-                read_consistency=timedelta(seconds=1),
-                storage_options=self.store.storage_options,
-            )
-            self.store.tables.update(fresh.tables)
-            self.store.settings = self.store.settings or fresh.settings
+        await self.store.refresh_tables()  # another process may have created the tables since we opened
         return await self._current_version()
 
     async def visible(self, document_filter: str | None) -> dict[str, DocumentMeta]:
@@ -276,7 +240,7 @@ class KnowledgeBase:
         return cached
 
     async def close(self) -> None:
-        self.store.db.close()
+        self.store.close()
 
 
 class Corpus:
@@ -340,12 +304,7 @@ class Corpus:
         prefilter = None
         if self.filter is not None and len(visible) < len(await self.kb.visible(None)):
             prefilter = sql_in("document_id", visible.keys())
-        layout = self.kb.store.haiku
-        if layout is not None and not layout.has_fts:
-            raise AnalysisError(
-                f"{self.kb.store.path} has no full-text index on its chunks, which search needs; mcp-analysis does "
-                "not write to haiku.rag databases. Create it with haiku.rag (`haiku-rag migrate` / `haiku-rag vacuum`)."
-            )
+        self.kb.store.check_searchable()
         vector = None
         if settings.mode != "keyword":
             embedder = await self.kb.embedder()
@@ -353,7 +312,7 @@ class Corpus:
                 vector = await embedder.embed_query(query)
             except EmbedderError as exc:
                 raise self.kb.embedder_unavailable(exc) from None
-        async with self.kb._search_slots:
+        async with self.kb.search_slots:
             with self.kb.storage_errors():
                 # Over-fetch a little: merged neighbours and unfinished documents drop out below.
                 hits = await hybrid_search(
@@ -370,7 +329,7 @@ class Corpus:
     async def chunks(self, chunk_ids: Iterable[str]) -> list[tuple[ChunkRecord, DocumentMeta]]:
         """Chunks by id, only those of visible documents."""
         ids = list(dict.fromkeys(chunk_ids))
-        if not ids or schema.CHUNKS not in self.kb.store.tables:
+        if not ids:
             return []
         visible = await self.kb.visible(self.filter)
         with self.kb.storage_errors():

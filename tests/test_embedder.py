@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mcp_analysis.embed import create_embedder, model_files
+from mcp_analysis.embed import model_files
+from mcp_analysis.embed.embedder import create_embedder
 from mcp_analysis.embed.onnx_model import OnnxMiniLMEmbeddingModel
 from mcp_analysis.errors import EmbedderError
 from mcp_analysis.logging_setup import PROGRESS_LOGGER

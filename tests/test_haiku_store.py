@@ -14,8 +14,9 @@ from mcp_analysis.config import Settings
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.errors import DatabaseMismatchError, DocumentNotFoundError, ReadOnlyDatabaseError
 from mcp_analysis.ingest.pipeline import Ingestor, remove_document
-from mcp_analysis.store.database import StoredSettings
+from mcp_analysis.store.identify import read_settings_row
 from mcp_analysis.store.models import DocumentMeta
+from mcp_analysis.store.settings_row import StoredSettings
 from tests.conftest import make_settings
 from tests.haiku_db import RawDb, copy_fixture, read_raw, tree_hashes
 
@@ -48,18 +49,24 @@ async def hkb(haiku_settings_: Settings) -> AsyncIterator[KnowledgeBase]:
 
 
 def test_settings_row_tells_haiku_rag_from_ours(haiku_raw: RawDb) -> None:
-    theirs = StoredSettings.from_json(json.dumps(haiku_raw.settings))
+    theirs = read_settings_row(json.dumps(haiku_raw.settings))
     assert (theirs.origin, theirs.origin_version, theirs.vector_dim) == ("haiku.rag", "0.101.1", 384)
     assert theirs.embedder == "sentence-transformers:sentence-transformers/all-MiniLM-L6-v2"
-    ours = StoredSettings.from_json(StoredSettings(1, "onnx:all-MiniLM-L6-v2", 384).to_json())
-    assert (ours.origin, ours.schema_version, ours.foreign) == ("mcp-analysis", 1, False)
+    ours = read_settings_row(StoredSettings(1, "onnx:all-MiniLM-L6-v2", 384).to_json())
+    assert (ours.origin, ours.schema_version, ours.embedder, ours.vector_dim) == (
+        "mcp-analysis",
+        1,
+        "onnx:all-MiniLM-L6-v2",
+        384,
+    )
     for unknown in ('{"version": 3}', "not json", '{"app": "mcp-analysis", "version": "x"}', "[]"):
         with pytest.raises(DatabaseMismatchError, match=r"neither mcp-analysis nor haiku\.rag wrote"):
-            StoredSettings.from_json(unknown, "kb")
+            read_settings_row(unknown, "kb")
 
 
 async def test_documents_and_contents_match_the_stored_rows(hkb: KnowledgeBase, haiku_raw: RawDb) -> None:
-    assert hkb.store.read_only and hkb.store.haiku is not None
+    assert hkb.store.read_only and not hkb.store.ids_are_immutable
+    assert hkb.store.describe() == "haiku.rag 0.101.1 knowledge base"
     docs = await hkb.corpus().documents()
     assert len(docs) == len(haiku_raw.meta) == 36
     for doc in docs:

@@ -352,7 +352,7 @@ async def test_ingest_leftovers_on_object_storage_are_removed_only_when_settled(
 
     import pyarrow as pa
 
-    from mcp_analysis.store import database, schema
+    from mcp_analysis.store import database, schema, writes
 
     for key, value in cluster.s3.env().items():
         monkeypatch.setenv(key, value)
@@ -363,10 +363,10 @@ async def test_ingest_leftovers_on_object_storage_are_removed_only_when_settled(
     assert orphan in await store.orphan_ids()
     assert await store.remove_orphans() == 0  # too young: maybe another machine's uncommitted batch
     assert orphan in await store.orphan_ids(settled=timedelta(0))
-    monkeypatch.setattr(database, "ORPHAN_GRACE", timedelta(0))  # as if ORPHAN_GRACE had passed
+    monkeypatch.setattr(writes, "ORPHAN_GRACE", timedelta(0))  # as if ORPHAN_GRACE had passed
     assert await store.remove_orphans() == 1
     assert orphan not in await store.orphan_ids()
-    store.db.close()
+    store.close()
 
 
 # --------------------------------------------------------------- failures

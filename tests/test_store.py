@@ -63,7 +63,7 @@ async def test_missing_database_is_a_clear_error(tmp_path: Path) -> None:
 async def _db_built_with(path: Path, embedder: str, dimension: int) -> None:
     store = await Store.open(path, create=True)
     await store.initialize(embedder, dimension)
-    store.db.close()
+    store.close()
 
 
 async def test_embedder_dimension_mismatch_says_what_and_how(tmp_path: Path) -> None:

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from mcp_analysis.agent.toolset import AnalysisToolset
-from mcp_analysis.config import CONFIG_ENV, DEFAULT_CONFIG_FILE, Settings, load_settings
+from mcp_analysis.config import CONFIG_ENV, DEFAULT_CONFIG_FILE, Settings, load_settings, with_db
+from mcp_analysis.haiku.config_file import find_config_file
 from mcp_analysis.session.state import AnalysisState
 
 SKILL_NAME = "analysis"
@@ -67,26 +68,13 @@ class AnalysisSkill(AnalysisToolset):
         return self
 
 
-def _haiku_config_file() -> Path | None:
-    """haiku.rag's config lookup ($HAIKU_RAG_CONFIG_PATH, ./haiku.rag.yaml, its data dir)."""
-    from mcp_analysis.haiku_config import haiku_data_dir
-
-    env = os.environ.get("HAIKU_RAG_CONFIG_PATH")
-    if env:
-        return Path(env).expanduser()
-    for candidate in (Path.cwd() / "haiku.rag.yaml", haiku_data_dir() / "haiku.rag.yaml"):
-        if candidate.exists():
-            return candidate
-    return None
-
-
 def _settings(config: Settings | str | Path | None) -> Settings:
     if isinstance(config, Settings):
         return config
     if config is not None:
         return load_settings(Path(config))
     ours = os.environ.get(CONFIG_ENV) or (Path.cwd() / DEFAULT_CONFIG_FILE).exists()
-    theirs = None if ours else _haiku_config_file()
+    theirs = None if ours else find_config_file()
     return load_settings(theirs)
 
 
@@ -100,6 +88,5 @@ def create_skill(
     settings = _settings(config)
     chosen: Any = db_path or os.environ.get("HAIKU_RAG_DB") or None
     if chosen is not None:
-        location = str(chosen)
-        settings = settings.model_copy(update={"db": location if "://" in location else Path(location).expanduser()})
+        settings = with_db(settings, str(chosen))
     return AnalysisSkill(settings, document_filter=filter)

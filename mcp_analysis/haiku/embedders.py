@@ -16,14 +16,14 @@ what the database was built with and offers keyword-only search instead.
 from __future__ import annotations
 
 import logging
+import os
 import re
 
-from mcp_analysis.embed.onnx_model import DIMENSION
+from mcp_analysis.embed.names import MINILM_DIMENSION, MINILM_EXACT, known_dimension
 from mcp_analysis.errors import DatabaseMismatchError, EmbedderError
 
 log = logging.getLogger(__name__)
 
-MINILM_EXACT = "onnx:all-MiniLM-L6-v2-exact"
 _MINILM_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 KEYWORD_HINT = (
     "or search by keywords only (full-text index, no vectors): set `search.mode: keyword` in the config or "
@@ -33,13 +33,9 @@ KEYWORD_HINT = (
 
 def mapped_embedder(provider: str, name: str, vector_dim: int) -> str:
     """Our embedder name for a haiku.rag embedder record (see module docs)."""
-    if provider == "sentence-transformers" and name.lower() in _MINILM_NAMES and vector_dim == DIMENSION:
+    if provider == "sentence-transformers" and name.lower() in _MINILM_NAMES and vector_dim == MINILM_DIMENSION:
         return MINILM_EXACT
     return f"{provider}:{name}"
-
-
-def known_dimension(embedder: str) -> int | None:
-    return DIMENSION if embedder.startswith("onnx:") else None
 
 
 def choose_query_embedder(provider: str, name: str, vector_dim: int, location: str, configured: str | None) -> str:
@@ -79,8 +75,6 @@ def unavailable(
 
 def default_base_url(embedder: str) -> str | None:
     """haiku.rag's default server for Ollama ($OLLAMA_BASE_URL or localhost) and vLLM (localhost:8000)."""
-    import os
-
     provider = embedder.partition(":")[0]
     if provider == "ollama":
         return os.environ.get("OLLAMA_BASE_URL") or "http://localhost:11434"

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_analysis.errors import ConfigError
+from mcp_analysis.haiku.embedders import mapped_embedder
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +115,17 @@ def haiku_data_dir() -> Path:
     return home / ".local" / "share" / "haiku.rag"
 
 
+def find_config_file() -> Path | None:
+    """haiku.rag's own config lookup: $HAIKU_RAG_CONFIG_PATH, ./haiku.rag.yaml, its data directory."""
+    env = os.environ.get("HAIKU_RAG_CONFIG_PATH")
+    if env:
+        return Path(env).expanduser()
+    for candidate in (Path.cwd() / "haiku.rag.yaml", haiku_data_dir() / "haiku.rag.yaml"):
+        if candidate.exists():
+            return candidate
+    return None
+
+
 def ollama_base_url(data: dict[str, Any] | None = None) -> str:
     """haiku.rag's Ollama URL: providers.ollama.base_url, else $OLLAMA_BASE_URL, else localhost."""
     configured = (((data or {}).get("providers") or {}).get("ollama") or {}).get("base_url")
@@ -167,8 +179,6 @@ def translate(raw: dict[str, Any], path: Path) -> dict[str, Any]:
     if embedding is not None:
         if not isinstance(embedding, dict) or not embedding.get("provider") or not embedding.get("name"):
             raise ConfigError(f"Config file {path}: embeddings.model needs provider and name, got {_shape(embedding)}.")
-        from mcp_analysis.embed.haiku import mapped_embedder
-
         provider = str(embedding["provider"])
         out["embedder"] = mapped_embedder(provider, str(embedding["name"]), int(embedding.get("vector_dim") or 0))
         base_url = embedding.get("base_url") or (ollama_base_url(data) if provider == "ollama" else None)

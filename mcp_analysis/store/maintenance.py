@@ -1,0 +1,67 @@
+"""Keeping a knowledge base fast: indexes, compaction, and what they are.
+
+Run after an ingest (under its lock); a read-only database is never touched.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any
+
+from lancedb.index import FTS, BTree, HnswSq
+
+from mcp_analysis.store import schema
+from mcp_analysis.store.base import StoreBase
+
+log = logging.getLogger(__name__)
+
+_CLEANUP_AFTER = timedelta(minutes=30)  # never 0: concurrent readers still use old versions
+
+
+class StoreMaintenance(StoreBase):
+    """The index and compaction methods of the `Store`."""
+
+    async def ensure_indexes(self, vector_index_min_rows: int = 0) -> None:
+        """Full-text index on chunks, scalar indexes on ids, and (for large knowledge bases) an
+        HNSW vector index; idempotent. Below `vector_index_min_rows` the exact scan is fast enough
+        (about 10 ms at 10k chunks) and exact; above it, it is not (about 45 ms at 100k)."""
+        self.check_writable()
+        wanted: list[tuple[str, str, Any]] = [
+            (schema.CHUNKS, "content_fts", FTS(with_position=True)),
+            (schema.CHUNKS, "id", BTree()),
+            (schema.CHUNKS, "document_id", BTree()),
+            (schema.DOCUMENT_ITEMS, "document_id", BTree()),
+            (schema.DOCUMENT_META, "id", BTree()),
+            (schema.DOCUMENT_META, "uri", BTree()),
+            (schema.DOCUMENTS, "id", BTree()),
+        ]
+        for table_name, column, config in wanted:
+            table = self.tables[table_name]
+            existing = {tuple(ix.columns) for ix in await table.list_indices()}
+            if (column,) in existing:
+                continue
+            if await table.count_rows() == 0:
+                continue
+            await table.create_index(column, config=config, replace=True)
+        chunks = self.tables[schema.CHUNKS]
+        if vector_index_min_rows and await chunks.count_rows() >= vector_index_min_rows:
+            existing = {tuple(ix.columns) for ix in await chunks.list_indices()}
+            if ("vector",) not in existing:
+                log.info("Building the vector index (HNSW); about 40 s per 100k chunks on 2 cores...")
+                await chunks.create_index(
+                    "vector", config=HnswSq(distance_type="cosine", num_partitions=1), replace=True
+                )
+
+    async def index_names(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for name, table in self.tables.items():
+            out[name] = [f"{ix.index_type}({', '.join(ix.columns)})" for ix in await table.list_indices()]
+        return out
+
+    async def optimize(self) -> None:
+        """Compact files and fold new rows into the indexes (keeps hybrid search fast)."""
+        self.check_writable()
+        for name in (schema.CHUNKS, schema.DOCUMENT_ITEMS, schema.DOCUMENT_META, schema.DOCUMENTS):
+            if name in self.tables:
+                await self.tables[name].optimize(cleanup_older_than=_CLEANUP_AFTER)
