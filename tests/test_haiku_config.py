@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -134,3 +136,26 @@ def test_the_command_line_reads_their_config_and_database(tmp_path: Path) -> Non
     assert "note: " in result.stderr and "processing" in result.stderr and "Traceback" not in result.stderr
     hits = json.loads(result.stdout)
     assert hits and "MPL" in hits[0]["document_uri"] and db.exists()
+
+
+_LOAD_AND_REPORT = """\
+import json, sys
+from mcp_analysis.config import load_settings
+settings = load_settings(sys.argv[1])
+heavy = [name for name in ("numpy", "pydantic_ai", "onnxruntime", "lancedb", "pyarrow") if name in sys.modules]
+print(json.dumps({"embedder": settings.embedder, "db": str(settings.db), "heavy": heavy}))
+"""
+
+
+def test_reading_their_config_loads_no_model_library(in_tmp: Path) -> None:
+    """Settings are read at start-up: mapping their embedder record imports no numpy, pydantic-ai or onnxruntime."""
+    path = in_tmp / "haiku.rag.yaml"
+    path.write_text(THEIR_CONFIG.format(data_dir=in_tmp / "data"))
+    done = subprocess.run(
+        [sys.executable, "-c", _LOAD_AND_REPORT, str(path)], cwd=in_tmp, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["embedder"] == "onnx:all-MiniLM-L6-v2-exact"  # their record went through the embedder mapping
+    assert report["db"] == str(in_tmp / "data" / "haiku.rag.lancedb")
+    assert report["heavy"] == []
