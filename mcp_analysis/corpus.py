@@ -97,8 +97,7 @@ class KnowledgeBase:
         self._version_checked = 0.0
         self._content = _LRU(64 * 1024 * 1024)
         self._items = _LRU(64 * 1024 * 1024)
-        self.search_slots = anyio.Semaphore(settings.search.max_concurrent)
-        """Concurrent LanceDB searches allowed (more collapse)."""
+        self.search_slots = anyio.Semaphore(settings.search.max_concurrent)  # concurrent searches (more collapse)
 
     @classmethod
     async def open(
