@@ -10,7 +10,10 @@
   it is configured (API key, base URL, installed SDK).
 
 Nothing is guessed silently: an embedder we cannot run is a one-line error that names
-what the database was built with and offers keyword-only search instead.
+what the database was built with and offers keyword-only search instead. This is
+knowledge of haiku.rag's records (its names, its default servers), not of running
+models, and it works on names alone (embed/names.py): reading a haiku.rag.yaml uses it
+before any model library is loaded.
 """
 
 from __future__ import annotations
