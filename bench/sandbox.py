@@ -34,6 +34,7 @@ from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.sandbox.interpreter import Interpreter
 from mcp_analysis.sandbox.pool import WorkerPool
 from mcp_analysis.session.analysis import AnalysisSession
+from mcp_analysis.session.keys import SessionKey
 from mcp_analysis.session.manager import SessionManager
 
 SCAN = """
@@ -139,19 +140,19 @@ async def memory(path: Path, n_sessions: int) -> dict[str, float]:
     out: dict[str, float] = {}
     process = psutil.Process()
     async with WorkerPool(settings.sandbox) as pool, SessionManager(kb, pool, settings) as manager:
-        await (await manager.get("warmup", document_filter=None)).execute("0")
+        await (await manager.get(SessionKey.local(), document_filter=None)).execute("0")
         out["rss_without_embedder_mb"] = rss_mb(process)
         await kb.embedder()  # the server loads it at start-up (runtime warm-up)
         await kb.corpus().search("warm up the search path", 3)
         before = rss_mb(process)
         for i in range(n_sessions):
-            s = await manager.get(f"handle:bench{i}", document_filter=None)
+            s = await manager.get(SessionKey.handle(f"bench{i}"), document_filter=None)
             await s.execute(f"mine = {i}\nrows = list(range(1000))\nlabel = 'session {i}'")
         await anyio.sleep(0.5)
         out["rss_before_sessions_mb"] = before
         out["rss_with_idle_sessions_mb"] = rss_mb(process)
         out["sessions"] = float(n_sessions)
-        check = await manager.get("handle:bench7", document_filter=None)
+        check = await manager.get(SessionKey.handle("bench7"), document_filter=None)
         assert (await check.execute("mine")).value == "7"
     await kb.close()
     return out

@@ -25,6 +25,7 @@ from mcp_analysis.sandbox.bounds import HostBounds, HostLimitError
 from mcp_analysis.sandbox.pool import WorkerPool
 from mcp_analysis.sandbox.presentation import value_repr
 from mcp_analysis.session.analysis import AnalysisSession
+from mcp_analysis.session.keys import SessionKey
 from mcp_analysis.session.manager import SessionManager
 from tests.conftest import make_settings, run_cli
 from tests.mcp_helpers import free_port, http_server
@@ -167,17 +168,17 @@ async def test_a_principal_whose_filter_changed_starts_afresh(
     # call ... Retry" — forever, since each attempt refreshed the old session's TTL.
     kb, pool, settings = manager_parts
     async with SessionManager(kb, pool, settings) as manager:
-        before = await manager.get("principal:alice", document_filter=None, owner="alice")
+        before = await manager.get(SessionKey.principal("alice"), document_filter=None, owner="alice")
         assert (await before.execute("seen = len(await list_documents())")).success
     narrowed = "uri LIKE '%advisory%'"
     async with SessionManager(kb, pool, settings) as manager:
-        session = await manager.get("principal:alice", document_filter=narrowed, owner="alice")
+        session = await manager.get(SessionKey.principal("alice"), document_filter=narrowed, owner="alice")
         first = await session.execute("seen")
         assert not first.success and "NameError" in (first.error or "")
         assert "kept under another document filter" in first.stderr, first
         assert (await session.execute("mine = len(await list_documents())")).success
     async with SessionManager(kb, pool, settings) as manager:
-        again = await manager.get("principal:alice", document_filter=narrowed, owner="alice")
+        again = await manager.get(SessionKey.principal("alice"), document_filter=narrowed, owner="alice")
         assert (await again.execute("mine")).value == "4"
 
 
@@ -189,9 +190,9 @@ async def test_a_session_id_cannot_be_squatted_by_another_principal(
     # session under alice's id, and alice's own id then answered her "Unknown or expired".
     kb, pool, settings = manager_parts
     async with SessionManager(kb, pool, settings) as manager:
-        alice = await manager.get("principal:alice", document_filter=None, owner="alice")
+        alice = await manager.get(SessionKey.principal("alice"), document_filter=None, owner="alice")
         assert (await alice.execute("mine = 1")).success
-        searched = await manager.get("principal:carol", document_filter=None, owner="carol")
+        searched = await manager.get(SessionKey.principal("carol"), document_filter=None, owner="carol")
         await searched.search("revenue")  # never kept: nothing worth keeping
         anonymous = await manager.create_handle(document_filter=None, owner=None)
     async with SessionManager(kb, pool, settings) as manager:
@@ -231,14 +232,14 @@ async def test_deployments_sharing_a_redis_never_meet(sample_db: Path, redis_por
     kb = await KnowledgeBase.open(ours)
     async with WorkerPool(ours.sandbox) as pool:
         async with SessionManager(kb, pool, theirs) as other:
-            them = await other.get("principal:alice", document_filter=None, owner="alice")
+            them = await other.get(SessionKey.principal("alice"), document_filter=None, owner="alice")
             assert (await them.execute("where = 'theirs'")).success
         async with SessionManager(kb, pool, ours) as manager:
-            us = await manager.get("principal:alice", document_filter=None, owner="alice")
+            us = await manager.get(SessionKey.principal("alice"), document_filter=None, owner="alice")
             first = await us.execute("where = 'ours'")
             assert first.success and "not restored" not in first.stderr, first
         async with SessionManager(kb, pool, theirs) as other:
-            them = await other.get("principal:alice", document_filter=None, owner="alice")
+            them = await other.get(SessionKey.principal("alice"), document_filter=None, owner="alice")
             assert (await them.execute("where")).value == "'theirs'"
     await kb.close()
 
@@ -257,7 +258,7 @@ async def test_a_tampered_principal_record_is_replaced_not_fatal(
     kb = await KnowledgeBase.open(settings)
     async with WorkerPool(settings.sandbox) as pool:
         async with SessionManager(kb, pool, settings) as manager:
-            session = await manager.get("principal:grace", document_filter=None, owner="grace")
+            session = await manager.get(SessionKey.principal("grace"), document_filter=None, owner="grace")
             assert (await session.execute("secret_value = 7")).success
         client = aioredis.Redis(port=redis_port)
         keys = [k async for k in client.scan_iter(match="*:s:principal:grace")]
@@ -266,12 +267,12 @@ async def test_a_tampered_principal_record_is_replaced_not_fatal(
         await client.hset(keys[0], "rec", record.replace(b'"grace"', b'"mallory"', 1))
         await client.aclose()
         async with SessionManager(kb, pool, settings) as manager:
-            again = await manager.get("principal:grace", document_filter=None, owner="grace")
+            again = await manager.get(SessionKey.principal("grace"), document_filter=None, owner="grace")
             fresh = await again.execute("secret_value")
             assert "NameError" in (fresh.error or "") and "could not be verified" in fresh.stderr
             assert (await again.execute("secret_value = 8")).success
         async with SessionManager(kb, pool, settings) as manager:
-            restored = await manager.get("principal:grace", document_filter=None, owner="grace")
+            restored = await manager.get(SessionKey.principal("grace"), document_filter=None, owner="grace")
             assert (await restored.execute("secret_value")).value == "8"
     await kb.close()
 
@@ -367,12 +368,12 @@ async def test_another_principal_cannot_take_a_sessions_lock(sample_db: Path, re
     settings = redis_settings(db, redis_port, "locks-0123456789abcdef", lock_timeout=1.0)
     kb = await KnowledgeBase.open(settings)
     async with WorkerPool(settings.sandbox) as pool, SessionManager(kb, pool, settings) as manager:
-        alice = await manager.get("principal:alice", document_filter=None, owner="alice")
+        alice = await manager.get(SessionKey.principal("alice"), document_filter=None, owner="alice")
         assert (await alice.execute("mine = 1")).success
         anonymous = await manager.create_handle(document_filter=None, owner=None)
         assert (await anonymous.execute("theirs = 2")).success
         async with call_scope():  # alice's call is running and holds her lock
-            await manager.get("principal:alice", document_filter=None, owner="alice")
+            await manager.get(SessionKey.principal("alice"), document_filter=None, owner="alice")
             await manager.resolve(anonymous.id, owner=None, document_filter=None)
             for victim in (alice.id, anonymous.id):
                 async with call_scope():
@@ -382,9 +383,9 @@ async def test_another_principal_cannot_take_a_sessions_lock(sample_db: Path, re
         async with call_scope():
             with pytest.raises(SessionBusyError):  # the lock is real: the owner's second call waits
                 async with call_scope():
-                    await manager.get("principal:alice", document_filter=None, owner="alice")
+                    await manager.get(SessionKey.principal("alice"), document_filter=None, owner="alice")
                     async with call_scope():
-                        await manager.get("principal:alice", document_filter=None, owner="alice")
+                        await manager.get(SessionKey.principal("alice"), document_filter=None, owner="alice")
     await kb.close()
 
 

@@ -13,6 +13,7 @@ from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.errors import SessionNotFoundError
 from mcp_analysis.sandbox.pool import WorkerPool
 from mcp_analysis.session.analysis import AnalysisSession
+from mcp_analysis.session.keys import SessionKey
 from mcp_analysis.session.manager import SessionManager
 from tests.conftest import make_settings
 
@@ -160,7 +161,7 @@ async def test_sessions_survive_a_restart_and_expire(sample_settings: Settings) 
         await session.search("revenue", limit=1)
     # A new pool and manager: as after a server restart.
     async with WorkerPool(sample_settings.sandbox) as pool, SessionManager(kb, pool, sample_settings) as manager:
-        key, own_filter = f"handle:{handle}", "uri LIKE '%report%'"
+        key, own_filter = SessionKey.handle(handle), "uri LIKE '%report%'"
         # From disk, each binding is checked on its own: another filter, or another principal.
         with pytest.raises(SessionNotFoundError):
             await manager.get(key, document_filter=None, create=False)
@@ -180,7 +181,7 @@ async def test_sessions_survive_a_restart_and_expire(sample_settings: Settings) 
         await anyio.sleep(0.01)
         assert await manager.expire() >= 1
         with pytest.raises(SessionNotFoundError):
-            await manager.get(f"handle:{handle}", document_filter="uri LIKE '%report%'", create=False)
+            await manager.get(SessionKey.handle(handle), document_filter="uri LIKE '%report%'", create=False)
     await kb.close()
 
 
@@ -196,7 +197,7 @@ async def test_tampered_session_file_is_not_loaded(sample_settings: Settings) ->
     blobs[0].write_bytes(blobs[0].read_bytes()[:-8] + b"tampered")
     async with WorkerPool(sample_settings.sandbox) as pool, SessionManager(kb, pool, sample_settings) as manager:
         with pytest.raises(SessionNotFoundError):
-            await manager.get(f"handle:{handle}", document_filter=None, create=False)
+            await manager.get(SessionKey.handle(handle), document_filter=None, create=False)
     await kb.close()
 
 

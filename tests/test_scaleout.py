@@ -29,6 +29,7 @@ from mcp_analysis.config import Settings
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.errors import SessionBusyError, SessionLimitError
 from mcp_analysis.sandbox.pool import WorkerPool
+from mcp_analysis.session.keys import SessionKey
 from mcp_analysis.session.manager import SessionManager
 from tests.conftest import REPO, make_settings, run_cli
 from tests.docs_factory import write_markdown
@@ -190,7 +191,7 @@ async def test_a_stale_copy_cannot_overwrite_newer_state(cluster: Cluster, sampl
         assert (await copy.execute("v")).value == "'first'"
         await copy.execute("v = 'second'")  # two saves version 2 -> 3
         stale = one.by_id(mine.id, None)
-        assert stale is mine and mine.version < copy.version
+        assert stale is mine and mine.persistence.version < copy.persistence.version
         with pytest.raises(SessionBusyError, match="changed by another call"):
             await mine.execute("v = 'forked'")
         again = await one.resolve(mine.id, owner=None, document_filter=None)  # reloaded, not forked
@@ -209,7 +210,7 @@ async def test_redis_bounds_and_expired_handles(cluster: Cluster, sample_setting
             await third.execute("a = 1")
         kept = await manager.create_handle(document_filter=None, owner="erin")
         await kept.execute("b = 2")
-        await manager.drop(f"handle:{kept.id}")
+        await manager.drop(SessionKey.handle(kept.id))
         with pytest.raises(Exception, match="Unknown or expired"):
             await manager.resolve(kept.id, owner="erin", document_filter=None)
     await kb.close()

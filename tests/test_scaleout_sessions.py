@@ -16,6 +16,7 @@ from mcp_analysis.config import Settings
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.errors import SessionLimitError
 from mcp_analysis.sandbox.pool import WorkerPool
+from mcp_analysis.session.keys import SessionKey
 from mcp_analysis.session.manager import SessionManager
 from tests.conftest import make_settings
 from tests.mcp_helpers import HttpServer, http_server, text
@@ -118,7 +119,7 @@ async def test_total_bound_and_expired_handles(sample_db: Path, tmp_path: Path) 
             await third.execute("c = 3")
         assert len(kept_files(tmp_path / "sessions")) == 2
         # An expired kept session is reported as expired, not silently restarted.
-        await manager.drop(f"handle:{first.id}")
+        await manager.drop(SessionKey.handle(first.id))
         with pytest.raises(Exception, match="Unknown or expired"):
             await manager.resolve(first.id, owner=None, document_filter=None)
     await kb.close()

@@ -22,6 +22,7 @@ from mcp_analysis.config import Settings
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.errors import SessionLimitError
 from mcp_analysis.sandbox.pool import WorkerPool
+from mcp_analysis.session.keys import SessionKey
 from mcp_analysis.session.manager import SessionManager
 from mcp_analysis.session.scope import call_scope
 from tests.conftest import make_settings
@@ -52,8 +53,8 @@ async def test_idle_kept_sessions_leave_memory_beyond_the_budget_and_come_back(s
                 ids.append(session.id)
                 refs.append(weakref.ref(session))
                 del session
-                assert manager.state_bytes <= 16 * MB
-            assert manager.memory_evictions >= 2
+                assert manager.memory.state_bytes <= 16 * MB
+            assert manager.memory.evictions >= 2
             assert len(manager) < 5  # some were dropped from memory...
             assert sum(ref() is not None for ref in refs) == len(manager)  # ...and freed
         finally:
@@ -62,7 +63,7 @@ async def test_idle_kept_sessions_leave_memory_beyond_the_budget_and_come_back(s
             session = await manager.resolve(handle, owner=None, document_filter=None)
             result = await session.execute("x[-1], len(x)")
             assert result.value == f"('{n}', {5 * MB + 1})", result
-            assert manager.state_bytes <= 16 * MB
+            assert manager.memory.state_bytes <= 16 * MB
     await kb.close()
 
 
@@ -73,13 +74,13 @@ async def test_sessions_that_live_only_in_memory_cannot_pass_the_budget(sample_d
     kb = await KnowledgeBase.open(settings)
     async with WorkerPool(settings.sandbox) as pool, SessionManager(kb, pool, settings) as manager:
         first, second, third = [
-            await manager.get(f"http:{name}", document_filter=None) for name in ("first", "second", "third")
+            await manager.get(SessionKey.http(name), document_filter=None) for name in ("first", "second", "third")
         ]
         for n, session in enumerate((first, second, third)):
             assert (await session.execute("y = 'kept'")).success
             result = await session.execute(_big(n, 6))
             assert result.success
-        assert first.interpreter_state is not None and manager.state_bytes <= 16 * MB
+        assert first.interpreter_state is not None and manager.memory.state_bytes <= 16 * MB
         refused = result
         assert refused.state_restored
         assert "sessions.max_memory_mb" in refused.stderr and "variables were not kept" in refused.stderr
@@ -88,7 +89,7 @@ async def test_sessions_that_live_only_in_memory_cannot_pass_the_budget(sample_d
         assert not gone.success and "NameError" in (gone.error or "")
         for n, session in enumerate((first, second)):  # nobody else lost anything
             assert (await session.execute("x[-1], y")).value == f"('{n}', 'kept')"
-        assert manager.memory_evictions == 0
+        assert manager.memory.evictions == 0
     await kb.close()
 
 
@@ -137,12 +138,12 @@ async def check_stored_bytes_bound(settings: Settings) -> None:
         again = await manager.resolve(third.id, owner=None, document_filter=None)
         assert (await again.execute("y")).value == "'small'"  # as before the refused call
         assert not (await again.execute("x")).success
-        await manager.drop(f"handle:{second.id}")  # a session goes: room again
+        await manager.drop(SessionKey.handle(second.id))  # a session goes: room again
         again = await manager.resolve(third.id, owner=None, document_filter=None)
         assert (await again.execute(_big(2, 8))).success
         assert (await again.execute("x[-1], y")).value == "('2', 'small')"
         for session in (first, again):
-            await manager.drop(f"handle:{session.id}")
+            await manager.drop(SessionKey.handle(session.id))
     await kb.close()
 
 
@@ -170,13 +171,13 @@ async def test_a_session_a_call_holds_is_not_dropped_under_it(sample_db: Path, t
             for n in range(1, 4):  # meanwhile, other clients' calls: 20 MB of state in all
                 other = await manager.create_handle(document_filter=None, owner=None)
                 assert (await other.execute(_big(n, 5))).success
-            assert manager.memory_evictions >= 1 and manager.state_bytes <= 16 * MB + 5 * MB
+            assert manager.memory.evictions >= 1 and manager.memory.state_bytes <= 16 * MB + 5 * MB
             async with call_scope():  # call B, in parallel, on the same session
                 b = await manager.resolve(handle, owner=None, document_filter=None)
                 assert b is a
                 assert (await b.execute("y = 'B'")).success
             assert (await a.execute("z = 'A'")).success
-        assert manager.state_bytes <= 16 * MB  # once no call holds it, it may go
+        assert manager.memory.state_bytes <= 16 * MB  # once no call holds it, it may go
         again = await manager.resolve(handle, owner=None, document_filter=None)
         assert (await again.execute("x[-1], y, z")).value == "('0', 'B', 'A')"
     await kb.close()

@@ -58,7 +58,7 @@ class Interpreter:
         admit: StateAdmission | None = None,
     ) -> None:
         self.pool = pool
-        self.admit = admit  # the server-wide memory budget for kept states (session/manager.py)
+        self.admit = admit  # the server-wide memory budget for kept states (session/memory.py)
         self.prelude = prelude  # fed to every fresh interpreter (see sandbox/presentation.py)
         self.settings = settings
         self.state = state

@@ -27,6 +27,7 @@ from mcp.server.mcpserver import Context
 from mcp_analysis.errors import AnalysisError
 from mcp_analysis.server.runtime import Runtime
 from mcp_analysis.server.sdk_compat import transport_session_id
+from mcp_analysis.session.keys import SessionKey
 from mcp_analysis.store.filters import combine_filters
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Caller:
-    key: str | None
+    key: SessionKey | None  # None: a sessionless anonymous client (a new handle is issued)
     owner: str | None
     filter: str | None
     sessionless: bool
@@ -52,12 +53,12 @@ def caller_filter(runtime: Runtime) -> tuple[str | None, str | None]:
 def identify(ctx: Context, runtime: Runtime) -> Caller:
     owner, document_filter = caller_filter(runtime)
     if ctx.headers is None:
-        return Caller("local", owner, document_filter, False)
+        return Caller(SessionKey.local(), owner, document_filter, False)
     session_id = transport_session_id(ctx.session)
     if session_id:
-        return Caller(f"http:{session_id}", owner, document_filter, False)
+        return Caller(SessionKey.http(session_id), owner, document_filter, False)
     if owner is not None:
-        return Caller(f"principal:{owner}", owner, document_filter, False)
+        return Caller(SessionKey.principal(owner), owner, document_filter, False)
     return Caller(None, None, document_filter, True)
 
 

@@ -49,7 +49,7 @@ class _RuntimeCollector:
         yield GaugeMetricFamily("mcp_analysis_ready", "1 when /healthz reports ready.", value=int(health["ready"]))
         sessions, pool = runtime.sessions, runtime.pool
         live = len(sessions) if sessions is not None else 0
-        attached = sessions.attached if sessions is not None else 0
+        attached = sessions.live.attached if sessions is not None else 0
         yield GaugeMetricFamily("mcp_analysis_sessions_live", "Analysis sessions in this replica's memory.", value=live)
         yield GaugeMetricFamily(
             "mcp_analysis_sessions_attached", "Live sessions holding an interpreter worker now.", value=attached
@@ -62,22 +62,22 @@ class _RuntimeCollector:
         yield GaugeMetricFamily(
             "mcp_analysis_sessions_stored",
             "Sessions kept in the session store (all replicas; refreshed every 10 s).",
-            value=sessions.stored_count if sessions is not None else 0,
+            value=sessions.health.stored_count if sessions is not None else 0,
         )
         yield GaugeMetricFamily(
             "mcp_analysis_sessions_state_bytes",
             "Interpreter state live sessions hold in memory (bounded by sessions.max_memory_mb).",
-            value=sessions.state_bytes if sessions is not None else 0,
+            value=sessions.memory.state_bytes if sessions is not None else 0,
         )
         yield CounterMetricFamily(
             "mcp_analysis_session_memory_evictions",
             "Idle kept sessions dropped from memory to stay within sessions.max_memory_mb.",
-            value=sessions.memory_evictions if sessions is not None else 0,
+            value=sessions.memory.evictions if sessions is not None else 0,
         )
         yield CounterMetricFamily(
             "mcp_analysis_session_lock_timeouts",
             "Calls refused because another call held their session past sessions.lock_timeout.",
-            value=sessions.lock_waits if sessions is not None else 0,
+            value=sessions.locks.timeouts if sessions is not None else 0,
         )
         yield GaugeMetricFamily("mcp_analysis_workers", "Interpreter worker processes.", value=pool.size if pool else 0)
         yield GaugeMetricFamily(

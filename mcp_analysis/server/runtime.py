@@ -20,6 +20,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChang
 from mcp_analysis.config import Settings
 from mcp_analysis.errors import AnalysisError
 from mcp_analysis.server.sdk_compat import connection_of
+from mcp_analysis.session.keys import SessionKey  # light: no LanceDB or monty behind it
 
 if TYPE_CHECKING:
     from mcp_analysis.corpus import KnowledgeBase
@@ -94,7 +95,7 @@ class Runtime:
         kb_problem = self.kb_error
         if self.kb is None:
             kb_problem = str(self._failure) if self._failure is not None else "opening"
-        store_problem = sessions.store_error if sessions is not None else "not started"
+        store_problem = sessions.health.error if sessions is not None else "not started"
         pool = self.pool
         checks = {
             "knowledge_base": kb_problem or "ok",
@@ -106,7 +107,9 @@ class Runtime:
             "checks": checks,
             "db": str(self.settings.db),
             "workers": {"size": pool.size, "in_use": pool.in_use} if pool is not None else None,
-            "sessions": {"live": len(sessions), "stored": sessions.stored_count} if sessions is not None else None,
+            "sessions": {"live": len(sessions), "stored": sessions.health.stored_count}
+            if sessions is not None
+            else None,
         }
 
     async def _run(self) -> None:
@@ -188,7 +191,7 @@ class Runtime:
 
     async def _forget_http_session(self, session_id: str) -> None:
         if self.sessions is not None:
-            await self.sessions.drop(f"http:{session_id}")
+            await self.sessions.drop(SessionKey.http(session_id))
             log.debug("Closed the analysis session of ended HTTP session %s", session_id)
 
     async def _watch(self, kb: KnowledgeBase) -> None:

@@ -12,10 +12,8 @@ from __future__ import annotations
 import secrets
 import time
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
-
-import anyio
 
 from mcp_analysis.corpus import Corpus, KnowledgeBase
 from mcp_analysis.errors import SandboxError
@@ -27,16 +25,13 @@ from mcp_analysis.sandbox.presentation import PRELUDE
 from mcp_analysis.sandbox.vfs import DocumentsFS
 from mcp_analysis.search.models import SearchResult
 from mcp_analysis.session.citations import CiteOutcome, SeenIds, resolve_citations
+from mcp_analysis.session.persistence import Persistence
 from mcp_analysis.session.state import AnalysisState, CodeExecutionEntry
 from mcp_analysis.store.models import DocumentMeta
 
 
 def new_session_id() -> str:
     return "s_" + secrets.token_urlsafe(18)
-
-
-ChangeListener = Callable[["AnalysisSession"], Awaitable[None]]
-StateBudget = Callable[["AnalysisSession", int], str | None]
 
 
 class AnalysisSession:
@@ -52,6 +47,7 @@ class AnalysisSession:
         state: AnalysisState | None = None,
         interpreter_state: bytes | None = None,
         owner: str | None = None,
+        persistence: Persistence[AnalysisSession] | None = None,
     ) -> None:
         self.kb = kb
         self.id = session_id or new_session_id()
@@ -67,16 +63,9 @@ class AnalysisSession:
         self.fs: DocumentsFS | None = None
         self.host: HostFunctions | None = None
         self.last_used = time.monotonic()
-        self._lock = anyio.Lock()
-        # Set by the SessionManager: where the session is kept and at which version, and the
-        # hook that keeps it after every call that changed it (a failure there fails the call).
-        self.key: str | None = None
-        self.version = 0
-        self.kept = False
-        self.on_change: ChangeListener | None = None
-        self.state_budget: StateBudget | None = None  # may refuse to keep a larger state
-        self.commit_lock = anyio.Lock()
-        self.calls = 0  # requests holding this session now: it stays in memory for them
+        # Given by a SessionManager: where the session is kept, and the keeper that writes it
+        # through after every call that changed it (a failure there fails the call).
+        self._persistence = persistence
         self._seen = SeenIds()  # chunk ids shown to this session, indexed for cite's repair
 
     # ---------------------------------------------------------------- lifecycle
@@ -120,8 +109,16 @@ class AnalysisSession:
         if self.interpreter is not None:
             self.interpreter.notify(text)
 
+    @property
+    def persistence(self) -> Persistence[AnalysisSession]:
+        """How its manager keeps this session (only sessions a SessionManager made have one)."""
+        if self._persistence is None:
+            raise RuntimeError("This AnalysisSession is not kept by a SessionManager.")
+        return self._persistence
+
     def _admit_state(self, size: int) -> str | None:
-        return self.state_budget(self, size) if self.state_budget is not None else None
+        kept = self._persistence
+        return kept.keeper.admit_state(self, size) if kept is not None else None
 
     def _interpreter_changed(self, state: bytes | None) -> None:
         self._interpreter_state = state
@@ -150,8 +147,8 @@ class AnalysisSession:
         return self._interpreter_state
 
     async def _changed(self) -> None:
-        if self.on_change is not None:
-            await self.on_change(self)
+        if self._persistence is not None:
+            await self._persistence.keeper.commit(self)
 
     def _record_search(self, query: str, results: list[SearchResult]) -> None:
         self.state.record_search(query, results)

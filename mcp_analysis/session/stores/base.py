@@ -1,7 +1,8 @@
-"""Where kept analysis sessions live: the interface, signing, and the choice of store.
+"""What every session store is: the record it keeps, its signature, its bounds, its errors.
 
-Two implementations: a local directory (one server process; the default) and Redis
-(`sessions.store = redis://...`, shared by replicas). Both keep, per session key, a
+Two implementations: a local directory (`file.py`, one server process; the default) and
+Redis (`redis.py`, `sessions.store = redis://...`, shared by replicas); `factory.py` picks
+the configured one. Both keep, per session key (`SessionKey.storage`), a
 signed record (owner, filter, AnalysisState) plus the interpreter dump, a version
 number that every save bumps (compare-and-set: a save from a stale copy fails instead
 of overwriting newer state), a TTL refreshed on use, and a small "was kept" marker that
@@ -21,16 +22,11 @@ import logging
 import secrets
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from mcp_analysis.config import missing_secret_message
-from mcp_analysis.errors import ConfigError
+from mcp_analysis.session.keys import SessionKey
 from mcp_analysis.session.state import AnalysisState
-
-if TYPE_CHECKING:
-    from mcp_analysis.config import Settings
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +34,7 @@ KEPT_MARKER_TTL_FACTOR = 24  # "was kept" markers outlive the session by this fa
 
 
 class SessionRecord(BaseModel):
-    key: str
+    key: str  # SessionKey.storage: a record is only ever loaded under the key it was saved for
     session_id: str
     owner: str | None = None
     document_filter: str | None = None
@@ -84,9 +80,14 @@ class LockTimeout(Exception):
     """The session's cross-replica lock was not released within the wait."""
 
 
+def owner_label(owner: str | None) -> str:
+    """Who owns a session, as signed handles and stored owner digests spell it (a stable format)."""
+    return "anonymous" if owner is None else SessionKey.principal(owner).storage
+
+
 def owner_digest(owner: str | None) -> str:
     """How a store files a session's owner (for the per-principal bound): short, and no principal name."""
-    return hashlib.sha256(("principal:" + owner if owner is not None else "anonymous").encode()).hexdigest()[:12]
+    return hashlib.sha256(owner_label(owner).encode()).hexdigest()[:12]
 
 
 class Signer:
@@ -120,7 +121,7 @@ class Signer:
         return len(raw) == 18 and hmac.compare_digest(raw[12:], self._tag(raw[:12], owner))
 
     def _tag(self, nonce: bytes, owner: str | None) -> bytes:
-        who = b"principal:" + owner.encode() if owner is not None else b"anonymous"
+        who = owner_label(owner).encode()
         return hmac.new(self._secret, b"handle\x00" + who + b"\x00" + nonce, hashlib.sha256).digest()[:6]
 
 
@@ -135,7 +136,7 @@ class SessionStore(ABC):
     def __init__(self, signer: Signer) -> None:
         self.signer = signer
 
-    def _verified(self, key: str, mac: str, body: bytes, blob: bytes | None, where: str) -> SessionRecord | None:
+    def _verified(self, key: SessionKey, mac: str, body: bytes, blob: bytes | None, where: str) -> SessionRecord | None:
         """The record in `body` if the signature over it and `blob` holds and it is `key`'s, else None."""
         if not self.signer.verify(mac, body, blob):
             log.warning("Ignoring %s: its signature does not match", where)
@@ -144,14 +145,14 @@ class SessionStore(ABC):
             record = SessionRecord.model_validate_json(body)
         except ValueError:
             return None
-        return record if record.key == key else None
+        return record if record.key == key.storage else None
 
     @abstractmethod
-    async def load(self, key: str) -> StoredSession | None:
+    async def load(self, key: SessionKey) -> StoredSession | None:
         """The verified session, or None (missing, expired, unreadable or failing its signature)."""
 
     @abstractmethod
-    async def touch(self, key: str, ttl_seconds: float) -> int | None:
+    async def touch(self, key: SessionKey, ttl_seconds: float) -> int | None:
         """Refresh the TTL; return the current version (None when the key is not stored)."""
 
     @abstractmethod
@@ -163,10 +164,10 @@ class SessionStore(ABC):
         """
 
     @abstractmethod
-    async def delete(self, key: str) -> None: ...
+    async def delete(self, key: SessionKey) -> None: ...
 
     @abstractmethod
-    async def was_kept(self, key: str) -> bool:
+    async def was_kept(self, key: SessionKey) -> bool:
         """Whether a session with this key was stored at some point (within the marker's lifetime)."""
 
     @abstractmethod
@@ -181,13 +182,13 @@ class SessionStore(ABC):
         """Raise StoreUnavailable if the store cannot be reached."""
         return None
 
-    async def acquire(self, key: str, *, wait: float) -> str:
+    async def acquire(self, key: SessionKey, *, wait: float) -> str:
         """Exclusive use of `key` across processes, waiting up to `wait` s (LockTimeout); returns a token.
 
         In-process stores need no cross-process lock (the manager serializes calls itself)."""
         return ""
 
-    async def release(self, key: str, token: str) -> None:
+    async def release(self, key: SessionKey, token: str) -> None:
         return None
 
     async def renew_locks(self) -> None:
@@ -196,37 +197,3 @@ class SessionStore(ABC):
 
     async def close(self) -> None:
         return None
-
-
-def session_secret(settings: Settings) -> bytes | None:
-    secret = settings.sessions.secret
-    return secret.get_secret_value().encode() if secret is not None else None
-
-
-def open_session_store(settings: Settings, default_dir: object) -> SessionStore | None:
-    """The configured store: Redis when `sessions.store` is set, else the local directory."""
-    from pathlib import Path
-
-    sessions = settings.sessions
-    secret = session_secret(settings)
-    if sessions.store:
-        if secret is None:  # also refused by config validation; kept here for direct callers
-            raise ConfigError(missing_secret_message(sessions.store))
-        from mcp_analysis.session.redis_store import RedisSessionStore
-
-        return RedisSessionStore(sessions.store, Signer(secret), namespace=store_namespace(settings))
-    if not sessions.persist:
-        return None
-    from mcp_analysis.session.persist import FileSessionStore
-
-    directory = Path(str(sessions.dir or default_dir))
-    return FileSessionStore(directory, secret)
-
-
-def store_namespace(settings: Settings) -> str:
-    """Sessions belong to one deployment: its knowledge base and its signing key. Replicas of another
-    deployment sharing the Redis never meet them, even over a knowledge base at the same path (each in
-    its own container): keyed by the path alone, the other's records failed their signatures under
-    ours (and blocked our principals' saves), and its sessions counted against our bounds."""
-    secret = session_secret(settings) or b""
-    return hmac.new(secret, str(settings.db).encode(), hashlib.sha256).hexdigest()[:16]

@@ -1,11 +1,12 @@
 """Kept sessions in a local directory (the default store: one server process).
 
-Per session key ``<digest>``: ``<digest>.json`` (a header line — version, owner digest,
-HMAC — then the record: key, owner, filter, AnalysisState, last use), ``<digest>.bin``
-(the interpreter dump) and ``<digest>.kept`` (an empty marker that outlives the session,
-so an expired handle is reported as expired). The HMAC key is `sessions.secret`, else
-a key file kept in the directory (mode 0600): a tampered or foreign file is ignored,
-never loaded. Files idle past the TTL go. Several replicas need the Redis store.
+Per session key, by the digest of its `SessionKey.storage`: ``<digest>.json`` (a header
+line — version, owner digest, HMAC — then the record: key, owner, filter, AnalysisState,
+last use), ``<digest>.bin`` (the interpreter dump) and ``<digest>.kept`` (an empty marker
+that outlives the session, so an expired handle is reported as expired). The HMAC key is
+`sessions.secret`, else a key file kept in the directory (mode 0600): a tampered or
+foreign file is ignored, never loaded. Files idle past the TTL go. Several replicas need
+the Redis store.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from pathlib import Path
 
 import anyio
 
-from mcp_analysis.session.store import (
+from mcp_analysis.session.keys import SessionKey
+from mcp_analysis.session.stores.base import (
     KEPT_MARKER_TTL_FACTOR,
     Limits,
     SessionRecord,
@@ -58,8 +60,8 @@ class FileSessionStore(SessionStore):
 
     # ------------------------------------------------------------------ paths
 
-    def _paths(self, key: str) -> tuple[Path, Path, Path]:
-        digest = hashlib.sha256(key.encode()).hexdigest()[:40]
+    def _paths(self, storage_key: str) -> tuple[Path, Path, Path]:
+        digest = hashlib.sha256(storage_key.encode()).hexdigest()[:40]
         base = self.directory / digest
         return base.with_suffix(".json"), base.with_suffix(".bin"), base.with_suffix(".kept")
 
@@ -83,10 +85,10 @@ class FileSessionStore(SessionStore):
 
     # ------------------------------------------------------------ interface
 
-    async def load(self, key: str) -> StoredSession | None:
+    async def load(self, key: SessionKey) -> StoredSession | None:
         return await anyio.to_thread.run_sync(self._load, key)
 
-    async def touch(self, key: str, ttl_seconds: float) -> int | None:
+    async def touch(self, key: SessionKey, ttl_seconds: float) -> int | None:
         return await anyio.to_thread.run_sync(self._touch, key)
 
     async def save(self, record: SessionRecord, blob: bytes | None, *, expected: int, limits: Limits) -> int:
@@ -96,11 +98,11 @@ class FileSessionStore(SessionStore):
             self._save, record.key, owner_digest(record.owner), body, blob, expected, limits
         )
 
-    async def delete(self, key: str) -> None:
+    async def delete(self, key: SessionKey) -> None:
         await anyio.to_thread.run_sync(self._delete, key)
 
-    async def was_kept(self, key: str) -> bool:
-        return any(p.exists() for p in self._paths(key)[::2])
+    async def was_kept(self, key: SessionKey) -> bool:
+        return any(p.exists() for p in self._paths(key.storage)[::2])
 
     async def count(self) -> int:
         return await anyio.to_thread.run_sync(lambda: len(self._ensure_index()))
@@ -110,8 +112,8 @@ class FileSessionStore(SessionStore):
 
     # ----------------------------------------------------------- blocking I/O
 
-    def _load(self, key: str) -> StoredSession | None:
-        record_path, blob_path, _ = self._paths(key)
+    def _load(self, key: SessionKey) -> StoredSession | None:
+        record_path, blob_path, _ = self._paths(key.storage)
         try:
             with open(record_path, "rb") as handle:
                 header = json.loads(handle.readline())
@@ -124,8 +126,8 @@ class FileSessionStore(SessionStore):
             return None
         return StoredSession(record, blob, int(header.get("version", 1)))
 
-    def _touch(self, key: str) -> int | None:
-        record_path = self._paths(key)[0]
+    def _touch(self, key: SessionKey) -> int | None:
+        record_path = self._paths(key.storage)[0]
         header = self._header(record_path)
         if header is None:
             return None
@@ -135,13 +137,15 @@ class FileSessionStore(SessionStore):
             return None
         return int(header.get("version", 1))
 
-    def _save(self, key: str, owner: str, body: bytes, blob: bytes | None, expected: int, limits: Limits) -> int:
-        record_path, blob_path, kept_path = self._paths(key)
+    def _save(
+        self, storage_key: str, owner: str, body: bytes, blob: bytes | None, expected: int, limits: Limits
+    ) -> int:
+        record_path, blob_path, kept_path = self._paths(storage_key)
         with self._mutex:
             header = self._header(record_path)
             current = int(header.get("version", 1)) if header is not None else 0
             if current != expected:
-                raise VersionConflict(key)
+                raise VersionConflict(storage_key)
             index = self._ensure_index()
             if current == 0:
                 if len(index) >= limits.max_stored:
@@ -166,8 +170,8 @@ class FileSessionStore(SessionStore):
             index[record_path.stem] = (owner, size)
             return version
 
-    def _delete(self, key: str) -> None:
-        record_path, blob_path, _ = self._paths(key)
+    def _delete(self, key: SessionKey) -> None:
+        record_path, blob_path, _ = self._paths(key.storage)
         with self._mutex:
             record_path.unlink(missing_ok=True)
             blob_path.unlink(missing_ok=True)

@@ -1,7 +1,7 @@
 """Kept sessions in Redis (`sessions.store = redis://HOST:PORT/DB`), shared by replicas.
 
-Keys, all under one hash tag per knowledge base (``{ns}``, so a Redis Cluster keeps
-them in one slot):
+Keys, all under one hash tag per deployment (``{ns}``, so a Redis Cluster keeps
+them in one slot); ``<key>`` is the session's `SessionKey.storage`:
 
 - ``mcpa:{ns}:s:<key>``       hash: v (version), mac, owner, rec (record JSON), blob (dump);
                               expires after the TTL, refreshed by every use
@@ -28,7 +28,8 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError, ResponseError
 
 from mcp_analysis.config import redact_url
-from mcp_analysis.session.store import (
+from mcp_analysis.session.keys import SessionKey
+from mcp_analysis.session.stores.base import (
     KEPT_MARKER_TTL_FACTOR,
     Limits,
     LockTimeout,
@@ -153,8 +154,8 @@ class RedisSessionStore(SessionStore):
         self._release = self._redis.register_script(_RELEASE)
         self._held: dict[str, str] = {}  # lock key -> token, renewed by renew_locks()
 
-    def _k(self, kind: str, key: str = "") -> str:
-        return f"{self._prefix}{kind}{key}"
+    def _k(self, kind: str, storage_key: str = "") -> str:
+        return f"{self._prefix}{kind}{storage_key}"
 
     async def _call(self, coro: Any) -> Any:
         try:
@@ -166,22 +167,22 @@ class RedisSessionStore(SessionStore):
 
     # ------------------------------------------------------------ interface
 
-    async def load(self, key: str) -> StoredSession | None:
-        fields = await self._call(self._redis.hgetall(self._k("s:", key)))
+    async def load(self, key: SessionKey) -> StoredSession | None:
+        fields = await self._call(self._redis.hgetall(self._k("s:", key.storage)))
         if not fields or b"rec" not in fields:
             return None
         body = fields[b"rec"]
         blob = fields.get(b"blob")
-        record = self._verified(key, fields.get(b"mac", b"").decode(), body, blob, f"stored session {key}")
+        record = self._verified(key, fields.get(b"mac", b"").decode(), body, blob, f"stored session {key.storage}")
         if record is None:
             return None
         return StoredSession(record, blob, int(fields.get(b"v", b"1")))
 
-    async def touch(self, key: str, ttl_seconds: float) -> int | None:
+    async def touch(self, key: SessionKey, ttl_seconds: float) -> int | None:
         version = await self._call(
             self._touch(
-                keys=[self._k("s:", key), self._k("idx")],
-                args=[int(ttl_seconds * 1000), _now_ms(), key, self._k("idx:")],
+                keys=[self._k("s:", key.storage), self._k("idx")],
+                args=[int(ttl_seconds * 1000), _now_ms(), key.storage, self._k("idx:")],
             )
         )
         return int(version) if version else None
@@ -229,15 +230,16 @@ class RedisSessionStore(SessionStore):
             raise StoreFull("bytes", limits.max_stored_bytes)
         return code
 
-    async def delete(self, key: str) -> None:
+    async def delete(self, key: SessionKey) -> None:
         await self._call(
             self._delete(
-                keys=[self._k("s:", key), self._k("idx"), self._k("sz"), self._k("bytes")], args=[key, self._k("idx:")]
+                keys=[self._k("s:", key.storage), self._k("idx"), self._k("sz"), self._k("bytes")],
+                args=[key.storage, self._k("idx:")],
             )
         )
 
-    async def was_kept(self, key: str) -> bool:
-        return bool(await self._call(self._redis.exists(self._k("kept:", key))))
+    async def was_kept(self, key: SessionKey) -> bool:
+        return bool(await self._call(self._redis.exists(self._k("kept:", key.storage))))
 
     async def count(self) -> int:
         keys = [self._k("idx"), self._k("sz"), self._k("bytes")]
@@ -255,9 +257,9 @@ class RedisSessionStore(SessionStore):
 
     # ---------------------------------------------------------------- locks
 
-    async def acquire(self, key: str, *, wait: float) -> str:
+    async def acquire(self, key: SessionKey, *, wait: float) -> str:
         """Take the session's lease lock, waiting up to `wait` seconds; returns the token."""
-        lock_key = self._k("lock:", key)
+        lock_key = self._k("lock:", key.storage)
         token = secrets.token_hex(12)
         deadline = time.monotonic() + wait
         delay = 0.02
@@ -267,12 +269,12 @@ class RedisSessionStore(SessionStore):
                 self._held[lock_key] = token
                 return token
             if time.monotonic() + delay > deadline:
-                raise LockTimeout(key)
+                raise LockTimeout(key.storage)
             await anyio.sleep(delay)
             delay = min(delay * 2, 0.25)
 
-    async def release(self, key: str, token: str) -> None:
-        lock_key = self._k("lock:", key)
+    async def release(self, key: SessionKey, token: str) -> None:
+        lock_key = self._k("lock:", key.storage)
         self._held.pop(lock_key, None)
         await self._call(self._release(keys=[lock_key], args=[token]))
 
