@@ -61,16 +61,17 @@ async def search(
     context: PassageChars = None,
     session: SessionHandle = None,
 ) -> Annotated[CallToolResult, SearchOutput]:
+    """Hybrid search; passages of `context` characters, shortened (then fewer hits) to fit the budget."""
     call = await tool_call(ctx, session)
     results = await call.analysis.search(query, limit)
-    chars = call.settings.search
+    limits = call.settings.search
     return call.reply(
         search_result(
             call.analysis.id,
             query,
             results,
-            context or chars.context_chars,
-            chars.max_context_chars,
+            context or limits.context_chars,
+            limits.max_context_chars,
             call.note,
             call.budget,
             content_resource=uris.document_file("{document_id}", "content.txt"),
@@ -84,6 +85,7 @@ async def list_documents(
     limit: PageSize = DOCUMENTS_PAGE,
     session: SessionHandle = None,
 ) -> Annotated[CallToolResult, ListDocumentsOutput]:
+    """One page of the documents the caller may see (their filter applies)."""
     call = await tool_call(ctx, session)
     documents = await call.analysis.list_documents()
     page = [DocumentInfo.of(d) for d in documents[offset : offset + limit]]
@@ -93,6 +95,7 @@ async def list_documents(
 async def execute_code(
     code: Code, ctx: Context, session: SessionHandle = None
 ) -> Annotated[CallToolResult, ExecuteOutput]:
+    """Run code in the session's interpreter; progress every second; the whole output stays a resource."""
     call = await tool_call(ctx, session)
     analysis = call.analysis
     result = await with_progress(ctx, call.settings.sandbox.code_timeout, analysis.execute(code))
@@ -105,6 +108,7 @@ async def execute_code(
 async def cite(
     chunk_ids: ChunkIds, ctx: Context, session: SessionHandle = None
 ) -> Annotated[CallToolResult, CiteOutput]:
+    """Register citations; the state resource lists them all when the result cannot."""
     call = await tool_call(ctx, session)
     analysis = call.analysis
     outcome = await analysis.cite(chunk_ids)
@@ -113,12 +117,14 @@ async def cite(
 
 
 async def new_analysis(ctx: Context, session: SessionHandle = None) -> Annotated[CallToolResult, NewAnalysisOutput]:
+    """Clear the session's analysis (variables, executions, searches, citations)."""
     call = await tool_call(ctx, session)
     await call.analysis.new_analysis()
     return call.reply(new_analysis_result(call.analysis.id, call.analysis.state.analysis_number, call.note))
 
 
 async def analysis_state(ctx: Context, session: SessionHandle = None) -> Annotated[CallToolResult, StateOutput]:
+    """The session in brief, pointing at the resources that hold it in full."""
     call = await tool_call(ctx, session)
     analysis = call.analysis
     summary = StateOutput.of(

@@ -25,6 +25,16 @@ Call `new_analysis` before an unrelated question. Over HTTP without a session, r
 `session` value: pass it back in later calls to keep your variables.
 """
 
+# ----------------------------------------------------------------------------- tools
+
+SEARCH = """\
+Hybrid (semantic + keyword) search. Each hit: chunk_id (to cite), document, section, pages and
+the passage around the match. Example: search(query="average revenue 2025", limit=5)"""
+
+LIST_DOCUMENTS = """\
+List the documents you can see: id, title, uri (and your metadata), a page at a time.
+Example: list_documents(offset=40)"""
+
 EXECUTE_CODE = """\
 Run Python in this session's persistent sandbox: variables, functions and imports survive
 between calls; the last expression's value is returned (like a REPL).
@@ -49,6 +59,21 @@ files. Each call has a time limit (variables from before a stopped call are kept
 sandbox.max_output_chars keeps its head and tail: print summaries, not whole documents.
 """
 
+CITE = """\
+Register the chunk_ids your answer rests on (cite([]) if it is not from the documents). Returns
+each citation's title, section, pages and uri. Near-miss ids are repaired, unknown ones listed.
+Example: cite(chunk_ids=["6b0a642e-247b-42f3-8dd8-1ecdb767fff8"])"""
+
+NEW_ANALYSIS = """\
+Start a new analysis for an unrelated question: clears variables, executions, searches and
+citations (keeps the citation index and the filter). Example: new_analysis()"""
+
+ANALYSIS_STATE = """\
+This session in brief: one line per execution, the searches, one line per citation, and the
+resource holding the full state (every program and its output). Example: analysis_state()"""
+
+# ----------------------------------------------------------------------------- the `analyze` prompt (MCP)
+
 ANALYZE_PROMPT = """\
 Answer this question from the document knowledge base:
 
@@ -66,27 +91,6 @@ How to work:
   knowledge base does not contain the answer.
 - Then give a concise answer, naming the documents it rests on.
 """
-
-SEARCH = """\
-Hybrid (semantic + keyword) search. Each hit: chunk_id (to cite), document, section, pages and
-the passage around the match. Example: search(query="average revenue 2025", limit=5)"""
-
-LIST_DOCUMENTS = """\
-List the documents you can see: id, title, uri (and your metadata), a page at a time.
-Example: list_documents(offset=40)"""
-
-CITE = """\
-Register the chunk_ids your answer rests on (cite([]) if it is not from the documents). Returns
-each citation's title, section, pages and uri. Near-miss ids are repaired, unknown ones listed.
-Example: cite(chunk_ids=["6b0a642e-247b-42f3-8dd8-1ecdb767fff8"])"""
-
-NEW_ANALYSIS = """\
-Start a new analysis for an unrelated question: clears variables, executions, searches and
-citations (keeps the citation index and the filter). Example: new_analysis()"""
-
-ANALYSIS_STATE = """\
-This session in brief: one line per execution, the searches, one line per citation, and the
-resource holding the full state (every program and its output). Example: analysis_state()"""
 
 # ----------------------------------------------------------------------------- arguments
 # The same names, bounds and descriptions for both front doors (pydantic-ai reads `Field` too).
