@@ -21,9 +21,12 @@ from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.sandbox.output import OutputCollector, clip
 from mcp_analysis.search.excerpt import excerpt
 from mcp_analysis.search.models import SearchResult
-from mcp_analysis.server import outputs as out
 from mcp_analysis.server.app import create_server
+from mcp_analysis.server.calls import session_note
 from mcp_analysis.session.analysis import AnalysisSession
+from mcp_analysis.tooling.document_list import DocumentInfo, documents_result
+from mcp_analysis.tooling.fitting import size
+from mcp_analysis.tooling.search_hits import search_result
 from tests.conftest import make_settings
 from tests.mcp_helpers import text
 
@@ -114,22 +117,22 @@ async def test_fitting_counts_the_session_note_and_holds_for_every_budget() -> N
         )
         for i in range(30)
     ]
-    note = out.session_note("s_" + "x" * 24, must_pass=True)
+    note = session_note("s_" + "x" * 24, must_pass=True)
     for budget in (2000, 2345, 3000, 7000, 48_000):
-        model, rendered = out.search_result("s_x", "needle", results, 5000, 5000, note, budget)
-        assert out.size(model, rendered) <= budget and rendered.endswith(note)
+        model, rendered = search_result("s_x", "needle", results, 5000, 5000, note, budget)
+        assert size(model, rendered) <= budget and rendered.endswith(note)
         assert model.results, "at least one hit always fits"
-        docs = [out.DocumentInfo(id=f"{i:036d}", title=f"Title {i}", uri=f"file:///x/{i}.md") for i in range(300)]
-        model, rendered = out.documents_result("s_x", docs, 300, 0, note, budget)
-        assert out.size(model, rendered) <= budget and model.next_offset == len(model.documents)
+        docs = [DocumentInfo(id=f"{i:036d}", title=f"Title {i}", uri=f"file:///x/{i}.md") for i in range(300)]
+        model, rendered = documents_result("s_x", docs, 300, 0, note, budget)
+        assert size(model, rendered) <= budget and model.next_offset == len(model.documents)
 
 
 def test_a_page_of_documents_moves_on_when_one_document_alone_is_over_the_budget() -> None:
     """A document whose metadata alone exceeds the budget must not stop paging (next_offset == offset)."""
-    huge = out.DocumentInfo(id="a" * 36, title="Huge", uri="file:///docs/huge.md", metadata={"note": "y" * 3000})
-    small = out.DocumentInfo(id="b" * 36, title="Small", uri="file:///docs/small.md")
-    model, rendered = out.documents_result("s_x", [huge, small], 2, 0, "", 2000)
-    assert out.size(model, rendered) <= 2000
+    huge = DocumentInfo(id="a" * 36, title="Huge", uri="file:///docs/huge.md", metadata={"note": "y" * 3000})
+    small = DocumentInfo(id="b" * 36, title="Small", uri="file:///docs/small.md")
+    model, rendered = documents_result("s_x", [huge, small], 2, 0, "", 2000)
+    assert size(model, rendered) <= 2000
     assert [d.id for d in model.documents] == [huge.id] and model.next_offset == 1
     assert f"/documents/{huge.id}/metadata.json" in rendered  # where its metadata is
 

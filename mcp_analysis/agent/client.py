@@ -29,10 +29,10 @@ from mcp_analysis.agent.toolset import AnalysisToolset
 from mcp_analysis.config import Settings, load_settings, with_db
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.errors import ModelConfigError
-from mcp_analysis.prompts import INSTRUCTIONS
 from mcp_analysis.sandbox.pool import WorkerPool
 from mcp_analysis.session.analysis import AnalysisSession
 from mcp_analysis.session.state import AnalysisState, Citation
+from mcp_analysis.tooling.descriptions import INSTRUCTIONS
 
 log = logging.getLogger(__name__)
 

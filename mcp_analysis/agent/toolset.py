@@ -19,10 +19,15 @@ from pydantic_ai.toolsets import FunctionToolset
 
 from mcp_analysis.config import Settings, load_settings, with_db
 from mcp_analysis.errors import AnalysisError
-from mcp_analysis.prompts import EXECUTE_CODE_DOC, INSTRUCTIONS
 from mcp_analysis.search.models import SearchHit
-from mcp_analysis.server.outputs import DocumentInfo
 from mcp_analysis.session.analysis import AnalysisSession
+from mcp_analysis.tooling import descriptions as text
+from mcp_analysis.tooling.citing import CitationOut
+from mcp_analysis.tooling.descriptions import ChunkIds, Code, HitLimit, PageOffset, PageSize, PassageChars, Query
+from mcp_analysis.tooling.document_list import DocumentInfo
+
+#: Documents per list_documents page for an agent: in one call for any knowledge base an agent reads whole.
+AGENT_DOCUMENTS_PAGE = 1000
 
 
 class AnalysisToolset(FunctionToolset[Any]):
@@ -37,7 +42,7 @@ class AnalysisToolset(FunctionToolset[Any]):
         max_executions: int | None = None,
         reset_per_run: bool = True,
     ) -> None:
-        super().__init__(instructions=INSTRUCTIONS, max_retries=3)
+        super().__init__(instructions=text.INSTRUCTIONS, max_retries=3)
         self.session = session
         self._settings = settings
         self._filter = document_filter
@@ -46,10 +51,11 @@ class AnalysisToolset(FunctionToolset[Any]):
         self.reset_per_run = reset_per_run
         base = settings or (session.kb.settings if session else None)
         self.max_executions = max_executions or (base.analysis.max_executions if base else 15)
-        self.add_function(self.search, name="search")
-        self.add_function(self.list_documents, name="list_documents")
-        self.add_function(self.execute_code, name="execute_code", description=EXECUTE_CODE_DOC)
-        self.add_function(self.cite, name="cite")
+        # The same descriptions and argument types as the MCP server's tools (mcp_analysis.tooling).
+        self.add_function(self.search, name="search", description=text.SEARCH)
+        self.add_function(self.list_documents, name="list_documents", description=text.LIST_DOCUMENTS)
+        self.add_function(self.execute_code, name="execute_code", description=text.EXECUTE_CODE)
+        self.add_function(self.cite, name="cite", description=text.CITE)
 
     async def __aenter__(self) -> AnalysisToolset:
         self._entered += 1
@@ -80,15 +86,8 @@ class AnalysisToolset(FunctionToolset[Any]):
             raise RuntimeError("The analysis toolset is used outside an agent run (enter it first).")
         return self.session
 
-    async def search(self, query: str, limit: int = 5, context: int | None = None) -> list[dict[str, Any]]:
-        """Hybrid search (semantic + keyword). Each hit: chunk_id (to cite), document, section, pages and
-        the passage around the match.
-
-        Args:
-            query: What to look for.
-            limit: Number of hits (1-50).
-            context: Characters of each hit's passage to show (default 900; more shows more of its section).
-        """
+    async def search(self, query: Query, limit: HitLimit = None, context: PassageChars = None) -> list[dict[str, Any]]:
+        """Hits as `SearchHit` dicts, each passage `context` characters at most."""
         session = self._session()
         try:
             results = await session.search(query, limit)
@@ -97,12 +96,15 @@ class AnalysisToolset(FunctionToolset[Any]):
         chars = context or session.kb.settings.search.context_chars
         return [SearchHit.of(r, query, chars).model_dump() for r in results]
 
-    async def list_documents(self) -> list[dict[str, Any]]:
-        """List the documents you can see: id, title, uri (and your metadata)."""
-        return [DocumentInfo.of(d).model_dump(exclude_defaults=True) for d in await self._session().list_documents()]
+    async def list_documents(
+        self, offset: PageOffset = 0, limit: PageSize = AGENT_DOCUMENTS_PAGE
+    ) -> list[dict[str, Any]]:
+        """A page of documents as `DocumentInfo` dicts (metadata only when there is some)."""
+        documents = await self._session().list_documents()
+        return [DocumentInfo.of(d).model_dump(exclude_defaults=True) for d in documents[offset : offset + limit]]
 
-    async def execute_code(self, code: str) -> dict[str, Any]:
-        """Run Python in the persistent sandbox (see the tool description)."""
+    async def execute_code(self, code: Code) -> dict[str, Any]:
+        """The run's output fields that are set; a refusal once `max_executions` is reached."""
         session = self._session()
         if len(session.state.executions) >= self.max_executions:
             return {
@@ -123,12 +125,8 @@ class AnalysisToolset(FunctionToolset[Any]):
             out["note"] = "output was truncated; print a smaller summary"
         return out
 
-    async def cite(self, chunk_ids: list[str]) -> dict[str, Any]:
-        """Register the chunk_ids that support your answer (cite([]) if the answer is not from the documents).
-
-        Args:
-            chunk_ids: chunk_id values from search results or items.jsonl.
-        """
+    async def cite(self, chunk_ids: ChunkIds) -> dict[str, Any]:
+        """The citations as `CitationOut` dicts, with the repaired and the unknown ids."""
         try:
             outcome = await self._session().cite(chunk_ids)
         except AnalysisError as exc:
@@ -136,7 +134,7 @@ class AnalysisToolset(FunctionToolset[Any]):
         if outcome.no_evidence:
             return {"cited": [], "note": "recorded: no knowledge-base evidence"}
         return {
-            "cited": [{"chunk_id": c.chunk_id, "document_title": c.document_title} for c in outcome.citations],
+            "cited": [CitationOut.of(c).model_dump() for c in outcome.citations],
             "repaired": outcome.repaired,
             "ignored": outcome.ignored,
         }

@@ -1,7 +1,9 @@
-"""A request's scope: session locks taken while serving it are released when it ends.
+"""A call's scope: session locks taken while serving one call are released when it ends.
 
-Light on purpose (no LanceDB or monty imports): the MCP server registers
-`session_call_scope` as middleware before the runtime has loaded anything.
+A front door opens one `call_scope` around each call that works on a session (the MCP
+server: around each tool call and resource read); the session manager registers the
+locks it takes in the current scope (`current_scope`). Light on purpose (no LanceDB or
+monty imports): the server installs its middleware before the runtime has loaded anything.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import anyio
 class CallScope:
     held: dict[str, str] = field(default_factory=dict)  # session key -> lock token
     releases: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
-    sessions: list[Any] = field(default_factory=list)  # live sessions this request holds
+    sessions: list[Any] = field(default_factory=list)  # live sessions this call holds
 
 
 _SCOPE: ContextVar[CallScope | None] = ContextVar("mcp_analysis_call_scope", default=None)
@@ -41,11 +43,3 @@ async def call_scope() -> AsyncIterator[CallScope]:
         with anyio.CancelScope(shield=True):
             for release in reversed(scope.releases):
                 await release()
-
-
-async def session_call_scope(ctx: Any, call_next: Any) -> Any:
-    """MCP server middleware: a call scope around every tool call and resource read."""
-    if getattr(ctx, "method", None) not in ("tools/call", "resources/read"):
-        return await call_next(ctx)
-    async with call_scope():
-        return await call_next(ctx)

@@ -1,6 +1,16 @@
-"""What a model is told (MCP host or the built-in agent): instructions, the execute_code doc, the `analyze` prompt."""
+"""What a model is told, by either front door (MCP host or pydantic-ai agent).
+
+The instructions, each tool's description and each shared argument's description live
+here once: the MCP server (server/tools.py) and the pydantic-ai toolset (agent/toolset.py)
+both register their tools with these texts, so the two can never drift apart. Texts say
+what a tool does and returns, not how one front door lays its result out.
+"""
 
 from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
 
 INSTRUCTIONS = """\
 Analyse a document knowledge base. Workflow:
@@ -15,7 +25,17 @@ Call `new_analysis` before an unrelated question. Over HTTP without a session, r
 `session` value: pass it back in later calls to keep your variables.
 """
 
-EXECUTE_CODE_DOC = """\
+# ----------------------------------------------------------------------------- tools
+
+SEARCH = """\
+Hybrid (semantic + keyword) search. Each hit: chunk_id (to cite), document, section, pages and
+the passage around the match. Example: search(query="average revenue 2025", limit=5)"""
+
+LIST_DOCUMENTS = """\
+List the documents you can see: id, title, uri (and your metadata), a page at a time.
+Example: list_documents(offset=40)"""
+
+EXECUTE_CODE = """\
 Run Python in this session's persistent sandbox: variables, functions and imports survive
 between calls; the last expression's value is returned (like a REPL).
 
@@ -39,6 +59,21 @@ files. Each call has a time limit (variables from before a stopped call are kept
 sandbox.max_output_chars keeps its head and tail: print summaries, not whole documents.
 """
 
+CITE = """\
+Register the chunk_ids your answer rests on (cite([]) if it is not from the documents). Returns
+each citation's title, section, pages and uri. Near-miss ids are repaired, unknown ones listed.
+Example: cite(chunk_ids=["6b0a642e-247b-42f3-8dd8-1ecdb767fff8"])"""
+
+NEW_ANALYSIS = """\
+Start a new analysis for an unrelated question: clears variables, executions, searches and
+citations (keeps the citation index and the filter). Example: new_analysis()"""
+
+ANALYSIS_STATE = """\
+This session in brief: one line per execution, the searches, one line per citation, and the
+resource holding the full state (every program and its output). Example: analysis_state()"""
+
+# ----------------------------------------------------------------------------- the `analyze` prompt (MCP)
+
 ANALYZE_PROMPT = """\
 Answer this question from the document knowledge base:
 
@@ -56,3 +91,19 @@ How to work:
   knowledge base does not contain the answer.
 - Then give a concise answer, naming the documents it rests on.
 """
+
+# ----------------------------------------------------------------------------- arguments
+# The same names, bounds and descriptions for both front doors (pydantic-ai reads `Field` too).
+
+Query = Annotated[str, Field(description="What to look for (words or a question).")]
+HitLimit = Annotated[int | None, Field(description="Number of hits (default 5).", ge=1, le=50)]
+PassageChars = Annotated[
+    int | None, Field(description="Characters of each hit's passage to show (default 900).", ge=100, le=100_000)
+]
+Code = Annotated[str, Field(description="Python source to run.")]
+ChunkIds = Annotated[
+    list[str], Field(description="chunk_id values supporting the answer; [] if the answer is not from the documents.")
+]
+PageOffset = Annotated[int, Field(description="Skip this many documents (paging).", ge=0)]
+PageSize = Annotated[int, Field(description="Documents per page.", ge=1, le=1000)]
+DOCUMENTS_PAGE = 40  # documents per list_documents page, unless the caller asks for another size

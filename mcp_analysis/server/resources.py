@@ -1,0 +1,190 @@
+"""The resources (each document's /documents files, each session's state and executions) and completion.
+
+Everything here reads through `caller_corpus` or `caller_session`, so the caller's
+document filter (the server's ``--filter`` and the token's) can never be forgotten.
+`resource_page` is the paged, per-caller `resources/list` (server/middleware.py serves
+it). Every handler goes through the error contract (server/errors.py).
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, Completion, Resource, ResourceTemplateReference
+
+from mcp_analysis.errors import AnalysisError
+from mcp_analysis.search.excerpt import label
+from mcp_analysis.server import uris
+from mcp_analysis.server.calls import runtime_of
+from mcp_analysis.server.errors import protocol_error, user_errors
+from mcp_analysis.server.identity import caller_filter
+from mcp_analysis.server.runtime import Runtime
+
+if TYPE_CHECKING:
+    from mcp_analysis.corpus import Corpus
+    from mcp_analysis.session.analysis import AnalysisSession
+
+DOCUMENT_FILE_DESCRIPTIONS = {
+    "metadata.json": "A document's id, title, uri, created_at and metadata.",
+    "content.txt": "A document's full text (markdown, tables as markdown).",
+    "items.jsonl": "A document's items (one JSON object per line, with self_ref and label).",
+    "toc.json": "A document's section tree with item ranges and chunk ids.",
+}
+COMPLETIONS = 100  # document ids offered at most
+
+
+async def caller_corpus(runtime: Runtime) -> Corpus:
+    """The knowledge base as the caller of the current request may see it (their document filter)."""
+    runtime = await runtime.ready()
+    assert runtime.kb is not None
+    _, document_filter = caller_filter(runtime)
+    return runtime.kb.corpus(document_filter)
+
+
+async def caller_session(ctx: Context, session_id: str) -> AnalysisSession:
+    """An existing session by its id, if the caller owns it and reads with the same filter."""
+    runtime = await runtime_of(ctx).ready()
+    assert runtime.sessions is not None
+    owner, document_filter = caller_filter(runtime)
+    try:
+        return await runtime.sessions.resolve(session_id, owner=owner, document_filter=document_filter, fresh=False)
+    except AnalysisError as exc:
+        raise ResourceNotFoundError(str(exc)) from None
+
+
+# ----------------------------------------------------------------------------- documents
+
+
+async def document_file(document_id: str, name: str, ctx: Context) -> str:
+    """One of a document's /documents files, rendered as the sandbox sees it."""
+    from mcp_analysis.sandbox.vfs import DocumentsFS  # LanceDB-backed: loaded with the runtime, not before
+
+    corpus = await caller_corpus(runtime_of(ctx))
+    meta = await corpus.find(document_id)
+    if meta is None:
+        raise ResourceNotFoundError(f"No document {label(document_id)!r} (unknown, or outside your filter).")
+    return await DocumentsFS(corpus).render(meta, name)
+
+
+def document_file_reader(name: str) -> Callable[[str, Context], Awaitable[str]]:
+    """The resource handler of one file name (a template's parameters are its handler's)."""
+
+    async def read(document_id: str, ctx: Context) -> str:
+        return await document_file(document_id, name, ctx)
+
+    read.__name__ = f"read_{name.replace('.', '_')}"
+    return read
+
+
+@user_errors(protocol_error)
+async def resource_page(runtime: Runtime, cursor: str | None) -> tuple[list[Resource], str | None]:
+    """One page of the caller's /documents files as resources, and the cursor of the next."""
+    documents = await (await caller_corpus(runtime)).documents()
+    page = runtime.settings.server.resource_page_size
+    offset = decode_cursor(cursor)
+    names = list(uris.DOCUMENT_FILES)
+    total = len(documents) * len(names)
+    entries: list[Resource] = []
+    for position in range(offset, min(total, offset + page)):
+        meta = documents[position // len(names)]
+        name = names[position % len(names)]
+        entries.append(
+            Resource(
+                uri=uris.document_file(meta.id, name),
+                name=f"{meta.id}/{name}",
+                title=meta.title if name == "content.txt" else f"{meta.title} — {name}",
+                description=f"{name} of '{meta.title}' ({meta.uri})",
+                mime_type=uris.DOCUMENT_FILES[name],
+                size=meta.content_size if name == "content.txt" else None,
+            )
+        )
+    more = offset + page < total
+    return entries, encode_cursor(offset + page) if more else None
+
+
+def encode_cursor(offset: int) -> str:
+    return base64.urlsafe_b64encode(f"o:{offset}".encode()).decode()
+
+
+def decode_cursor(cursor: str | None) -> int:
+    if not cursor:
+        return 0
+    try:
+        kind, _, value = base64.urlsafe_b64decode(cursor.encode()).decode().partition(":")
+        offset = int(value)
+        if kind != "o" or offset < 0:
+            raise ValueError(cursor)
+    except (ValueError, UnicodeDecodeError):
+        raise MCPError(code=INVALID_PARAMS, message="Invalid cursor: pass next_cursor from the last page.") from None
+    return offset
+
+
+# ----------------------------------------------------------------------------- sessions
+
+
+async def session_state(session_id: str, ctx: Context) -> str:
+    """Executions (code and output), searches and citations of a session, as JSON."""
+    analysis = await caller_session(ctx, session_id)
+    state = analysis.state.model_dump(mode="json")
+    state["session"] = analysis.id
+    return json.dumps(state, ensure_ascii=False, indent=2)
+
+
+async def session_execution(session_id: str, index: str, ctx: Context) -> str:
+    """The code of one execution and its full, untruncated output, as JSON."""
+    analysis = await caller_session(ctx, session_id)
+    for entry in analysis.state.executions:
+        if str(entry.index) == index:
+            return entry.model_dump_json(indent=2)
+    missing = label(index, 20)  # as given: it may be anything
+    raise ResourceNotFoundError(f"Session {analysis.id} has no execution {missing} in its current analysis.")
+
+
+# ----------------------------------------------------------------------------- completion
+
+
+async def complete_document_id(runtime: Runtime, ref: Any, argument: Any, context: Any) -> Completion | None:
+    """Document ids for a `{document_id}` template argument: by id prefix, then by words of the title."""
+    if not isinstance(ref, ResourceTemplateReference) or argument.name != "document_id":
+        return None
+    prefix = (argument.value or "").lower()
+    documents = await (await caller_corpus(runtime)).documents()
+    matches = [d.id for d in documents if d.id.startswith(prefix)]
+    matches += [d.id for d in documents if prefix and prefix in d.title.lower() and d.id not in matches]
+    return Completion(values=matches[:COMPLETIONS], total=len(matches), has_more=len(matches) > COMPLETIONS)
+
+
+def register_resources(server: MCPServer[Any], runtime: Runtime) -> None:
+    """Add the resource templates and the completion handler to `server`."""
+    for name, mime in uris.DOCUMENT_FILES.items():
+        server.resource(
+            uris.document_file_template(name),
+            name=f"document-{name.replace('.', '-')}",
+            title=f"Document {name}",
+            description=DOCUMENT_FILE_DESCRIPTIONS[name],
+            mime_type=mime,
+        )(user_errors(ResourceError)(document_file_reader(name)))
+    server.resource(
+        uris.SESSION_STATE,
+        name="analysis-state",
+        title="Analysis session state",
+        description="Executions (code and output), searches and citations of an analysis session.",
+        mime_type="application/json",
+    )(user_errors(ResourceError)(session_state))
+    server.resource(
+        uris.SESSION_EXECUTION,
+        name="analysis-execution",
+        title="One execute_code call",
+        description="The code of one execution and its full, untruncated output.",
+        mime_type="application/json",
+    )(user_errors(ResourceError)(session_execution))
+    # The SDK hands a completion handler no request context: the runtime is bound to it here.
+    server.completion()(functools.partial(user_errors(protocol_error)(complete_document_id), runtime))

@@ -1,0 +1,35 @@
+"""Every resource URI the server serves or names: the templates it registers and their builders.
+
+A builder fills its template, so a URI written into a tool result always matches a
+resource the server answers.
+"""
+
+from __future__ import annotations
+
+#: The files of a document, as the sandbox has them under /documents/{id}/, and their MIME types.
+DOCUMENT_FILES = {
+    "metadata.json": "application/json",
+    "content.txt": "text/plain",
+    "items.jsonl": "application/jsonl",
+    "toc.json": "application/json",
+}
+
+SESSION_STATE = "analysis://sessions/{session_id}/state"
+SESSION_EXECUTION = "analysis://sessions/{session_id}/executions/{index}"
+
+
+def document_file_template(name: str) -> str:
+    """The template of one of `DOCUMENT_FILES`, e.g. ``documents:///{document_id}/content.txt``."""
+    return "documents:///{document_id}/" + name
+
+
+def document_file(document_id: str, name: str) -> str:
+    return document_file_template(name).format(document_id=document_id)
+
+
+def session_state(session_id: str) -> str:
+    return SESSION_STATE.format(session_id=session_id)
+
+
+def session_execution(session_id: str, index: int | str) -> str:
+    return SESSION_EXECUTION.format(session_id=session_id, index=index)

@@ -1,0 +1,83 @@
+"""The `execute_code` result: the output, or each field's head and tail and where the whole output is."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, Field
+
+from mcp_analysis.sandbox.output import clip
+from mcp_analysis.tooling.fitting import size
+
+if TYPE_CHECKING:
+    from mcp_analysis.sandbox.models import ExecutionResult
+
+_OUTPUT_FIELDS = ("stdout", "stderr", "value", "error")
+
+
+class ExecuteOutput(BaseModel):
+    session: str
+    execution: int = Field(description="Number of this execution in the session (see the state resource).")
+    success: bool
+    stdout: str = ""
+    stderr: str = ""
+    value: str | None = Field(None, description="repr() of the trailing expression.")
+    error: str | None = None
+    duration_ms: float = 0.0
+    truncated: bool = False
+    state_restored: bool = Field(False, description="The call was stopped; variables from before it are kept.")
+    full_output: str | None = Field(None, description="Resource with the untruncated output, when cut here.")
+
+    @classmethod
+    def of(cls, session: str, execution: int, result: ExecutionResult) -> ExecuteOutput:
+        return cls(session=session, execution=execution, **result.model_dump(exclude={"output_chars"}))
+
+
+def render_execution(out: ExecuteOutput) -> str:
+    status = "ok" if out.success else "failed"
+    parts = [f"execution {out.execution}: {status} in {out.duration_ms:.1f} ms"]
+    if out.stdout:
+        parts.append("stdout:\n" + out.stdout.rstrip("\n"))
+    if out.stderr:
+        parts.append("stderr:\n" + out.stderr.rstrip("\n"))
+    if out.value is not None:
+        parts.append("value: " + out.value)
+    if out.error:
+        parts.append("error:\n" + out.error)
+    if out.full_output:
+        parts.append(f"(output shortened; the whole output is in resource {out.full_output})")
+    return "\n".join(parts)
+
+
+def execution_result(out: ExecuteOutput, full_output_uri: str, note: str, budget: int) -> tuple[ExecuteOutput, str]:
+    """The output, or each field's head and tail with a marker naming the resource that holds all of it."""
+    text = render_execution(out) + note
+    if size(out, text) <= budget:
+        return out, text
+    how = f"not shown here; the whole output is in resource {full_output_uri}"
+    fields = {k: getattr(out, k) for k in _OUTPUT_FIELDS if getattr(out, k)}
+
+    def build(room: int) -> tuple[ExecuteOutput, str]:
+        share = _allot({k: len(v) for k, v in fields.items()}, room)
+        model = out.model_copy(
+            update={k: clip(v, share[k], how)[0] for k, v in fields.items()}
+            | {"truncated": True, "full_output": full_output_uri}
+        )
+        return model, render_execution(model) + note
+
+    room = (budget - size(*build(0))) // 2  # each character is paid twice: text and structured
+    while True:
+        model, text = build(max(0, room))
+        excess = size(model, text) - budget
+        if excess <= 0 or room <= 0:
+            return model, text
+        room -= max(excess // 2 + 1, room // 10)
+
+
+def _allot(lengths: dict[str, int], room: int) -> dict[str, int]:
+    """Share `room` among fields: short ones (an error, a value) whole, long ones equally."""
+    share: dict[str, int] = {}
+    for i, key in enumerate(sorted(lengths, key=lengths.__getitem__)):
+        share[key] = min(lengths[key], room // (len(lengths) - i))
+        room -= share[key]
+    return share
