@@ -1,14 +1,21 @@
-"""`mcp-analysis serve`: the MCP server over stdio (default) or streamable HTTP."""
+"""`mcp-analysis serve`: the MCP server over stdio (default) or streamable HTTP.
+
+With `--sample`, the server starts answering before the sample knowledge base is
+built: the build runs in the background as the runtime's way of opening the
+knowledge base, and tool calls wait for it. A first start (20-60 s of building)
+so survives an MCP host's connect timeout (the MCP Inspector's is 15 s).
+"""
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from mcp_analysis.cli.errors import fail
-from mcp_analysis.cli.options import FilterOption, LogLevelOption, SampleOption, command_options, ensure_sample
+from mcp_analysis.cli.options import FilterOption, LogLevelOption, SampleOption, command_options
 from mcp_analysis.logging_setup import configure_logging
 
 
@@ -53,8 +60,9 @@ def serve(
     configure_logging(settings.server.log_level)
     from mcp_analysis.server.runner import run_server
 
-    async def go() -> None:
-        await ensure_sample(options, settings)
-        await run_server(settings, http=http)
+    opener = None
+    if options.sample:
+        from mcp_analysis.sample import SampleOpener
 
-    options.run(go)
+        opener = SampleOpener()
+    options.run(partial(run_server, settings, http=http, opener=opener))
