@@ -1,6 +1,6 @@
-"""A new user's first hour: what README tells them to run works as written, errors say what to do.
+"""A new user's first hour: what the README and docs/ tell them to run works as written, errors say what to do.
 
-Each test reproduces a snag met by following README.md from a fresh clone.
+Each test reproduces a snag met by following README.md and its docs pages from a fresh clone.
 """
 
 from __future__ import annotations
@@ -19,12 +19,10 @@ from mcp_analysis.config import load_settings
 from tests.conftest import REPO
 from tests.test_cli import cli
 
-README = (REPO / "README.md").read_text()
 
-
-def readme_block(section: str, lang: str = "python") -> str:
-    """The first fenced `lang` block under the README heading `section`."""
-    body = README.split(f"\n{section}\n", 1)[1]
+def docs_block(page: str, lang: str = "python") -> str:
+    """The first fenced `lang` block of the page docs/`page`."""
+    body = (REPO / "docs" / page).read_text()
     return body.split(f"```{lang}\n", 1)[1].split("```", 1)[0]
 
 
@@ -40,18 +38,18 @@ def without(*names: str) -> dict[str, str]:
 async def test_the_python_api_snippet_runs_as_written(
     sample_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """README "Python API", verbatim: top-level await as in `python -m asyncio` or a notebook. The
+    """docs/python-api.md, verbatim: top-level await as in `python -m asyncio` or a notebook. The
     agent part needs a model service, so it is left out; constructing an Agent needs only a key."""
     (tmp_path / "kb.lancedb").symlink_to(sample_db)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-not-used-nothing-is-sent")
-    block = readme_block("## Python API")
+    block = docs_block("python-api.md")
     no_mcp, rest = block.split("# Questions answered by the built-in agent:")
     mcp_server = rest[rest.index("# The MCP server") :]
     namespace: dict[str, Any] = {}
     for part in (no_mcp, mcp_server):
-        code = compile(part, "README.md", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
-        pending = eval(code, namespace)  # the README's own example
+        code = compile(part, "docs/python-api.md", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+        pending = eval(code, namespace)  # the page's own example
         if pending is not None:
             await pending
     result, session = namespace["result"], namespace["session"]
@@ -71,7 +69,7 @@ def test_load_settings_takes_a_config_path_as_text(tmp_path: Path) -> None:
 
 def test_the_configuration_sample_loads_as_is(tmp_path: Path) -> None:
     config = tmp_path / "mcp-analysis.yaml"
-    config.write_text(readme_block("## Configuration", "yaml"))
+    config.write_text(docs_block("configuration.md", "yaml"))
     settings = load_settings(config)
     assert settings.db == Path("/srv/kb.lancedb")
     # The sample spells out the defaults: nothing else differs from an empty config.

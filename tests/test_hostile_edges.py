@@ -390,7 +390,7 @@ async def test_another_principal_cannot_take_a_sessions_lock(sample_db: Path, re
 
 
 def test_host_call_bounds_are_exact() -> None:
-    # README: "at most sandbox.max_memory_mb × 4,096 values per call". The argument wrappers and the
+    # docs/sandbox.md: "at most sandbox.max_memory_mb × 4,096 values per call". The argument wrappers and the
     # outer list were counted too: a list of exactly that many numbers was refused (4 short), and
     # quantiles(n=max+1) passed its pre-check, computed, then failed the result check.
     bounds = HostBounds.of(SandboxSettings(max_memory_mb=16))

@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client
 from mcp.client.subscriptions import ResourcesListChanged
 
 from tests.conftest import REPO, run_cli
@@ -79,20 +79,6 @@ async def test_stdio_cancel_stops_the_code_and_keeps_state(sample_db: Path) -> N
         with anyio.fail_after(20):  # the worker was freed: this does not wait for the loop
             result = await client.call_tool("execute_code", {"code": probe})
         assert result.structured_content["value"] == "['before']"
-
-
-async def test_readme_first_command_serves_the_sample(tmp_path: Path) -> None:
-    """`mcp-analysis serve --sample` on a machine without a sample knowledge base yet."""
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "mcp_analysis", "serve", "--sample"],
-        env={**os.environ, "XDG_DATA_HOME": str(tmp_path / "data")},
-        cwd=str(REPO),
-    )
-    async with Client(params) as client:
-        result = await client.call_tool("search", {"query": "average quarterly revenue", "limit": 3})
-        assert any("Quarterly Financial Report" in r["document_title"] for r in result.structured_content["results"])
-    assert (tmp_path / "data" / "mcp-analysis" / "sample.lancedb").is_dir()
 
 
 def test_missing_database_fails_fast_with_a_clear_message(tmp_path: Path) -> None:

@@ -11,19 +11,26 @@ Exact answers (checked by tests/test_sample_questions.py):
 
 Once built, the knowledge base carries a stamp naming the sample files it was built
 from; while the files match it, `ensure_sample_kb` only reads the stamp and a few file
-sizes (no LanceDB, no hashing), so `--sample` starts as fast as `--db`.
+sizes (no LanceDB, no hashing), so `--sample` starts as fast as `--db`. A server opens it
+with `SampleOpener`, which builds it in the background while the server already answers.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import time
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import anyio
 
 from mcp_analysis import progress
 from mcp_analysis.config import Settings, data_home, is_local_path
+
+if TYPE_CHECKING:
+    from mcp_analysis.corpus import KnowledgeBase
 
 STAMP_FILE = ".sample-built.json"
 
@@ -109,3 +116,22 @@ async def ensure_sample_kb(settings: Settings) -> Settings:
         time.perf_counter() - started,
     )
     return settings
+
+
+class SampleOpener:
+    """Opens the sample knowledge base for a server, building it first when needed.
+
+    The server's runtime opens its knowledge base in the background after the server
+    answers, so with this opener `initialize` and `tools/list` are answered during a
+    first build (tens of seconds, past an MCP host's connect timeout) and tool calls
+    wait for it. The ingest modules are imported in a thread: the event loop keeps
+    answering meanwhile.
+    """
+
+    async def open(self, settings: Settings) -> KnowledgeBase:
+        if not is_built(settings.db):
+            await anyio.to_thread.run_sync(importlib.import_module, "mcp_analysis.ingest.pipeline")
+        await ensure_sample_kb(settings)
+        from mcp_analysis.corpus import KnowledgeBase
+
+        return await KnowledgeBase.open(settings)

@@ -6,6 +6,9 @@ hibernated: its state is already dumped after every call, so it just hands the
 worker back and reloads its state on its next call. Idle interpreters also give
 their worker back after ``sandbox.idle_release_seconds``. Checkout waits are
 bounded: when every worker is busy running code, the caller gets a clear error.
+
+The pool knows its tenants only as `Tenant`s (idle or not, when last used, how to
+hibernate): the interpreter depends on the pool, never the other way round.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import logging
 import os
 import time
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import anyio
 from pydantic_monty import AsyncMonty, AsyncMontySession
@@ -23,10 +26,25 @@ from mcp_analysis.config import SandboxSettings
 from mcp_analysis.errors import SandboxError
 from mcp_analysis.sandbox.modules import host_modules
 
-if TYPE_CHECKING:
-    from mcp_analysis.sandbox.interpreter import Interpreter
-
 log = logging.getLogger(__name__)
+
+
+class Tenant(Protocol):
+    """What the pool needs of an interpreter that holds one of its workers."""
+
+    @property
+    def is_idle(self) -> bool:
+        """No call is running: the worker may be taken back."""
+        ...
+
+    @property
+    def last_used(self) -> float:
+        """`time.monotonic()` when a call last started or ended (for idle release)."""
+        ...
+
+    async def hibernate(self) -> None:
+        """Give the worker back; the state is already saved, so nothing is lost."""
+        ...
 
 
 class WorkerPool:
@@ -39,7 +57,7 @@ class WorkerPool:
             checkout_timeout=settings.checkout_timeout,
         )
         self._modules = host_modules(settings)
-        self._attached: OrderedDict[Interpreter, None] = OrderedDict()
+        self._attached: OrderedDict[Tenant, None] = OrderedDict()
         self._in_use = 0
         self._freed: anyio.Event | None = None
         self._task_group: Any = None
@@ -86,7 +104,7 @@ class WorkerPool:
 
     # -------------------------------------------------------------- checkout
 
-    async def acquire(self, owner: Interpreter) -> AsyncMontySession:
+    async def acquire(self, owner: Tenant) -> AsyncMontySession:
         """A fresh worker session for `owner` (hibernating an idle interpreter if needed)."""
         deadline = time.monotonic() + self.settings.checkout_timeout
         # Single event loop: no await between the capacity check and taking the slot.
@@ -122,7 +140,7 @@ class WorkerPool:
         self._attached[owner] = None
         return session
 
-    async def release(self, owner: Interpreter, session: AsyncMontySession) -> None:
+    async def release(self, owner: Tenant, session: AsyncMontySession) -> None:
         """Return `owner`'s worker (a dead or killed worker is replaced by the pool)."""
         self._attached.pop(owner, None)
         with anyio.CancelScope(shield=True):
@@ -132,7 +150,7 @@ class WorkerPool:
                 log.debug("worker release after failure", exc_info=True)
             self._give_back()
 
-    def touch(self, owner: Interpreter) -> None:
+    def touch(self, owner: Tenant) -> None:
         if owner in self._attached:
             self._attached.move_to_end(owner)
 

@@ -11,15 +11,25 @@ from __future__ import annotations
 import logging
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
 
 from mcp_analysis.config import Settings, is_local_path
 from mcp_analysis.errors import DatabaseNotFoundError
 
+if TYPE_CHECKING:
+    from mcp_analysis.corpus import KnowledgeBase
+
 log = logging.getLogger(__name__)
 
 _LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+
+
+class KnowledgeBaseOpener(Protocol):
+    """Opens the knowledge base a server serves (the runtime calls it once the server answers)."""
+
+    async def open(self, settings: Settings) -> KnowledgeBase: ...
 
 
 def security_settings(settings: Settings) -> TransportSecuritySettings:
@@ -48,7 +58,8 @@ def check_database(settings: Settings) -> None:
         )
 
 
-def build_http_app(settings: Settings) -> object:
+def build_http_app(settings: Settings, opener: KnowledgeBaseOpener | None = None) -> object:
+    """The ASGI app of `serve --http`; `opener` as for `run_server`."""
     from starlette.middleware import Middleware
 
     from mcp_analysis.server.app import create_server
@@ -56,6 +67,8 @@ def build_http_app(settings: Settings) -> object:
     from mcp_analysis.server.metrics import Observability
 
     server = create_server(config=settings, http=True)
+    if opener is not None:
+        server.runtime.opener = opener
     tokens = settings.server.tokens_file is not None
     Observability(server, server.runtime, details_need_token=tokens).install()  # GET /healthz, GET /metrics
     app = server.streamable_http_app(
@@ -76,10 +89,17 @@ def build_http_app(settings: Settings) -> object:
     return app
 
 
-async def run_server(settings: Settings, *, http: bool = False) -> None:
+async def run_server(settings: Settings, *, http: bool = False, opener: KnowledgeBaseOpener | None = None) -> None:
+    """Serve until the client (stdio) or the process (HTTP) ends.
+
+    `opener` opens the knowledge base in the background once the server answers (its
+    `open(settings)` returns a `KnowledgeBase`), e.g. building the sample first; without
+    one, a missing local knowledge base is an error before anything starts.
+    """
     from mcp_analysis.server.app import create_server
 
-    check_database(settings)
+    if opener is None:
+        check_database(settings)
     if not http:
         log.info("mcp-analysis serving %s over stdio", settings.db)
         if sys.stdin.isatty():
@@ -91,12 +111,14 @@ async def run_server(settings: Settings, *, http: bool = False) -> None:
         from mcp_analysis.server.stdio import serve_stdio
 
         server = create_server(config=settings)
+        if opener is not None:
+            server.runtime.opener = opener
         await serve_stdio(server)  # every malformed line is answered (server/jsonrpc_screen.py)
         return
 
     import uvicorn
 
-    app = build_http_app(settings)
+    app = build_http_app(settings, opener)
     server_settings = settings.server
     if server_settings.host in ("0.0.0.0", "::") and not server_settings.allowed_hosts:
         log.warning(

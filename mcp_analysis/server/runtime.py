@@ -38,6 +38,8 @@ class Runtime:
         self.pool: WorkerPool | None = None
         self.sessions: SessionManager | None = None
         self.server_filter: str | None = None
+        #: Opens the knowledge base (`KnowledgeBase` when None); `serve --sample` sets one that builds it first.
+        self.opener: Any = None
         self._users = 0
         self._ready = anyio.Event()
         self._failure: BaseException | None = None
@@ -123,7 +125,7 @@ class Runtime:
             from mcp_analysis.sandbox.pool import WorkerPool
             from mcp_analysis.session.manager import SessionManager
 
-            kb = await self._open_knowledge_base(KnowledgeBase)
+            kb = await self._open_knowledge_base(self.opener or KnowledgeBase)
             self.server_filter = await kb.store.validate_filter(self.settings.server.filter)
             self.kb = kb
             async with WorkerPool(self.settings.sandbox) as pool, SessionManager(kb, pool, self.settings) as sessions:

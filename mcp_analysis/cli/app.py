@@ -1,0 +1,69 @@
+"""The `mcp-analysis` application: global options, the commands in the order `--help` lists them, `main`."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from mcp_analysis.cli.documents import add, info, list_documents, rm
+from mcp_analysis.cli.errors import fail
+from mcp_analysis.cli.options import LOG_LEVELS, LogLevelOption, Options, SampleOption
+from mcp_analysis.cli.query import analyze, exec_code, search
+from mcp_analysis.cli.serve import serve
+from mcp_analysis.logging_setup import configure_logging
+
+app = typer.Typer(
+    name="mcp-analysis",
+    help="Analyse a document knowledge base: an MCP server with hybrid search, a sandboxed Python "
+    "interpreter over the documents, and citations.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+_debug = False  # --debug, for errors that escape before or outside a command (see main)
+
+
+@app.callback()
+def main_options(
+    ctx: typer.Context,
+    config: Annotated[
+        Path | None, typer.Option("--config", "-c", help="YAML config file (default ./mcp-analysis.yaml).")
+    ] = None,
+    db: Annotated[
+        str | None,
+        typer.Option("--db", help="Knowledge base path or s3://BUCKET/PREFIX (or MCP_ANALYSIS_DB / HAIKU_RAG_DB)."),
+    ] = None,
+    sample: SampleOption = False,
+    log_level: LogLevelOption = None,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
+) -> None:
+    if log_level and log_level.upper() not in LOG_LEVELS:
+        raise typer.BadParameter(f"use one of {', '.join(LOG_LEVELS)}", param_hint="--log-level")
+    global _debug
+    _debug = debug
+    configure_logging(log_level or ("DEBUG" if debug else "WARNING"))
+    ctx.obj = Options(config, db, sample, debug, log_level)
+
+
+app.command()(serve)
+app.command()(add)
+app.command()(rm)
+app.command("list")(list_documents)
+app.command()(search)
+app.command()(info)
+app.command("exec")(exec_code)
+app.command()(analyze)
+
+
+def main() -> None:
+    """The `mcp-analysis` command; whatever escapes a command still ends as one line on stderr."""
+    logging.captureWarnings(True)
+    try:
+        app()
+    except (Exception, KeyboardInterrupt) as exc:
+        code = fail(exc, _debug).exit_code
+        sys.exit(code)

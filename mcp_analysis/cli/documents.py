@@ -1,0 +1,200 @@
+"""The commands that manage and describe documents: `add`, `rm`, `list`, `info`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from mcp_analysis.cli.options import FilterOption, JsonOption, SampleOption, command_options, knowledge_base
+from mcp_analysis.cli.output import err, out, print_json
+from mcp_analysis.errors import AnalysisError
+
+
+class _RichProgress:
+    """A progress bar on stderr for long ingests; silent when stderr is not a terminal."""
+
+    def __init__(self) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(
+            TextColumn("[bold]Adding[/bold] {task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err,
+            transient=True,
+        )
+        self.task: Any = None
+
+    def start(self, total: int) -> None:
+        self.progress.start()
+        self.task = self.progress.add_task("", total=total)
+
+    def advance(self, label: str) -> None:
+        self.progress.update(self.task, advance=1, description=label[:40])
+
+    def phase(self, label: str) -> None:
+        self.progress.update(self.task, description=label[:40])
+
+    def finish(self) -> None:
+        self.progress.stop()
+
+
+def parse_meta(pairs: list[str] | None) -> dict[str, Any]:
+    meta: dict[str, Any] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise AnalysisError(f"--meta expects key=value, got {pair!r}.")
+        meta[key.strip()] = value
+    return meta
+
+
+def add(
+    ctx: typer.Context,
+    paths: Annotated[list[Path], typer.Argument(help="Files or directories (walked recursively).")],
+    title: Annotated[str | None, typer.Option(help="Title for a single file.")] = None,
+    meta: Annotated[list[str] | None, typer.Option("--meta", help="key=value metadata (repeatable).")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Add or update documents (.md .html .pdf .docx .txt, source files, text files without an extension).
+
+    Keeps going past files it cannot read, names them, and then exits with code 1.
+    """
+    options = command_options(ctx)
+
+    async def go() -> int:
+        from mcp_analysis.corpus import KnowledgeBase
+        from mcp_analysis.ingest.pipeline import Ingestor
+
+        metadata = parse_meta(meta)
+        settings = options.settings()
+        kb = await KnowledgeBase.open(settings, create=True)
+        progress = _RichProgress() if err.is_terminal and not as_json else None
+        try:
+            report = await Ingestor(kb, progress).add(paths, title=title, metadata=metadata)
+        finally:
+            await kb.close()
+        failed = 1 if report.skipped else 0
+        if as_json:
+            print_json(report.__dict__)
+            return failed
+        for path, reason in report.skipped:
+            err.print(f"[yellow]skipped[/yellow] {escape(path)}: {escape(reason)}", highlight=False)
+        out.print(f"{report.summary()} -> {escape(str(settings.db))}", highlight=False)
+        if failed:
+            err.print(f"[red]error:[/red] {len(report.skipped)} path(s) could not be added (listed above).")
+        return failed
+
+    raise typer.Exit(options.run(go))
+
+
+def rm(
+    ctx: typer.Context,
+    document: Annotated[
+        str,
+        typer.Argument(
+            help="Document id (or a unique prefix of it, as `list` shows), uri, or the path it was added from."
+        ),
+    ],
+) -> None:
+    """Remove a document."""
+    options = command_options(ctx)
+
+    async def go() -> None:
+        from mcp_analysis.ingest.pipeline import remove_document
+        from mcp_analysis.sample import forget_build
+
+        async with knowledge_base(options) as kb:
+            meta = await remove_document(kb, document)
+        forget_build(kb.settings.db)  # if this was the sample, the next --sample restores it
+        out.print(f"removed {meta.id} ({escape(meta.title)})", highlight=False)
+
+    options.run(go)
+
+
+def list_documents(
+    ctx: typer.Context,
+    filter: FilterOption = None,
+    as_json: JsonOption = False,
+    sample: SampleOption = False,
+) -> None:
+    """List documents."""
+    options = command_options(ctx, sample)
+
+    async def go() -> None:
+        async with knowledge_base(options) as kb:
+            docs = await (await kb.open_corpus(filter)).documents()
+        if as_json:
+            print_json([d.model_dump() for d in docs])
+            return
+        from rich.table import Table
+
+        from mcp_analysis.search.excerpt import shared_dir
+
+        short = short_ids([d.id for d in docs])
+        prefix = shared_dir([d.uri for d in docs])  # said once: a narrow column then shows what differs
+        table = Table(show_lines=False)
+        table.add_column("id", no_wrap=True, min_width=max((len(i) for i in short.values()), default=2))
+        table.add_column("title")
+        table.add_column("uri", overflow="fold")
+        table.add_column("created", no_wrap=True)
+        for d in docs:
+            table.add_row(short[d.id], escape(d.title), escape(d.uri[len(prefix) :]), d.created_at[:10])
+        out.print(table)
+        if prefix:
+            out.print(f"uri after {escape(prefix)}", highlight=False, soft_wrap=False)  # folded, not cut
+        out.print(f"{len(docs)} document(s); ids: shortest unique prefix (--json: whole)", highlight=False)
+
+    options.run(go)
+
+
+def short_ids(ids: list[str], minimum: int = 8) -> dict[str, str]:
+    """Each id shortened to its shortest unique prefix of at least `minimum` characters (like git)."""
+    ordered = sorted(ids)
+    short = {}
+    for i, full in enumerate(ordered):
+        length = minimum
+        for neighbour in ordered[max(0, i - 1) : i] + ordered[i + 1 : i + 2]:
+            common = next((k for k, (a, b) in enumerate(zip(full, neighbour, strict=False)) if a != b), len(full))
+            length = max(length, common + 1)
+        short[full] = full[:length]
+    return short
+
+
+def info(
+    ctx: typer.Context,
+    as_json: JsonOption = False,
+    sample: SampleOption = False,
+) -> None:
+    """Counts, embedder, schema version and indexes of the knowledge base."""
+    options = command_options(ctx, sample)
+
+    async def go() -> None:
+        async with knowledge_base(options) as kb:
+            store = kb.store
+            data = {
+                "db": str(kb.settings.db),
+                "documents": await kb.corpus().count(),
+                "rows": await store.counts(),
+                "embedder": store.settings.embedder if store.settings else kb.embedder_name,
+                "vector_dim": store.settings.vector_dim if store.settings else None,
+                "schema_version": store.settings.schema_version if store.settings else None,
+                "created_at": store.settings.created_at if store.settings else None,
+                "written_by": f"{store.settings.origin} {store.settings.origin_version}".strip()
+                if store.settings
+                else None,
+                "read_only": store.read_only,
+                "query_embedder": kb.embedder_name,
+                "indexes": await store.index_names(),
+            }
+        if as_json:
+            print_json(data)
+            return
+        for key, value in data.items():
+            out.print(f"[bold]{key}[/bold]: {escape(str(value))}", highlight=False)
+
+    options.run(go)

@@ -1,0 +1,78 @@
+"""The global options every command shares, and the knowledge base they name."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from mcp_analysis.cli.errors import run_async
+from mcp_analysis.config import Settings, load_settings
+
+if TYPE_CHECKING:
+    from mcp_analysis.corpus import KnowledgeBase
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+FilterOption = Annotated[
+    str | None, typer.Option("--filter", help="SQL WHERE over document metadata, e.g. \"uri LIKE '%report%'\".")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+SampleOption = Annotated[
+    bool, typer.Option("--sample", help="Use the built-in sample knowledge base (built on first use).")
+]
+LogLevelOption = Annotated[str | None, typer.Option("--log-level", help="DEBUG, INFO, WARNING or ERROR.")]
+
+
+@dataclass
+class Options:
+    config: Path | None
+    db: str | None  # text, not Path: Path("s3://b/kb") would mangle a URI into "s3:/b/kb"
+    sample: bool
+    debug: bool
+    log_level: str | None
+
+    def settings(self, **overrides: Any) -> Settings:
+        db = self.db
+        if self.sample and db is None:
+            from mcp_analysis.sample import default_sample_db
+
+            db = str(default_sample_db())
+        return load_settings(self.config, db=db, **overrides)
+
+    def run(self, func: Any, *args: Any) -> Any:
+        """Run the async part of a command; an error ends it as one line on stderr."""
+        return run_async(self.debug, func, *args)
+
+
+def command_options(ctx: typer.Context, sample: bool = False) -> Options:
+    """The global options; `--sample` may also be given after the command name."""
+    options: Options = ctx.obj
+    if sample:
+        options.sample = True
+    return options
+
+
+async def ensure_sample(options: Options, settings: Settings) -> None:
+    if options.sample:
+        from mcp_analysis.sample import ensure_sample_kb
+
+        await ensure_sample_kb(settings)
+
+
+@asynccontextmanager
+async def knowledge_base(options: Options) -> AsyncIterator[KnowledgeBase]:
+    """The configured knowledge base (the sample one built first if --sample), closed after use."""
+    settings = options.settings()
+    await ensure_sample(options, settings)
+    from mcp_analysis.corpus import KnowledgeBase
+
+    kb = await KnowledgeBase.open(settings)
+    try:
+        yield kb
+    finally:
+        await kb.close()

@@ -1,0 +1,68 @@
+"""`mcp-analysis serve`: the MCP server over stdio (default) or streamable HTTP.
+
+With `--sample`, the server starts answering before the sample knowledge base is
+built: the build runs in the background as the runtime's way of opening the
+knowledge base, and tool calls wait for it. A first start (20-60 s of building)
+so survives an MCP host's connect timeout (the MCP Inspector's is 15 s).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from mcp_analysis.cli.errors import fail
+from mcp_analysis.cli.options import FilterOption, LogLevelOption, SampleOption, command_options
+from mcp_analysis.logging_setup import configure_logging
+
+
+def serve(
+    ctx: typer.Context,
+    http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP instead of stdio.")] = False,
+    host: Annotated[str | None, typer.Option(help="HTTP bind address (default 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(help="HTTP port (default 8765).")] = None,
+    filter: FilterOption = None,
+    tokens_file: Annotated[
+        Path | None, typer.Option("--tokens-file", help="Bearer tokens (YAML) with per-token filters (HTTP).")
+    ] = None,
+    allowed_host: Annotated[
+        list[str] | None, typer.Option("--allowed-host", help="Extra Host header to accept (repeatable).")
+    ] = None,
+    allowed_origin: Annotated[
+        list[str] | None, typer.Option("--allowed-origin", help="Extra Origin header to accept (repeatable).")
+    ] = None,
+    sample: SampleOption = False,
+    log_level: LogLevelOption = None,
+) -> None:
+    """Run the MCP server (stdio by default) on the knowledge base."""
+    options = command_options(ctx, sample)
+    if log_level:
+        options.log_level = log_level
+    server: dict[str, Any] = {}
+    for key, value in (
+        ("host", host),
+        ("port", port),
+        ("filter", filter),
+        ("tokens_file", tokens_file),
+        ("allowed_hosts", allowed_host or None),
+        ("allowed_origins", allowed_origin or None),
+        ("log_level", options.log_level.upper() if options.log_level else None),
+    ):
+        if value is not None:
+            server[key] = value
+    try:
+        settings = options.settings(server=server or None)
+    except Exception as exc:
+        raise fail(exc, options.debug) from None
+    configure_logging(settings.server.log_level)
+    from mcp_analysis.server.runner import run_server
+
+    opener = None
+    if options.sample:
+        from mcp_analysis.sample import SampleOpener
+
+        opener = SampleOpener()
+    options.run(partial(run_server, settings, http=http, opener=opener))
