@@ -20,7 +20,7 @@ os.environ.setdefault("LANCEDB_LOG", "error")
 # onnxruntime initialises, so it must be set before the embedder loads; ORT_DISABLE_TELEMETRY=0 opts in.
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
-__version__ = "0.1.0"
+from mcp_analysis.version import __version__ as __version__  # re-exported: mcp_analysis.__version__
 
 __all__ = ["AnalysisClient", "AnalysisSession", "KnowledgeBase", "create_server", "create_skill", "create_toolset"]
 

@@ -1,5 +1,5 @@
 """`python -m mcp_analysis` == the `mcp-analysis` command."""
 
-from mcp_analysis.cli import main
+from mcp_analysis.cli.app import main
 
 main()

@@ -28,7 +28,6 @@ from mcp_analysis.embed.names import DEFAULT_EMBEDDER
 from mcp_analysis.errors import ConfigError
 from mcp_analysis.haiku import config_file as haiku_config_file
 from mcp_analysis.paths import data_home
-from mcp_analysis.paths import is_local_path as is_local_path  # re-exported: callers reading settings ask it
 
 CONFIG_ENV = "MCP_ANALYSIS_CONFIG"
 DEFAULT_CONFIG_FILE = "mcp-analysis.yaml"

@@ -32,7 +32,7 @@ def cli_inline(*args: str, env: dict[str, str] | None = None) -> subprocess.Comp
     """The same command line in this process (the same code path, without a 3-5 s interpreter start)."""
     from typer.testing import CliRunner
 
-    from mcp_analysis.cli import app
+    from mcp_analysis.cli.app import app
 
     result = CliRunner().invoke(app, list(args), env=env)
     if result.exception is not None and not isinstance(result.exception, SystemExit):

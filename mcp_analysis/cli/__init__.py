@@ -2,11 +2,7 @@
 
 The contract: errors are one line on stderr and exit code 1 (``--debug`` shows the
 traceback, Ctrl-C exits 130); human output goes to the terminal, ``--json`` prints
-machine-readable results on stdout. `app` is the Typer application, `main` the
-console script. Commands call the same layers as the MCP server (corpus, ingest,
+machine-readable results on stdout. `cli.app` holds the Typer application and `main`,
+the console script. Commands call the same layers as the MCP server (corpus, ingest,
 session, agent) and import them lazily, so ``--help`` stays fast.
 """
-
-from mcp_analysis.cli.app import app, main
-
-__all__ = ["app", "main"]

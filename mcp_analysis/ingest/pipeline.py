@@ -27,13 +27,13 @@ from typing import Any, Protocol
 import anyio
 import zstandard
 
-from mcp_analysis.config import is_local_path
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.embed.onnx_model import load_tokenizer
 from mcp_analysis.errors import AnalysisError, IngestError
 from mcp_analysis.ingest.chunker import ChunkDraft, chunk_items
 from mcp_analysis.ingest.converters import convert_file, detect_format
 from mcp_analysis.ingest.items import ItemDraft, document_title, extract_items, render_content
+from mcp_analysis.paths import is_local_path
 from mcp_analysis.store.models import DocumentMeta
 from mcp_analysis.store.writes import DocumentRows
 

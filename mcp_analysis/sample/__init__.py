@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from mcp_analysis import progress
-from mcp_analysis.config import Settings, data_home, is_local_path
+from mcp_analysis.config import Settings
+from mcp_analysis.paths import data_home, is_local_path
 
 if TYPE_CHECKING:
     from mcp_analysis.corpus import KnowledgeBase

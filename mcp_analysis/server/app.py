@@ -17,7 +17,6 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.subscriptions import InMemorySubscriptionBus
 from pydantic import AnyHttpUrl, Field
 
-from mcp_analysis import __version__
 from mcp_analysis.config import Settings, load_settings, with_db
 from mcp_analysis.server.auth import StaticTokenVerifier, load_tokens
 from mcp_analysis.server.middleware import MIDDLEWARE
@@ -25,6 +24,7 @@ from mcp_analysis.server.resources import register_resources
 from mcp_analysis.server.runtime import Runtime
 from mcp_analysis.server.tools import register_tools
 from mcp_analysis.tooling.descriptions import ANALYZE_PROMPT, INSTRUCTIONS
+from mcp_analysis.version import __version__
 
 
 class AnalysisServer(MCPServer[Runtime]):

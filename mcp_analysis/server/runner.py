@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Protocol
 
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
 
-from mcp_analysis.config import Settings, is_local_path
+from mcp_analysis.config import Settings
 from mcp_analysis.errors import DatabaseNotFoundError
+from mcp_analysis.paths import is_local_path
 
 if TYPE_CHECKING:
     from mcp_analysis.corpus import KnowledgeBase

@@ -6,8 +6,9 @@ import hashlib
 import hmac
 from pathlib import Path
 
-from mcp_analysis.config import Settings, data_home, missing_secret_message
+from mcp_analysis.config import Settings, missing_secret_message
 from mcp_analysis.errors import ConfigError
+from mcp_analysis.paths import data_home
 from mcp_analysis.session.stores.base import SessionStore, Signer
 from mcp_analysis.session.stores.file import FileSessionStore
 
