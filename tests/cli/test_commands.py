@@ -101,7 +101,7 @@ def test_errors_are_one_line_and_nonzero(tmp_path: Path) -> None:
     assert mismatch.returncode == 1 and "was built with embedder 'onnx:all-MiniLM-L6-v2'" in mismatch.stderr
 
 
-# Each command with a dependency broken underneath it (tests/inject/sitecustomize.py): the
+# Each command with a dependency broken underneath it (tests/cli/inject/sitecustomize.py): the
 # error must be one line on stderr with the --debug hint and exit code 1, never a traceback.
 # (Below KnowledgeBase.open, LanceDB failures are reported as an unreadable database on purpose,
 # so the injection point is the knowledge base itself.)

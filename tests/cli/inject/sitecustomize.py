@@ -1,7 +1,7 @@
 """Breaks one dependency of a CLI subprocess, to test what the user sees when something fails below the CLI.
 
 Active only when MCP_ANALYSIS_TEST_BREAK=module:attribute.path is set and this directory is on
-PYTHONPATH (tests/test_cli.py does both): that attribute is replaced by a function raising
+PYTHONPATH (tests/cli/test_commands.py does both): that attribute is replaced by a function raising
 RuntimeError("injected failure").
 """
 
