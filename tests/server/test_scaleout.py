@@ -35,7 +35,7 @@ from tests.conftest import REPO, make_settings, run_cli
 from tests.docs_factory import write_markdown
 from tests.mcp_helpers import HttpServer, http_server, metric_samples, text
 from tests.services import S3, TcpGate, moto_s3, redis
-from tests.test_session_memory import check_stored_bytes_bound
+from tests.session.test_memory import check_stored_bytes_bound
 
 pytestmark = pytest.mark.anyio
 
