@@ -1,7 +1,8 @@
-"""Malformed JSON-RPC over the real transports (issue 8 item 3): every message answered, serving goes on.
+"""Raw JSON-RPC over the real transports: every message is answered, and serving goes on.
 
 stdio: a real `serve` subprocess spoken to in raw bytes. HTTP: raw POSTs to `serve --http`,
-both protocol eras. The same bad messages get the same JSON-RPC errors on both.
+both protocol eras. The same malformed messages get the same JSON-RPC errors on both, and
+fuzzed messages (hypothesis) get what `jsonrpc_screen.screen` answers for them, never a 5xx.
 """
 
 from __future__ import annotations
@@ -16,19 +17,18 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from anyio.abc import Process
+from hypothesis import given
 
+from mcp_analysis.server.jsonrpc_screen import screen
+from tests.adversarial.fuzzing import FUZZ, raw_messages
+from tests.adversarial.wire import LEGACY, MODERN_META, StdioWire, jsonrpc_request
 from tests.conftest import REPO
 from tests.mcp_helpers import HttpServer, http_server
 
 pytestmark = pytest.mark.anyio
 
-LEGACY = "2025-11-25"
-MODERN_META = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
 DEEP = b"[" * 50_000 + b"]" * 50_000
+
 # (name, raw message, expected code, expected id)
 BAD: list[tuple[str, bytes, int, Any]] = [
     (
@@ -54,31 +54,6 @@ BAD: list[tuple[str, bytes, int, Any]] = [
 ]
 
 
-def _request(request_id: int, method: str, params: dict[str, Any] | None = None) -> bytes:
-    body: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
-    if params is not None:
-        body["params"] = params
-    return json.dumps(body).encode()
-
-
-class StdioWire:
-    def __init__(self, process: Process) -> None:
-        self.process = process
-        self.buffer = b""
-
-    async def send(self, raw: bytes) -> None:
-        assert self.process.stdin is not None
-        await self.process.stdin.send(raw + b"\n")
-
-    async def receive(self) -> dict[str, Any]:
-        assert self.process.stdout is not None
-        with anyio.fail_after(60):
-            while b"\n" not in self.buffer:
-                self.buffer += await self.process.stdout.receive()
-        line, self.buffer = self.buffer.split(b"\n", 1)
-        return json.loads(line)
-
-
 @pytest.fixture
 async def stdio(sample_db: Path, tmp_path: Path) -> AsyncIterator[StdioWire]:
     env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data")}
@@ -86,7 +61,7 @@ async def stdio(sample_db: Path, tmp_path: Path) -> AsyncIterator[StdioWire]:
     async with await anyio.open_process(command, cwd=REPO, env=env, stderr=None) as process:
         wire = StdioWire(process)
         await wire.send(
-            _request(
+            jsonrpc_request(
                 1,
                 "initialize",
                 {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
@@ -108,25 +83,22 @@ async def test_stdio_answers_every_malformed_line_and_keeps_serving(stdio: Stdio
         assert reply.get("error", {}).get("code") == code, (name, reply)
         assert reply["id"] == request_id, (name, reply)
         assert "result" not in reply
-    await stdio.send(_request(2, "tools/list"))
+    await stdio.send(jsonrpc_request(2, "tools/list"))
     listed = await stdio.receive()
     assert listed["id"] == 2 and len(listed["result"]["tools"]) == 6
-    await stdio.send(_request(3, "tools/call", {"name": "search", "arguments": {"query": "a\u0000b \u2028 c"}}))
+    await stdio.send(jsonrpc_request(3, "tools/call", {"name": "search", "arguments": {"query": "a\u0000b \u2028 c"}}))
     called = await stdio.receive()
     assert called["id"] == 3 and "result" in called
 
 
 async def test_stdio_a_huge_line_is_answered(stdio: StdioWire) -> None:
     code = "x = 1\n" + "# " + "y" * (10 * 1024 * 1024) + "\nx + 1"
-    await stdio.send(_request(4, "tools/call", {"name": "execute_code", "arguments": {"code": code}}))
+    await stdio.send(jsonrpc_request(4, "tools/call", {"name": "execute_code", "arguments": {"code": code}}))
     reply = await stdio.receive()
     assert reply["id"] == 4
     assert reply["result"]["isError"] is True or reply["result"]["structuredContent"]["value"] == "2"
-    await stdio.send(_request(5, "ping"))
+    await stdio.send(jsonrpc_request(5, "ping"))
     assert (await stdio.receive())["id"] == 5
-
-
-# ------------------------------------------------------------------------------ HTTP
 
 
 @pytest.fixture(scope="module")
@@ -153,3 +125,82 @@ def test_http_answers_the_same_errors_as_stdio(http: HttpServer, era: str) -> No
         timeout=30,
     )
     assert ok.status_code == 200, ok.text
+
+
+def _one_line(raw: bytes) -> bytes:
+    return raw.replace(b"\n", b" ").replace(b"\r", b" ")
+
+
+@pytest.fixture
+async def fuzz_stdio(sample_db: Path, tmp_path: Path) -> AsyncIterator[StdioWire]:
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data"), "MCP_ANALYSIS_SANDBOX__CODE_TIMEOUT": "3"}
+    command = [sys.executable, "-m", "mcp_analysis", "--db", str(sample_db), "serve"]
+    async with await anyio.open_process(command, cwd=REPO, env=env, stderr=None) as process:
+        wire = StdioWire(process)
+        init = {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "fuzz", "version": "0"}}
+        await wire.send(jsonrpc_request(1, "initialize", init))
+        assert "result" in await wire.receive()
+        await wire.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        yield wire
+        process.kill()
+
+
+async def test_fuzz_raw_stdio(fuzz_stdio: StdioWire) -> None:
+    counter = iter(range(10_000_000, 20_000_000))
+
+    async def check(raw: bytes) -> None:
+        line = _one_line(raw)
+        if not line.strip():
+            return
+        await fuzz_stdio.send(line)
+        expected = screen(line)
+        probe = next(counter)
+        await fuzz_stdio.send(jsonrpc_request(probe, "ping"))
+        replies = []
+        while True:
+            reply = await fuzz_stdio.receive()
+            assert reply.get("jsonrpc") == "2.0", reply
+            replies.append(reply)
+            if reply.get("id") == probe:
+                break
+        if expected is not None:
+            assert replies[0] == json.loads(expected), (line[:200], replies[0])
+
+    @FUZZ
+    @given(raw=raw_messages)
+    def one(raw: bytes) -> None:
+        anyio.from_thread.run(check, raw)
+
+    await anyio.to_thread.run_sync(one)
+
+
+@pytest.fixture(scope="module")
+def fuzz_http(sample_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
+    logs = tmp_path_factory.mktemp("fuzz")
+    env = {"XDG_DATA_HOME": str(logs / "data"), "MCP_ANALYSIS_SANDBOX__CODE_TIMEOUT": "3"}
+    with http_server(sample_db, log_dir=logs, env=env) as server:
+        yield server
+
+
+@pytest.mark.parametrize("era", ["2026-07-28", LEGACY])
+def test_fuzz_raw_http(fuzz_http: HttpServer, era: str) -> None:
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    headers["MCP-Protocol-Version"] = era
+
+    @FUZZ
+    @given(raw=raw_messages)
+    def one(raw: bytes) -> None:
+        response = httpx2.post(fuzz_http.url, content=raw, headers=headers, timeout=60)
+        assert response.status_code < 500, (raw[:200], response.status_code, response.text[:300])
+        expected = screen(raw)
+        if expected is not None:
+            assert response.status_code == 400 and response.json() == json.loads(expected), (raw[:200], response.text)
+
+    one()
+    ok = httpx2.post(
+        fuzz_http.url,
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": MODERN_META}},
+        headers={**headers, "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"},
+        timeout=30,
+    )
+    assert ok.status_code == 200 and len(ok.json()["result"]["tools"]) == 6
