@@ -43,6 +43,12 @@ def run_cli(
     )
 
 
+def docs_block(page: str, lang: str = "python") -> str:
+    """The first fenced `lang` block of the page docs/`page`."""
+    body = (REPO / "docs" / page).read_text()
+    return body.split(f"```{lang}\n", 1)[1].split("```", 1)[0]
+
+
 @pytest.fixture(scope="session")
 def anyio_backend() -> str:
     return "asyncio"  # LanceDB's async API does not run under trio

@@ -8,6 +8,7 @@ import yaml
 
 from mcp_analysis.config import DEFAULT_EMBEDDER, load_settings
 from mcp_analysis.errors import ConfigError
+from tests.conftest import docs_block
 
 
 @pytest.fixture
@@ -114,3 +115,19 @@ def test_a_shared_store_with_persistence_off_is_refused(in_tmp: Path) -> None:
         load_settings(sessions={**shared, "persist": False})
     assert load_settings(sessions=shared).sessions.persist is True
     assert load_settings(sessions={"persist": False}).sessions.store is None
+
+
+def test_load_settings_takes_a_config_path_as_text(tmp_path: Path) -> None:
+    config = tmp_path / "mine.yaml"
+    config.write_text("search: {limit: 7}\n")
+    assert load_settings(str(config)).search.limit == 7
+
+
+def test_the_configuration_sample_loads_as_is(tmp_path: Path) -> None:
+    config = tmp_path / "mcp-analysis.yaml"
+    config.write_text(docs_block("configuration.md", "yaml"))
+    settings = load_settings(config)
+    assert settings.db == Path("/srv/kb.lancedb")
+    # The sample spells out the defaults: nothing else differs from an empty config.
+    defaults = load_settings(None).model_dump(mode="json")
+    assert {**settings.model_dump(mode="json"), "db": defaults["db"]} == defaults
