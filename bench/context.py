@@ -18,7 +18,7 @@ run with this venv), "new" is this working tree.
 
     python bench/context.py [--baseline fcb295f] [--out bench/results] [--rebuild]
 
-Targets (issue 10): search median text <= 6,000 and text + structured <= 12,000 characters,
+Targets: search median text <= 6,000 and text + structured <= 12,000 characters,
 hit@5 and MRR not lower than the baseline's; tools/list at most 10% larger.
 """
 

@@ -1,4 +1,4 @@
-"""Smoke run: a real small local model as the MCP client of our server (issue 10, optional).
+"""Smoke run: a real small local model as the MCP client of our server (optional).
 
 Why: bench/context.py counts the characters our tools return with scripted calls; this script
 lets a real small model (e.g. Qwen2.5-Coder-1.5B-Instruct on llama.cpp, CPU only) drive the
@@ -69,7 +69,7 @@ SYSTEM_PROMPT = (
     "the answer in plain text (no tool call).\n\nThe server's instructions:\n"
 )
 
-# Seed question types of issue 10 that the 12 sample documents can answer.
+# The seed question types (the analyses the product is for) that the 12 sample documents can answer.
 QUESTIONS: dict[str, dict[str, str]] = {
     "revenue": {
         "question": "What is the average total revenue across the 2025 quarterly financial reports?",

@@ -1,4 +1,4 @@
-"""Reliability run: many real HTTP clients of both protocol eras under faults (issue 8).
+"""Reliability run: many real HTTP clients of both protocol eras under faults.
 
 Loopback only, bounded in count and time. Starts `mcp-analysis serve --http` on a free
 port (the sample knowledge base unless --db), then:

@@ -74,7 +74,7 @@ def resolve_model(model: str | Model, base_url: str | None = None) -> Model:
 
 
 # pydantic-ai's advice for its own Python API (a provider object, its test model), which is not
-# how the user of a setting or of --model fixes it; it also pushed our advice past the line's end.
+# how the user of a setting or of --model fixes it; left in, it pushes our advice past the line's end.
 _API_ADVICE = (
     re.compile(r" or pass it via `\w+\([^`]*\)`"),
     re.compile(r"\s*To try Pydantic AI without an API key.*$", re.DOTALL),

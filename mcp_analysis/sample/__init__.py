@@ -5,7 +5,7 @@ security advisories (two mention vulnerabilities, two do not), and longer
 multi-section reports (an annual security review, an engineering roadmap, and
 two customer-research reports, "Report A" and "Report B", with Key Findings).
 
-Exact answers (checked by tests/test_sample_questions.py):
+Exact answers (checked by tests/sample/test_questions.py):
 - documents mentioning security vulnerabilities: 4
 - average quarterly revenue: $13,850,000 (12.4 + 13.1 + 14.6 + 15.3 million / 4)
 

@@ -70,7 +70,7 @@ class HostFunctions:
 
     def mapping(self) -> dict[str, Any]:
         # The prelude's search()/list_documents() call the _mcp_ names; the plain names serve an
-        # interpreter state saved before the prelude existed (they return the dicts as they are).
+        # interpreter state saved without the prelude (they return the dicts as they are).
         functions = {"search": self.search, "list_documents": self.list_documents}
         return functions | {f"_mcp_{name}": fn for name, fn in functions.items()}
 

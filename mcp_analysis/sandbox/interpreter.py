@@ -223,7 +223,8 @@ class Interpreter:
                 self._set_state(state)
             except Exception as exc:
                 # Kept in memory and written to the session store after every call: a state too
-                # large for either is not kept, and the result says so (it used to say nothing).
+                # large for either is not kept, and the result says so: the client must not count on
+                # variables that are gone.
                 log.warning("Could not save interpreter state after a call: %s", exc)
                 await self._detach()
                 rollback = True

@@ -1,6 +1,6 @@
 """How search hits and documents look inside the sandbox: compact when printed, whole on access.
 
-`print(await search("warranty", limit=10))` used to print ten 5,000-character passages. Host
+Printed whole, `print(await search("warranty", limit=10))` would show ten 5,000-character passages. Host
 functions can only return plain values (dicts, lists, ...), so a prelude, fed once to every
 fresh interpreter, defines `search()` and `list_documents()` in the sandbox: they call the
 host (`_mcp_search`, `_mcp_list_documents`) and wrap each dict in a small class whose repr is

@@ -2,7 +2,7 @@
 
 mcp 2.3's stdio transport drops a line it cannot parse or validate without a reply
 (the client then waits until its own timeout), and its legacy HTTP transport answers
-an invalid envelope with -32602 and a pydantic dump. Both transports now pass each
+an invalid envelope with -32602 and a pydantic dump. Both transports pass each
 raw message through `screen()`: a message the SDK would accept goes on unchanged;
 anything else is answered here with the JSON-RPC 2.0 error for it, the same on stdio
 and HTTP:
@@ -115,11 +115,11 @@ def _readable_id(value: dict[str, Any]) -> str | int | None:
 
 
 def _lenient(raw: bytes) -> Any:
-    """Python's json accepts lone surrogate escapes that pydantic refuses: used to recover the id.
+    """Python's json accepts lone surrogate escapes that pydantic refuses, so the id can still be read.
 
     It recurses per nesting level, so a deeply nested message (which pydantic already refused
     with its own depth limit) raises RecursionError here: that is a parse error too, never an
-    exception out of the screen (it used to end the stdio server)."""
+    exception out of the screen (one escaping would end the stdio server)."""
     try:
         return json.loads(raw)
     except (ValueError, RecursionError):

@@ -19,7 +19,7 @@ reads stdin itself. That is ``MCPServer._lowlevel_server`` (`lowlevel_server`).
 
 Everything else uses public API: paging ``resources/list`` and advertising
 ``resources.listChanged`` go through ``MCPServer.middleware``. If the SDK changes
-under this module, tests/test_sdk_compat.py fails loudly; at run time
+under this module, tests/server/test_sdk_compat.py fails loudly; at run time
 `connection_of` degrades to ``None`` (legacy HTTP clients are then served like
 sessionless ones, and hear no list-changed notifications).
 """

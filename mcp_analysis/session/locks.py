@@ -5,7 +5,7 @@ request holds the session's lease lock for its whole duration (`lease_for_call`)
 replicas never run one session at once; a second call waits up to `sessions.lock_timeout`,
 then gets a clear retryable error. A request also holds the sessions it looked up in memory
 until it ends (`hold`): dropped while a call still used one, a parallel call on the same
-session loaded a second copy, and one of the two failed as changed by another call.
+session would load a second copy, and one of the two would fail as changed by another call.
 Everything is released when the request's call scope (session/scope.py) ends.
 """
 

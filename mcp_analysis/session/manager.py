@@ -227,7 +227,7 @@ class SessionManager:
 
         Also the version of a kept record that a new session may overwrite: a principal's own key
         whose record is unusable for this call (kept under another document filter after the
-        operator changed the token's, or failing its signature). Left in place, it refused every
+        operator changed the token's, or failing its signature). Left in place, it would refuse every
         save of the principal's new session as a conflict, for as long as the principal kept trying."""
         store = self.store
         assert store is not None

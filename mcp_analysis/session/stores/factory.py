@@ -43,7 +43,7 @@ def session_secret(settings: Settings) -> bytes | None:
 def store_namespace(settings: Settings) -> str:
     """Sessions belong to one deployment: its knowledge base and its signing key. Replicas of another
     deployment sharing the Redis never meet them, even over a knowledge base at the same path (each in
-    its own container): keyed by the path alone, the other's records failed their signatures under
-    ours (and blocked our principals' saves), and its sessions counted against our bounds."""
+    its own container): keyed by the path alone, the other's records would fail their signatures under
+    ours (blocking our principals' saves), and its sessions would count against our bounds."""
     secret = session_secret(settings) or b""
     return hmac.new(secret, str(settings.db).encode(), hashlib.sha256).hexdigest()[:16]
