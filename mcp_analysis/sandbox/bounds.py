@@ -3,8 +3,8 @@
 Host functions (``statistics.*``, ``search``, ``list_documents``, the /documents
 file system) run in the server process. Without bounds one call could make the
 server build and ship a value far larger than the sandbox itself may hold
-(``statistics.quantiles(data, n=20_000_000)`` built 20 M floats on the host and
-a 298 MB frame the worker refused). Sizes are counted in *values* (one per
+(``statistics.quantiles(data, n=20_000_000)`` would build 20 M floats on the host and
+a 298 MB frame the worker refuses). Sizes are counted in *values* (one per
 number, list item, dict entry, plus one per 16 characters of text) and derived
 from ``sandbox.max_memory_mb``, so a session's memory limit also limits what the
 host does for it. An over-limit call raises a clear error inside the sandbox;
@@ -65,7 +65,7 @@ class HostBounds:
 
     def check_numbers(self, call: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
         """Refuse ints beyond a float's range: big-int arithmetic holds the GIL (one 8.5-million-digit
-        int stalled the server's event loop for 15 s, and went on computing after the call timed out).
+        int would stall the server's event loop for 15 s, and go on computing after the call timed out).
         Call after `check_arguments`, which bounds this walk."""
         stack: list[Any] = [args, list(kwargs.values())]
         while stack:

@@ -26,8 +26,8 @@ def alias_bomb(levels: int = 9) -> list[str]:
     ],
 )
 def test_a_yaml_alias_bomb_is_refused(sample_db: Path, tmp_path: Path, name: str, text: str, flag: str) -> None:
-    # A few hundred bytes of anchors expand to 387 million values: loading the config (expanding
-    # ${VAR}s, validating) or the tokens file never finished and grew without bound.
+    # A few hundred bytes of anchors expand to 387 million values: loaded whole, the config
+    # (expanding ${VAR}s, validating) or the tokens file would never finish and grow without bound.
     path = tmp_path / name
     path.write_text(text)
     args = [flag, str(path), "info"] if flag == "--config" else ["serve", "--http", "--port", "1", flag, str(path)]
@@ -48,8 +48,8 @@ def test_a_yaml_alias_bomb_is_refused(sample_db: Path, tmp_path: Path, name: str
 def test_config_errors_never_show_expanded_environment_values(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str
 ) -> None:
-    # ${VAR} references are expanded before the file is checked, and errors printed the expanded
-    # value: a haiku.rag.yaml mistake put the variable's secret on stderr (and into logs).
+    # ${VAR} references are expanded before the file is checked, so an error quoting the value
+    # would put the variable's secret on stderr (and into logs): errors describe, never quote.
     from mcp_analysis.errors import ConfigError
 
     monkeypatch.setenv("HOS_TEST_SECRET", "sk-do-not-print-0123456789")

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.anyio
 
 
 async def test_host_function_cannot_wipe_a_session_or_stall_others(two_worker_http: HttpServer) -> None:
-    """The issue's three calls: keep = 12345; quantiles(n=20M); keep."""
+    """keep = 12345; quantiles(n=20M) is refused before it computes; keep is still 12345, others are answered."""
     async with two_worker_http.client(mode="legacy") as victim, two_worker_http.client(mode="legacy") as other:
         assert (await victim.call_tool("execute_code", {"code": "keep = 12345"})).structured_content["success"]
         latencies: list[float] = []
@@ -114,9 +114,10 @@ async def test_a_suspended_host_failure_rolls_back_truthfully(sample_db: Path) -
 
 
 async def test_statistics_refuse_numbers_beyond_a_float_range(sample_db: Path) -> None:
-    # One 8.5-million-digit int made statistics.pvariance hold the GIL in big-int arithmetic:
-    # the server's event loop stopped for ~15 s, and the computation went on after the call had
-    # timed out (another 15 s). Counting it as ~27,000 values did not bound its cost.
+    # One 8.5-million-digit int would make statistics.pvariance hold the GIL in big-int arithmetic:
+    # the server's event loop would stop for ~15 s, and the computation would go on after the call
+    # timed out (another 15 s). Counting it as ~27,000 values does not bound its cost, so numbers
+    # beyond a float's range are refused.
     kb = await KnowledgeBase.open(make_settings(sample_db, sandbox={"code_timeout": 5.0}))
     async with AnalysisSession(kb) as session:
         assert (await session.execute("import statistics\nb = 7 ** 10_000_000\nkeep = 1")).success
@@ -134,9 +135,9 @@ async def test_statistics_refuse_numbers_beyond_a_float_range(sample_db: Path) -
 
 
 def test_host_call_bounds_are_exact() -> None:
-    # docs/sandbox.md: "at most sandbox.max_memory_mb × 4,096 values per call". The argument wrappers and the
-    # outer list were counted too: a list of exactly that many numbers was refused (4 short), and
-    # quantiles(n=max+1) passed its pre-check, computed, then failed the result check.
+    # docs/sandbox.md: "at most sandbox.max_memory_mb × 4,096 values per call", exactly. The argument
+    # wrappers and the outer list are not counted (a list of exactly that many numbers passes), and the
+    # pre-check and the result check agree (quantiles(n=max+1) is refused before it computes).
     bounds = HostBounds.of(SandboxSettings(max_memory_mb=16))
     most = bounds.max_values
     assert most == 16 * 4096

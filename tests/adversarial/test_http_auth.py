@@ -15,9 +15,10 @@ from tests.mcp_helpers import free_port, http_server
 
 
 def test_health_and_metrics_reveal_no_locations_or_reasons_without_a_token(sample_db: Path, tmp_path: Path) -> None:
-    # /healthz is unauthenticated (balancers and readiness probes call it without a token), and
-    # it answered anyone with the knowledge base's location and each failing part's raw error
-    # text (hosts, ports, object-store error bodies). With tokens configured, details now need one.
+    # /healthz is unauthenticated (balancers and readiness probes call it without a token), so
+    # with tokens configured it tells an anonymous caller only ok/failing per part: the knowledge
+    # base's location and each failing part's raw error text (hosts, ports, object-store error
+    # bodies) need a token.
     token = "hos-health-token-0123456789"
     tokens = tmp_path / "tokens.yaml"
     tokens.write_text(f"tokens:\n  - name: ops\n    token: {token}\n    filter: \"uri LIKE '%secret-project%'\"\n")

@@ -70,8 +70,8 @@ async def call(client: Client, tool: str, arguments: dict[str, Any]) -> Any:
 
 
 async def test_every_document_can_be_paged_through(client: Client) -> None:
-    # A document whose entry alone exceeded the budget was never listed: its page came back empty
-    # with next_offset pointing at itself, so a client paging on looped (or stopped short).
+    # A document whose entry alone exceeds the budget is still listed (shortened): an empty page
+    # with next_offset pointing at itself would make a client paging on loop (or stop short).
     seen: list[dict[str, Any]] = []
     offset: int | None = 0
     for _ in range(10):
@@ -87,7 +87,8 @@ async def test_every_document_can_be_paged_through(client: Client) -> None:
 
 
 async def test_a_document_with_a_huge_heading_cannot_hide_search_results(client: Client) -> None:
-    # Its hit could not fit, so every hit was dropped and the tool said "No results".
+    # The hit's 50,000-character heading is shortened so the hit fits the budget: a hit that could
+    # not fit would be dropped, and the tool would answer "No results".
     found = await call(client, "search", {"query": "flywheels under a huge heading", "limit": 3})
     hits = found.structured_content["results"]
     assert hits and "No results" not in text(found)
@@ -117,7 +118,8 @@ async def test_a_long_query_is_answered_within_the_budget(client: Client) -> Non
     ],
 )
 async def test_errors_stay_within_the_budget(client: Client, tool: str, arguments: dict[str, Any]) -> None:
-    # Error results echoed the client's input whole: 1-2 MB of text (and the same in the server log).
+    # Errors name the client's input by a short label: echoed whole, it would be 1-2 MB of text
+    # (and the same in the server log).
     result = await call(client, tool, arguments)
     assert result.is_error
     message = text(result)
@@ -126,7 +128,7 @@ async def test_errors_stay_within_the_budget(client: Client, tool: str, argument
 
 
 async def test_resource_errors_name_only_a_label_of_what_was_asked(client: Client) -> None:
-    # The execution index was echoed whole ("has no execution 9999…").
+    # The execution index is named by a short label too, never echoed whole ("has no execution 9999…").
     session = (await call(client, "analysis_state", {})).structured_content["session"]
     for uri in (
         f"documents:///{'d' * 1_000}/content.txt",

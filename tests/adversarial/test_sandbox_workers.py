@@ -57,7 +57,7 @@ class KillOnLoadPool(WorkerPool):
 
 
 async def test_a_worker_killed_while_restoring_does_not_lose_the_state(sample_db: Path) -> None:
-    """Seen in the reliability run: a worker SIGKILL during load_session wiped the session's variables."""
+    """A worker SIGKILLed during load_session (as the reliability run does) costs a retry, never the variables."""
     settings = load_settings(db=sample_db, sandbox={"workers": 1})
     async with KillOnLoadPool(settings.sandbox) as pool:
         interpreter = Interpreter(pool, settings.sandbox)
@@ -94,10 +94,10 @@ GONE_X = "try:\n    x\n    gone = False\nexcept NameError:\n    gone = True\n(ke
 
 
 async def test_a_state_too_large_to_keep_is_reported(sample_db: Path) -> None:
-    # A call that left 200 MB in variables reported success and state_restored=True, and nothing
-    # else: the state could not be dumped (the copy exceeded the worker's memory), so the variables
-    # were silently gone on the next call. And a dump that does fit was held in the server's memory
-    # and written to the session store on every call, whatever its size.
+    # A call that leaves 40-200 MB in variables succeeds, but its state is not kept (too large to
+    # dump within the worker's memory, or over sandbox.max_state_mb): the result says so, since the
+    # variables are gone on the next call. A kept dump stays under the bound, because it is held
+    # in the server's memory and written to the session store on every call.
     kb = await KnowledgeBase.open(make_settings(sample_db, sandbox={"max_state_mb": 16}))
     async with AnalysisSession(kb) as session:
         assert (await session.execute("keep = 1")).success

@@ -41,9 +41,10 @@ async def manager_parts(sample_db: Path, tmp_path: Path) -> AsyncIterator[tuple[
 async def test_a_principal_whose_filter_changed_starts_afresh(
     manager_parts: tuple[KnowledgeBase, WorkerPool, Settings],
 ) -> None:
-    # The operator narrows alice's token filter and restarts. Her kept session (made under the old
-    # filter) must not come back, but every later call of hers failed with "was changed by another
-    # call ... Retry" — forever, since each attempt refreshed the old session's TTL.
+    # The operator narrows alice's token filter and restarts. Her kept session (made under the
+    # wider filter) must not come back, and must not block her either: if it refused her new
+    # session's saves as "changed by another call ... Retry", each attempt would refresh its TTL
+    # and she could never work again.
     kb, pool, settings = manager_parts
     async with SessionManager(kb, pool, settings) as manager:
         before = await manager.get(SessionKey.principal("alice"), document_filter=None, owner="alice")
@@ -63,9 +64,9 @@ async def test_a_principal_whose_filter_changed_starts_afresh(
 async def test_a_session_id_cannot_be_squatted_by_another_principal(
     manager_parts: tuple[KnowledgeBase, WorkerPool, Settings],
 ) -> None:
-    # Bob, given alice's session id (it is in her resource URIs), passed it as `session`: the id
-    # looked like one this server issued and was never kept under that key, so bob got a fresh
-    # session under alice's id, and alice's own id then answered her "Unknown or expired".
+    # Bob, given alice's session id (it is in her resource URIs), passes it as `session`. The id
+    # looks like one this server issued, so a fresh session under it must not be his: he would
+    # hold alice's id, and her own id would then answer her "Unknown or expired".
     kb, pool, settings = manager_parts
     async with SessionManager(kb, pool, settings) as manager:
         alice = await manager.get(SessionKey.principal("alice"), document_filter=None, owner="alice")
@@ -91,9 +92,10 @@ async def test_a_session_id_cannot_be_squatted_by_another_principal(
 async def test_a_kept_session_does_not_grow_without_bound(
     manager_parts: tuple[KnowledgeBase, WorkerPool, Settings], tmp_path: Path
 ) -> None:
-    # Code of any size was run and kept: each 2 MB program added 4 MB to the kept session (its
-    # text in the state, its source in the interpreter dump), written through on every call; 200
-    # such calls made one session 800 MB on disk or in Redis (a shared Redis evicts others).
+    # Code is bounded (sandbox.max_code_chars) and the kept history is too: unbounded, each 2 MB
+    # program would add 4 MB to the kept session (its text in the state, its source in the
+    # interpreter dump), written through on every call; 200 such calls would make one session
+    # 800 MB on disk or in Redis (and a shared Redis evicts others' sessions).
     kb, pool, settings = manager_parts
     async with SessionManager(kb, pool, settings) as manager:
         session = await manager.create_handle(document_filter=None, owner=None)
@@ -122,9 +124,9 @@ def redis_settings(db: Path, port: int, secret: str, **sessions: Any) -> Setting
 
 async def test_deployments_sharing_a_redis_never_meet(sample_db: Path, redis_port: int, tmp_path: Path) -> None:
     # Two deployments whose knowledge bases have the same path (each in its own container) and
-    # one Redis: keyed by the path alone, their sessions shared one namespace. The other's
-    # record of `principal:alice` failed the signature and blocked alice's saves; the other's
-    # sessions filled this one's bounds.
+    # one Redis: each has its own namespace (path and signing key). Keyed by the path alone, the
+    # other's record of `principal:alice` would fail our signature and block alice's saves, and
+    # the other's sessions would fill this one's bounds.
     db = tmp_path / "kb.lancedb"
     db.symlink_to(sample_db, target_is_directory=True)
     ours = redis_settings(db, redis_port, "ours-0123456789abcdef", max_stored=1)
@@ -147,9 +149,9 @@ async def test_deployments_sharing_a_redis_never_meet(sample_db: Path, redis_por
 async def test_a_tampered_principal_record_is_replaced_not_fatal(
     sample_db: Path, redis_port: int, tmp_path: Path
 ) -> None:
-    # A record that fails its signature is never loaded; for a principal's own key it used to
-    # refuse every later save ("changed by another call ... Retry") until it expired, and each
-    # attempt refreshed its TTL.
+    # A record that fails its signature is never loaded, and for a principal's own key it is
+    # replaced: left in place, it would refuse every later save ("changed by another call ...
+    # Retry") until it expired, and each attempt would refresh its TTL.
     import redis.asyncio as aioredis
 
     db = tmp_path / "tampered.lancedb"
@@ -178,8 +180,8 @@ async def test_a_tampered_principal_record_is_replaced_not_fatal(
 
 
 async def test_another_principal_cannot_take_a_sessions_lock(sample_db: Path, redis_port: int, tmp_path: Path) -> None:
-    # Bob, given alice's session id, could make each of his calls take alice's cross-replica lock
-    # before being refused: enough parallel calls kept alice waiting, then "busy".
+    # Bob, given alice's session id, is refused before his call takes alice's cross-replica lock:
+    # if each of his calls took it first, enough parallel calls would keep alice waiting, then "busy".
     from mcp_analysis.errors import SessionBusyError
     from mcp_analysis.session.scope import call_scope
 
@@ -212,8 +214,8 @@ async def test_another_principal_cannot_take_a_sessions_lock(sample_db: Path, re
 async def test_a_malformed_handle_never_reaches_the_session_store(
     sample_db: Path, redis_port: int, tmp_path: Path
 ) -> None:
-    # A 1 MB `session` argument became a 1 MB Redis key: a lock taken and released, a lookup,
-    # on every call that sent it. Handles are short; anything else is unknown without asking Redis.
+    # Handles are short; anything else is unknown without asking Redis. Otherwise a 1 MB `session`
+    # argument would become a 1 MB Redis key: a lock taken and released, a lookup, on every call.
     import redis.asyncio as aioredis
 
     from mcp_analysis.session.scope import call_scope

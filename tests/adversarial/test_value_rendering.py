@@ -44,8 +44,8 @@ SHARED = "x" * MB  # one string, referenced many times: cheap to hold, huge to p
     ],
 )
 def test_an_execution_value_renders_within_its_limit(name: str, value: Any) -> None:
-    # The sandbox holds these in ~1-50 MB; rendering them whole built a 300 MB string on the
-    # server's event loop ([s] * 3000 took 12 s and 3 GB of the server's memory).
+    # The sandbox holds these in ~1-50 MB; rendered whole, they would build a 300 MB string on the
+    # server's event loop ([s] * 3000: 12 s and 3 GB of the server's memory).
     text, peak = peak_bytes(lambda: value_repr(value, LIMIT))
     assert LIMIT <= len(text) <= LIMIT + 200, name
     assert text.endswith("characters: print or slice the part you need]"), text[-120:]
@@ -87,7 +87,8 @@ r.content = s + s
 @pytest.mark.parametrize("expression", ["[s] * 200", "p", "r", "[r] * 100", "{'k': (r, p)}"])
 async def test_sandbox_values_cannot_make_the_server_render_something_huge(kb: KnowledgeBase, expression: str) -> None:
     # A class instance or a forged search hit (`_Record`, the prelude's class) whose attributes
-    # share one big string: the server rendered each reference in full, on its event loop.
+    # share one big string: rendered reference by reference, it would fill the server's memory
+    # on its event loop; the render stops at the limit.
     async with AnalysisSession(kb) as session:
         assert (await session.execute(FORGE)).success
         tracemalloc.start()

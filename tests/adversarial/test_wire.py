@@ -47,8 +47,8 @@ BAD: list[tuple[str, bytes, int, Any]] = [
     ("object id", b'{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}', -32600, None),
     ("no jsonrpc member", b'{"id":15,"method":"ping"}', -32600, 15),
     ("a bare string", b'"tools/list"', -32600, None),
-    # Too deep for any JSON parser's recursion limit: once answered by a RecursionError that ended
-    # the stdio server and gave a 500 over HTTP.
+    # Too deep for any JSON parser's recursion limit: a RecursionError escaping the screen would
+    # end the stdio server and answer 500 over HTTP.
     ("deeply nested", b"[" * 100_000 + b"]" * 100_000, -32700, None),
     ("deeply nested params", b'{"jsonrpc":"2.0","id":16,"method":"ping","params":{"a":%s}}' % DEEP, -32700, None),
 ]

@@ -144,7 +144,7 @@ def test_debug_shows_the_traceback(sample_db: Path) -> None:
 
 
 def test_a_blank_provider_key_is_a_one_line_error(sample_db: Path) -> None:
-    # The real case from issue 12: the OpenAI SDK's own error type used to escape as a traceback.
+    # A real case: the OpenAI SDK raises its own error type for a blank key; it must not escape as a traceback.
     result = cli("--db", str(sample_db), "analyze", "q", "--model", "openai:gpt-4o", env={"OPENAI_API_KEY": ""})
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1

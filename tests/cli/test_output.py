@@ -12,7 +12,7 @@ cli = run_cli
 
 
 def test_list_shows_each_uri_after_the_prefix_they_share(sample_db: Path) -> None:
-    """On an 80-column terminal every uri used to be cut to the same `file:///...…`."""
+    """On an 80-column terminal the prefix all uris share is said once, so no uri is cut to the same `file:///...…`."""
     table = cli("--db", str(sample_db), "list", env={"COLUMNS": "80"})
     assert table.returncode == 0, table.stderr
     documents = REPO / "mcp_analysis" / "sample" / "documents"
@@ -31,7 +31,8 @@ def test_list_shows_each_uri_after_the_prefix_they_share(sample_db: Path) -> Non
 
 
 def test_search_shows_the_passage_around_the_match(tmp_path: Path) -> None:
-    """Each hit used to print its whole grown section: pages of text for `search ... --limit 3`."""
+    """Each hit prints the passage around the match, not its whole grown section (pages of text for
+    `search ... --limit 3`), and says how to see more."""
     docs = tmp_path / "docs"
     docs.mkdir()
     filler = "The harbour board met again and went through the usual business of the quarter. " * 6

@@ -302,7 +302,7 @@ def test_every_command_takes_an_s3_uri(cluster: Cluster, tmp_path: Path) -> None
 
 
 def test_a_missing_bucket_is_named_with_what_to_do(cluster: Cluster, tmp_path: Path) -> None:
-    """The store's NoSuchBucket used to be cut off an error saying "cannot be read right now ... Retry"."""
+    """The store's NoSuchBucket leads the error, with what to do: never a cut "cannot be read right now ... Retry"."""
     (tmp_path / "note.md").write_text("# Note\n\nA first document.\n")
     env = {**cluster.env, "XDG_DATA_HOME": str(tmp_path)}
     for command in (["add", str(tmp_path / "note.md")], ["list"]):

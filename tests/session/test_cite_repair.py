@@ -1,4 +1,4 @@
-"""cite's repair of mangled ids (issue 8 item 5): indexed, unambiguous, and off the event loop."""
+"""cite's repair of mangled ids: indexed, unambiguous, and off the event loop."""
 
 from __future__ import annotations
 

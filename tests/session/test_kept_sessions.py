@@ -1,7 +1,8 @@
 """Kept sessions: anonymous calls with nothing worth keeping leave nothing behind; bounds.
 
-Through a real `serve --http` process and real MCP clients (issue 8 item 4: 300 anonymous
-`search` calls used to leave 302 session files on disk).
+Through a real `serve --http` process and real MCP clients. A session is kept only once it
+holds something worth keeping: were every session kept, each anonymous `search` call would
+leave a session file on disk (300 calls, 300 files).
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ async def test_anonymous_search_calls_keep_no_sessions(http: HttpServer, session
         listed = await client.call_tool("list_documents", {})
         assert listed.structured_content["total"] == 12
     assert len(handles) == 60  # each anonymous call had its own session...
-    await anyio.sleep(1.5)  # (the old code wrote sessions in the background every second)
+    await anyio.sleep(1.5)  # past a periodic (1 s) background write: nothing is written later either
     assert kept_files(sessions_dir) == []  # ...and none of them was kept
 
 
@@ -90,7 +91,7 @@ async def test_kept_sessions_are_bounded_with_a_clear_error(http: HttpServer, se
     async with http.client() as client:
         hit = (await client.call_tool("search", {"query": "revenue", "limit": 1})).structured_content["results"][0]
         # Each anonymous `cite` without a session registers a citation in a new session: kept.
-        # (cite, not execute_code: the latter's error text is issue 8 item 2's, fixed separately.)
+        # (cite keeps a session without running code: this test depends on the bound alone.)
         results = [await client.call_tool("cite", {"chunk_ids": [hit["chunk_id"]]}) for _ in range(room + 1)]
         assert [r.is_error for r in results] == [False] * room + [True]
         message = text(results[-1])

@@ -1,11 +1,11 @@
 """The server-wide memory budget for interpreter states (sessions.max_memory_mb).
 
-Before it, every live session held its last state in the server's memory, bounded only by
-count (10,000 sessions x sandbox.max_state_mb 64 MB): anonymous HTTP clients each keeping a
-50 MB string grew the server by ~48 MB per call (12 calls: 116 -> 966 MB), enough to run a
-24 GB machine out of memory in a few minutes. Now idle sessions kept in the store leave memory
-beyond the budget (and come back on their next call), and sessions that live only in memory
-cannot grow past it (the call says so; earlier variables stay).
+Without it, every live session would hold its last state in the server's memory, bounded only
+by count (10,000 sessions x sandbox.max_state_mb 64 MB): anonymous HTTP clients each keeping a
+50 MB string would grow the server by ~48 MB per call (measured: 12 calls, 116 -> 966 MB),
+enough to run a 24 GB machine out of memory in a few minutes. With it, idle sessions kept in
+the store leave memory beyond the budget (and come back on their next call), and sessions that
+live only in memory cannot grow past it (the call says so; earlier variables stay).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Context economy (issue 10) and the result budget (issue 8, item 7).
+"""Context economy and the result budget.
 
 Every tool result — text and structured content together — stays within
 `server.max_result_chars` and names where the rest is; search shows a passage around each
