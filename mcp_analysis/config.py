@@ -240,7 +240,7 @@ def db_location(value: Any) -> Any:
 
 
 class Settings(BaseSettings):
-    """All settings of mcp-analysis. See the README's Configuration section."""
+    """All settings of mcp-analysis. Documented in docs/configuration.md."""
 
     model_config = SettingsConfigDict(
         env_prefix="MCP_ANALYSIS_",
