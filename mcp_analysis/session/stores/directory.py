@@ -103,7 +103,7 @@ def _our_header(path: Path) -> bool:
             header = json.loads(handle.readline())
     except (OSError, ValueError):
         return False
-    return isinstance(header, dict) and _HEADER_KEYS <= header.keys()
+    return isinstance(header, dict) and header.keys() >= _HEADER_KEYS
 
 
 def _earlier_versions(directory: Path) -> bool:
