@@ -116,6 +116,11 @@ class FileSessionStore(SessionStore):
     async def expire(self, ttl_seconds: float) -> int:
         return await anyio.to_thread.run_sync(self._expire, ttl_seconds)
 
+    def size_hint(self, key: SessionKey) -> int | None:
+        index = self._index  # built off the event loop (count, save); not read from disk here
+        entry = index.get(self._paths(key.storage)[0].stem) if index is not None else None
+        return entry[1] if entry is not None else None
+
     # ----------------------------------------------------------- blocking I/O
 
     def _load(self, key: SessionKey) -> StoredSession | None:
