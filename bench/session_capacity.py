@@ -83,15 +83,20 @@ class Server:
 
     def rss(self) -> int:
         """RSS of the server and its interpreter workers, in bytes."""
-        total = 0
+        return sum(self.rss_parts())
+
+    def rss_parts(self) -> tuple[int, int]:
+        """(server process, interpreter workers) RSS in bytes."""
         try:
             main = psutil.Process(self.process.pid)
-            for proc in [main, *main.children(recursive=True)]:
+            server = main.memory_info().rss
+            workers = 0
+            for proc in main.children(recursive=True):
                 with contextlib.suppress(psutil.Error):
-                    total += proc.memory_info().rss
+                    workers += proc.memory_info().rss
         except psutil.Error:
-            return 0
-        return total
+            return 0, 0
+        return server, workers
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -104,12 +109,15 @@ class Server:
 
     @contextlib.contextmanager
     def peak(self) -> Iterator[list[int]]:
-        peak = [self.rss()]
+        """Yields [peak of the tree, peak of the server process, peak of the workers] (filled on exit)."""
+        server, workers = self.rss_parts()
+        peak = [server + workers, server, workers]
         done = threading.Event()
 
         def sample() -> None:
             while not done.is_set():
-                peak[0] = max(peak[0], self.rss())
+                server, workers = self.rss_parts()
+                peak[:] = [max(peak[0], server + workers), max(peak[1], server), max(peak[2], workers)]
                 time.sleep(0.02)
 
         thread = threading.Thread(target=sample, daemon=True)
@@ -228,7 +236,8 @@ async def concurrency_case(args: argparse.Namespace, workdir: Path) -> dict[str,
                 code = f"x = 'ab' * {args.state_mb * MB // 2} + '{n}'"
                 handles.append((await setup.call_tool("execute_code", {"code": code})).structured_content["session"])
         await anyio.sleep(1)
-        baseline = server.rss()
+        baseline_server, baseline_workers = server.rss_parts()
+        baseline = baseline_server + baseline_workers
         for tool, arguments in (("execute_code", {"code": "x[-1]"}), ("analysis_state", {})):
             started = time.monotonic()
             with server.peak() as peak:
@@ -238,6 +247,8 @@ async def concurrency_case(args: argparse.Namespace, workdir: Path) -> dict[str,
                 "peak_mb": round(peak[0] / MB),
                 "over_baseline_mb": round((peak[0] - baseline) / MB),
                 "over_baseline_per_budget": round((peak[0] - baseline) / (args.budget_mb * MB), 2),
+                "server_mb_baseline_peak": [round(baseline_server / MB), round(peak[1] / MB)],
+                "workers_mb_baseline_peak": [round(baseline_workers / MB), round(peak[2] / MB)],
                 "seconds": round(time.monotonic() - started, 1),
                 "outcomes": tally(outcomes),
             }

@@ -111,7 +111,8 @@ async def test_concurrent_calls_on_kept_sessions_stay_within_the_budget(sample_d
         await anyio.sleep(1)
         baseline = tree_rss(psutil.Process(server.process.pid))
         bound = baseline + (BUDGET_MB + WORKERS * 3 * STATE_MB + SLACK_MB) * MB
-        for tool, args in (("execute_code", {"code": "x[-1], len(x)"}), ("analysis_state", {})):
+        suffix = f"x[{STATE_MB * MB}:]"  # what makes each session's string its own: its number
+        for tool, args in (("execute_code", {"code": f"{suffix}, len(x)"}), ("analysis_state", {})):
             with peak_rss(server.process.pid) as peak:
                 results = await all_at_once(server, handles, tool, args)
             served = [r for r in results if not r.is_error]
@@ -120,12 +121,13 @@ async def test_concurrent_calls_on_kept_sessions_stay_within_the_budget(sample_d
             if tool == "execute_code":
                 for n, result in enumerate(results):
                     if not result.is_error:
-                        assert result.structured_content["value"] == f"('{n}', {STATE_MB * MB + 1})"
+                        value = result.structured_content["value"]
+                        assert value == f"('{n}', {STATE_MB * MB + len(str(n))})", value
             assert peak[0] <= bound, (
                 f"{tool}: peak {peak[0] / MB:,.0f} MB, baseline {baseline / MB:,.0f} MB, bound {bound / MB:,.0f} MB"
             )
         # Nothing was lost: every session still holds its variable.
         async with sdk_client(server) as client:
             for n in (0, SESSIONS // 2, SESSIONS - 1):
-                again = await client.call_tool("execute_code", {"code": "x[-1]", "session": handles[n]})
+                again = await client.call_tool("execute_code", {"code": suffix, "session": handles[n]})
                 assert again.structured_content["value"] == f"'{n}'", text(again)

@@ -10,6 +10,7 @@ Through a real `serve --http` process; the attacker speaks the wire by hand (wir
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import anyio
@@ -53,9 +54,10 @@ async def test_bare_initializes_cannot_lock_other_legacy_clients_out(sample_db: 
 
             # One address: its first sessions open, then 429 naming the bound.
             one = await flood(1000, lambda n: bare_initialize(server, http, ATTACKER), parallel=16)
-            assert [status for status, _ in one[:PER_CLIENT]] == [200] * PER_CLIENT
-            assert {status for status, _ in one[PER_CLIENT:]} == {429}
-            assert "sessions.max_live_per_client" in one[-1][1] and str(PER_CLIENT) in one[-1][1]
+            statuses = Counter(status for status, _ in one)
+            assert statuses == {200: PER_CLIENT, 429: 1000 - PER_CLIENT}, statuses  # in any order: 16 at a time
+            refused_one = [body for status, body in one if status == 429]
+            assert all("sessions.max_live_per_client" in body and str(PER_CLIENT) in body for body in refused_one)
             await legacy_client_works(server, BYSTANDER)
 
             # Many addresses: the server fills up to its total, says so, and drops nothing in use.

@@ -87,8 +87,8 @@ async def test_one_client_cannot_take_every_session_a_legacy_client_needs(sample
             async with httpx2.AsyncClient(timeout=httpx2.Timeout(120.0)) as http:
                 # One address: its first 20 sessions, then a clear refusal.
                 same = await flood(30, lambda n: legacy_call(server, http, ATTACKER, "execute_code", {"code": "x = 1"}))
-                assert same[:20] == ["ok"] * 20, same[:20]
-                assert all("sessions.max_live_per_client" in o and "20" in o for o in same[20:]), same[20:]
+                assert same.count("ok") == 20, same  # in any order: 8 at a time
+                assert all("sessions.max_live_per_client" in o and "20" in o for o in same if o != "ok"), same
                 async with sdk_client(server, BYSTANDER, mode="legacy") as bystander:
                     other = await bystander.call_tool("execute_code", {"code": "1 + 1"})
                     assert other.structured_content["value"] == "2", text(other)
