@@ -2,8 +2,8 @@
 
 The SDK's session manager opens a session for every ``initialize`` and keeps it until the
 client deletes it or it idles for its timeout; at its cap every new legacy client is refused.
-A client that sends ``initialize`` and walks away, 10,000 times, used to lock every legacy
-client out for `sessions.ttl_seconds`. So, in front of the SDK (`LegacySessionGuard`):
+Left alone, a client that sends ``initialize`` and walks away 10,000 times would lock every
+legacy client out for `sessions.ttl_seconds`. So, in front of the SDK (`LegacySessionGuard`):
 
 - a session that has made no call yet (only ``initialize``, ``ping`` and notifications) ends
   after `sessions.legacy_unused_ttl_seconds`; its first call gives it `sessions.ttl_seconds`

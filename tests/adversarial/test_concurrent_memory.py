@@ -2,8 +2,8 @@
 
 `sessions.max_memory_mb` bounds the interpreter states the server holds. Idle kept sessions
 leave memory beyond it, but a session a call uses cannot: 20 calls at once on 20 kept 40 MB
-sessions loaded all 20 states (800 MB against a 128 MB budget). A call whose session must be
-brought into memory now waits until the budget has room for it (at most
+sessions would load all 20 states (800 MB against a 128 MB budget). A call whose session must
+be brought into memory waits until the budget has room for it (at most
 `sessions.memory_wait_seconds`), else it is refused with an error naming the budget.
 
 Through a real `serve --http` process; peak RSS of the server and its interpreter workers is

@@ -1,11 +1,11 @@
 """A flood of bare `initialize` POSTs cannot lock legacy HTTP clients out.
 
-Each legacy `initialize` opens a session on the server; 10,000 of them from one client used
-to fill the SDK's cap, and every new legacy client got 503 for `sessions.ttl_seconds` (an
-hour). Now one client (bearer principal, else address) may hold `sessions.max_live_per_client`
+Each legacy `initialize` opens a session on the server; unbounded, 10,000 of them from one
+client would fill the SDK's cap, and every new legacy client would get 503 for
+`sessions.ttl_seconds` (an hour). One client (bearer principal, else address) may hold `sessions.max_live_per_client`
 open sessions, all clients together `sessions.max_sessions`, each counted in the memory
 budget; and a session that has made no call ends after `sessions.legacy_unused_ttl_seconds`.
-Through a real `serve --http` process; the attacker speaks the wire by hand (wire.py).
+Through a real `serve --http` process; the attacker speaks the wire by hand (http_wire.py).
 """
 
 from __future__ import annotations

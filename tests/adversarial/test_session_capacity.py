@@ -8,7 +8,7 @@ client may hold that way is bounded too (`sessions.max_live_per_client`: per bea
 principal, else per client address), so one client cannot take every slot.
 
 Through a real `serve --http` process: the victim is the SDK's legacy client, the attacker
-speaks the wire by hand and leaves its sessions open (tests/adversarial/wire.py).
+speaks the wire by hand and leaves its sessions open (tests/adversarial/http_wire.py).
 """
 
 from __future__ import annotations

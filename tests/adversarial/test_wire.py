@@ -21,7 +21,7 @@ from hypothesis import given
 
 from mcp_analysis.server.jsonrpc_screen import screen
 from tests.adversarial.fuzzing import FUZZ, raw_messages
-from tests.adversarial.http_wire import LEGACY, MODERN_META, StdioWire, jsonrpc_request
+from tests.adversarial.wire import LEGACY, MODERN_META, StdioWire, jsonrpc_request
 from tests.conftest import REPO
 from tests.mcp_helpers import HttpServer, http_server
 
