@@ -16,10 +16,13 @@ Three cases, each on its own `mcp-analysis --db <sample> serve --http` (loopback
 
 Addresses come from ``X-Forwarded-For``, which uvicorn trusts from loopback (as behind a local
 proxy). ``--code DIR`` runs the server from another checkout (e.g. an export of an older commit)
-to measure the code before a change in the same run of this script. Prints a table, then one JSON line.
+to measure other code; ``--baseline DIR`` runs every case on that checkout first (e.g. an export of
+the commit before the bounds), then on --code, and prints the ratios. Settings a checkout does not
+have are left out of its environment. Prints a table per checkout, the ratios, then one JSON line.
 
     .venv/bin/python bench/session_capacity.py
-    .venv/bin/python bench/session_capacity.py --code /tmp/old-checkout --flood 10000
+    git archive --prefix=base/ integ2 | tar -x -C /tmp
+    .venv/bin/python bench/session_capacity.py --baseline /tmp/base
 """
 
 from __future__ import annotations
@@ -62,7 +65,9 @@ class Server:
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.log = workdir / f"server-{self.port}.log"
         full = {**os.environ, "XDG_DATA_HOME": str(workdir / "data"), "MCP_ANALYSIS_SERVER__LOG_LEVEL": "WARNING"}
-        full.update({f"MCP_ANALYSIS_{k}": str(v) for k, v in env.items()})
+        known = (code / "mcp_analysis" / "config.py").read_text()
+        # A setting the checkout does not have (a baseline older than it) is left out, not refused at start.
+        full.update({f"MCP_ANALYSIS_{k}": str(v) for k, v in env.items() if k.split("__")[-1].lower() in known})
         full["MCP_ANALYSIS_SESSIONS__DIR"] = str(workdir / f"sessions-{self.port}")
         with open(self.log, "wb") as sink:
             self.process = subprocess.Popen(
@@ -312,19 +317,47 @@ async def _legacy_client_works(server: Server, address: str) -> str:
         return f"{type(exc).__name__}: {exc}"[:160]
 
 
+async def run_cases(args: argparse.Namespace, code: Path, workdir: Path) -> dict[str, Any]:
+    report: dict[str, Any] = {"code": str(code)}
+    here = argparse.Namespace(**{**vars(args), "code": code})
+    for name, case in (("victim", victim_case), ("concurrency", concurrency_case), ("flood", flood_case)):
+        if name in args.cases:
+            print(f"running {name} on {code} ...", file=sys.stderr)
+            report[name] = await case(here, workdir)
+    return report
+
+
 async def main(args: argparse.Namespace) -> dict[str, Any]:
     host = machine()
     workdir = Path(tempfile.mkdtemp(prefix="mcp-analysis-session-capacity-"))
-    report: dict[str, Any] = {"bench": "session_capacity", "machine": host, "code": str(args.code)}
-    for name, case in (("victim", victim_case), ("concurrency", concurrency_case), ("flood", flood_case)):
-        if name in args.cases:
-            print(f"running {name} ...", file=sys.stderr)
-            report[name] = await case(args, workdir)
+    report: dict[str, Any] = {"bench": "session_capacity", "machine": host}
+    if args.baseline is not None:
+        report["baseline"] = await run_cases(args, args.baseline, workdir)
+    report["this"] = await run_cases(args, args.code, workdir)
     report["load_at_end"] = [round(x, 2) for x in os.getloadavg()]
-    print_table(report, args)
+    for label in ("baseline", "this"):
+        if label in report:
+            print(f"\n{label}: {report[label]['code']}")
+            print_table(report[label], args)
+    if "baseline" in report:
+        report["ratios"] = ratios(report["baseline"], report["this"])
+        print("\nthis / baseline: " + ", ".join(f"{k} {v}" for k, v in report["ratios"].items()))
     print(describe() + f"; load at start {host['load_1_5_15']}, at end {report['load_at_end']}")
     print(json.dumps(report))
     return report
+
+
+def ratios(baseline: dict[str, Any], this: dict[str, Any]) -> dict[str, float | None]:
+    """The figures that should shrink: memory over the idle baseline, memory per flood session."""
+    out: dict[str, float | None] = {}
+    for tool, figures in this.get("concurrency", {}).items():
+        before = baseline["concurrency"][tool]["over_baseline_mb"]
+        out[f"{tool}_peak_over_idle"] = round(figures["over_baseline_mb"] / before, 2) if before > 0 else None
+    if "flood" in this:
+        before, after = baseline["flood"], this["flood"]
+        grown = [f["rss_after_mb"] - f["rss_before_mb"] for f in (before, after)]
+        out["flood_rss_growth"] = round(grown[1] / grown[0], 2) if grown[0] > 0 else None
+    return out
 
 
 def print_table(report: dict[str, Any], args: argparse.Namespace) -> None:
@@ -359,6 +392,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", type=Path, help="knowledge base (default: the sample, built once under /tmp)")
     parser.add_argument("--code", type=Path, default=REPO, help="checkout to run the server from")
+    parser.add_argument("--baseline", type=Path, help="checkout to run every case on first, for the ratios")
     parser.add_argument("--cases", nargs="+", default=["victim", "concurrency", "flood"])
     parser.add_argument("--attack", type=int, default=250, help="attack sessions of each kind (victim case)")
     parser.add_argument("--sessions", type=int, default=20)
