@@ -195,7 +195,8 @@ async def victim_case(args: argparse.Namespace, workdir: Path) -> dict[str, Any]
     server = Server(args.db, args.code, workdir, {"SESSIONS__MAX_SESSIONS": 200})
     try:
         async with client(server, "10.0.0.1", "legacy") as victim:
-            await victim.call_tool("execute_code", {"code": "victim_total = 12345"})
+            first = await victim.call_tool("execute_code", {"code": "victim_total = 12345"})
+            victim_set = "ok" if not first.is_error else _first(first)  # e.g. the server still starting
             async with client(server, "10.0.0.66") as modern:
                 sessionless = []
                 for n in range(args.attack):
@@ -212,7 +213,9 @@ async def victim_case(args: argparse.Namespace, workdir: Path) -> dict[str, Any]
     finally:
         server.stop()
     return {
+        "victim_set": victim_set,
         "victim_survives": survived,
+        "victim_reads": "12345" if survived else _first(read) or str(read.structured_content)[:160],
         "sessionless_execute_code": tally(sessionless),
         "legacy_list_documents_many_addresses": tally(listing),
         "legacy_execute_code_one_address": tally(one_address),

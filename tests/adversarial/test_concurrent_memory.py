@@ -1,28 +1,24 @@
 """The memory budget holds under concurrent calls, not only between them.
 
 `sessions.max_memory_mb` bounds the interpreter states the server holds. Idle kept sessions
-leave memory beyond it, but a session a call uses cannot: 20 calls at once on 20 kept 40 MB
-sessions would load all 20 states (800 MB against a 128 MB budget). A call whose session must
-be brought into memory waits until the budget has room for it (at most
-`sessions.memory_wait_seconds`), else it is refused with an error naming the budget.
+leave memory beyond it, but a session a call uses cannot: calls at once on many kept sessions
+would load every state at once (20 calls on 20 kept 40 MB sessions: 800 MB against a 128 MB
+budget). A call whose session must be brought into memory waits until the budget has room for
+it (at most `sessions.memory_wait_seconds`), else it is refused with an error naming the budget.
 
-Through a real `serve --http` process; peak RSS of the server and its interpreter workers is
-sampled with psutil while the calls run. The bound is derived from the budget, the workers
-(each may hold one state being run, plus its dump on the way back) and the baseline measured
-in the same run; it is generous (noise, allocator slack) yet far below what 20 loaded states take.
+Through a real `serve --http` process, small: 10 kept sessions of 6 MB against a 24 MB budget,
+all called at once with no wait allowed. Without admission every call is served (all states
+loaded together); with it, the calls beyond the budget are refused by name, those served
+return their own session's variable, and nothing kept is lost. What this bounds in RSS is
+measured by bench/session_capacity.py (the concurrency case).
 """
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
-import psutil
 import pytest
 
 from tests.adversarial.http_wire import sdk_client
@@ -31,42 +27,9 @@ from tests.mcp_helpers import HttpServer, http_server, text
 pytestmark = pytest.mark.anyio
 
 MB = 1024 * 1024
-BUDGET_MB = 128
-STATE_MB = 40
-SESSIONS = 20
-WORKERS = 2
-SLACK_MB = 150  # allocator and interpreter noise under a loaded machine
-
-
-def tree_rss(process: psutil.Process) -> int:
-    total = 0
-    for proc in [process, *process.children(recursive=True)]:
-        try:
-            total += proc.memory_info().rss
-        except psutil.Error:
-            continue
-    return total
-
-
-@contextmanager
-def peak_rss(pid: int) -> Iterator[list[int]]:
-    """Samples the RSS of `pid` and its children every 20 ms; yields [peak] (filled on exit)."""
-    process = psutil.Process(pid)
-    peak = [tree_rss(process)]
-    done = threading.Event()
-
-    def sample() -> None:
-        while not done.is_set():
-            peak[0] = max(peak[0], tree_rss(process))
-            time.sleep(0.02)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    try:
-        yield peak
-    finally:
-        done.set()
-        sampler.join()
+BUDGET_MB = 24  # four 6 MB states
+STATE_MB = 6
+SESSIONS = 10
 
 
 async def make_kept_sessions(server: HttpServer) -> list[str]:
@@ -102,31 +65,26 @@ async def test_concurrent_calls_on_kept_sessions_stay_within_the_budget(sample_d
         "XDG_DATA_HOME": str(tmp_path / "data"),
         "MCP_ANALYSIS_SESSIONS__DIR": str(tmp_path / "sessions"),
         "MCP_ANALYSIS_SESSIONS__MAX_MEMORY_MB": str(BUDGET_MB),
-        "MCP_ANALYSIS_SANDBOX__WORKERS": str(WORKERS),
+        "MCP_ANALYSIS_SESSIONS__MEMORY_WAIT_SECONDS": "0",
+        "MCP_ANALYSIS_SANDBOX__MAX_STATE_MB": "16",
+        "MCP_ANALYSIS_SANDBOX__WORKERS": "1",
         "MCP_ANALYSIS_SANDBOX__CODE_TIMEOUT": "120",
         "MCP_ANALYSIS_SANDBOX__CHECKOUT_TIMEOUT": "120",
     }
     with http_server(sample_db, env=env, log_dir=tmp_path) as server:
         handles = await make_kept_sessions(server)
-        await anyio.sleep(1)
-        baseline = tree_rss(psutil.Process(server.process.pid))
-        bound = baseline + (BUDGET_MB + WORKERS * 3 * STATE_MB + SLACK_MB) * MB
         suffix = f"x[{STATE_MB * MB}:]"  # what makes each session's string its own: its number
         for tool, args in (("execute_code", {"code": f"{suffix}, len(x)"}), ("analysis_state", {})):
-            with peak_rss(server.process.pid) as peak:
-                results = await all_at_once(server, handles, tool, args)
-            served = [r for r in results if not r.is_error]
+            results = await all_at_once(server, handles, tool, args)
+            served = [n for n, r in enumerate(results) if not r.is_error]
             assert all(not r.is_error or refused_for_memory(r) for r in results), [text(r) for r in results]
-            assert len(served) >= 3, [text(r) for r in results]
+            # One worker: loaded sessions wait for it while holding their state, so the budget runs out.
+            assert 1 <= len(served) < SESSIONS, [text(r) for r in results]
             if tool == "execute_code":
-                for n, result in enumerate(results):
-                    if not result.is_error:
-                        value = result.structured_content["value"]
-                        assert value == f"('{n}', {STATE_MB * MB + len(str(n))})", value
-            assert peak[0] <= bound, (
-                f"{tool}: peak {peak[0] / MB:,.0f} MB, baseline {baseline / MB:,.0f} MB, bound {bound / MB:,.0f} MB"
-            )
-        # Nothing was lost: every session still holds its variable.
+                for n in served:
+                    value = results[n].structured_content["value"]
+                    assert value == f"('{n}', {STATE_MB * MB + len(str(n))})", value
+        # Nothing was lost: refused or not, every session still holds its variable.
         async with sdk_client(server) as client:
             for n in (0, SESSIONS // 2, SESSIONS - 1):
                 again = await client.call_tool("execute_code", {"code": suffix, "session": handles[n]})

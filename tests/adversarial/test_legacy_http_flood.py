@@ -23,9 +23,10 @@ from tests.mcp_helpers import HttpServer, http_server, text
 pytestmark = pytest.mark.anyio
 
 VICTIM, ATTACKER, BYSTANDER = "10.0.0.1", "10.0.0.66", "10.0.0.2"
-PER_CLIENT = 50
-TOTAL = 200
+PER_CLIENT = 20
+TOTAL = 60
 UNUSED_TTL = 10  # long enough that a handful of requests under load fit in it
+HELD = 3600  # unused sessions outlive the test: what is measured is the bound, not their expiry
 
 
 def env_for(tmp_path: Path, **sessions: object) -> dict[str, str]:
@@ -46,24 +47,25 @@ async def legacy_client_works(server: HttpServer, address: str) -> None:
 
 
 async def test_bare_initializes_cannot_lock_other_legacy_clients_out(sample_db: Path, tmp_path: Path) -> None:
-    env = env_for(tmp_path, max_sessions=TOTAL, max_live_per_client=PER_CLIENT)
+    env = env_for(tmp_path, max_sessions=TOTAL, max_live_per_client=PER_CLIENT, legacy_unused_ttl_seconds=HELD)
     with http_server(sample_db, env=env, log_dir=tmp_path) as server:
         async with sdk_client(server, VICTIM, mode="legacy") as victim, httpx2.AsyncClient(timeout=60) as http:
             first = await victim.call_tool("execute_code", {"code": "victim_total = 12345"})
             assert first.structured_content["success"], text(first)
 
             # One address: its first sessions open, then 429 naming the bound.
-            one = await flood(1000, lambda n: bare_initialize(server, http, ATTACKER), parallel=16)
+            one = await flood(3 * PER_CLIENT, lambda n: bare_initialize(server, http, ATTACKER), parallel=16)
             statuses = Counter(status for status, _ in one)
-            assert statuses == {200: PER_CLIENT, 429: 1000 - PER_CLIENT}, statuses  # in any order: 16 at a time
+            assert statuses == {200: PER_CLIENT, 429: 2 * PER_CLIENT}, statuses  # in any order: 16 at a time
             refused_one = [body for status, body in one if status == 429]
             assert all("sessions.max_live_per_client" in body and str(PER_CLIENT) in body for body in refused_one)
             await legacy_client_works(server, BYSTANDER)
 
             # Many addresses: the server fills up to its total, says so, and drops nothing in use.
-            many = await flood(400, lambda n: bare_initialize(server, http, f"10.2.{n // 200}.{n % 200 + 1}"))
+            many = await flood(TOTAL, lambda n: bare_initialize(server, http, f"10.2.0.{n + 1}"))
             refused = [body for status, body in many if status != 200]
             assert refused and {s for s, _ in many if s != 200} == {503}
+            assert len(many) - len(refused) <= TOTAL - PER_CLIENT - 1  # the victim's and the attacker's stay open
             assert all("sessions.max_sessions" in body and str(TOTAL) in body for body in refused), refused[:2]
             again = await victim.call_tool("execute_code", {"code": "victim_total"})
             assert again.structured_content["value"] == "12345", text(again)
@@ -94,14 +96,18 @@ async def test_sessions_that_made_no_call_end_soon_and_make_room(sample_db: Path
 
 
 async def test_open_legacy_sessions_count_in_the_memory_budget(sample_db: Path, tmp_path: Path) -> None:
-    # 16 MB of budget is ~340 open legacy sessions (48 KB each), far below the other bounds here.
-    env = env_for(tmp_path, max_memory_mb=16, max_live_per_client=10_000)
-    env["MCP_ANALYSIS_SANDBOX__MAX_STATE_MB"] = "8"
+    # A 16 MB budget, 13 MB of it held by a legacy session's variable: room for at most 3 MB of open
+    # legacy sessions (48 KB each: 64), far below the other bounds here (340 with an empty budget).
+    env = env_for(tmp_path, max_memory_mb=16, max_live_per_client=10_000, legacy_unused_ttl_seconds=HELD)
+    env["MCP_ANALYSIS_SANDBOX__MAX_STATE_MB"] = "14"
     with http_server(sample_db, env=env, log_dir=tmp_path) as server:
-        await legacy_client_works(server, VICTIM)  # the runtime is up: its budget counts
-        async with httpx2.AsyncClient(timeout=60) as http:
-            outcomes = await flood(450, lambda n: bare_initialize(server, http, ATTACKER), parallel=16)
+        async with sdk_client(server, VICTIM, mode="legacy") as victim, httpx2.AsyncClient(timeout=60) as http:
+            held = await victim.call_tool("execute_code", {"code": f"x = 'a' * {13 * 2**20}\nlen(x)"})
+            assert held.structured_content["value"] == str(13 * 2**20), text(held)
+            outcomes = await flood(120, lambda n: bare_initialize(server, http, ATTACKER), parallel=16)
+            again = await victim.call_tool("execute_code", {"code": "len(x)"})
+            assert again.structured_content["value"] == str(13 * 2**20), text(again)
         opened = sum(1 for status, _ in outcomes if status == 200)
         refused = [body for status, body in outcomes if status != 200]
-        assert 250 <= opened <= 350, opened
+        assert 40 <= opened <= 64, opened
         assert refused and all("sessions.max_memory_mb" in body for body in refused), refused[:2]
