@@ -98,13 +98,33 @@ class SessionSettings(_Section):
         description="HMAC key signing stored sessions and handles; required (the same on every replica) "
         "with a shared store. Default for the local directory: a key file kept in it.",
     )
-    max_sessions: int = Field(10_000, ge=1, description="Live sessions kept in memory at most.")
+    max_sessions: int = Field(
+        10_000,
+        ge=1,
+        description="Live sessions in memory at most (also open legacy HTTP sessions): beyond it, idle ones "
+        "kept in the store leave memory; a new session that lives only in memory is refused, never another dropped.",
+    )
+    max_live_per_client: int = Field(
+        100,
+        ge=1,
+        description="Sessions that live only in memory (legacy HTTP sessions; every session when persist is off) "
+        "one client may hold: per bearer principal, else per client address.",
+    )
+    legacy_unused_ttl_seconds: float = Field(
+        30.0, gt=0, description="A legacy HTTP session that has made no call yet ends after this long idle."
+    )
     max_memory_mb: int = Field(
         1024,
         ge=16,
         description="Interpreter states all live sessions hold in memory together, in MB (at least "
-        "sandbox.max_state_mb): beyond it, idle sessions kept in the store are dropped from memory "
-        "(reloaded on their next call), and a session that is not kept in a store cannot grow.",
+        "sandbox.max_state_mb), open legacy HTTP sessions included: beyond it, idle sessions kept in the store are "
+        "dropped from memory (reloaded on their next call), a session that is not kept in a store cannot grow, "
+        "and a call whose session must be loaded waits for room.",
+    )
+    memory_wait_seconds: float = Field(
+        30.0,
+        ge=0,
+        description="How long a call waits for room under max_memory_mb to load its session before it is refused.",
     )
     max_stored: int = Field(10_000, ge=1, description="Kept (persisted) sessions in total at most.")
     max_stored_mb: int = Field(

@@ -17,6 +17,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_analysis.server.calls import runtime_of
 from mcp_analysis.server.resources import resource_page
+from mcp_analysis.session.clients import client_address
 from mcp_analysis.session.scope import call_scope
 
 Request = ServerRequestContext[Any, Any]
@@ -49,11 +50,19 @@ async def remember_legacy_connections(ctx: Request, call_next: CallNext) -> Hand
 
 
 async def one_call_scope(ctx: Request, call_next: CallNext) -> HandlerResult:
-    """Session locks (a shared store's leases) taken while serving a tool call or resource read end with it."""
+    """Session locks (a shared store's leases) taken while serving a tool call or resource read end with it;
+    the sessions it opens count for the client's address (session/clients.py)."""
     if ctx.method not in SESSION_CALLS:
         return await call_next(ctx)
-    async with call_scope():
-        return await call_next(ctx)
+    with client_address(address_of(ctx.request)):
+        async with call_scope():
+            return await call_next(ctx)
+
+
+def address_of(request: Any) -> str | None:
+    """The client address of an HTTP request (as the proxy forwards it, when trusted); None over stdio."""
+    client = getattr(request, "client", None)
+    return getattr(client, "host", None)
 
 
 async def paged_resources(ctx: Request, call_next: CallNext) -> HandlerResult:

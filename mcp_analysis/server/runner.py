@@ -65,7 +65,9 @@ def build_http_app(settings: Settings, opener: KnowledgeBaseOpener | None = None
 
     from mcp_analysis.server.app import create_server
     from mcp_analysis.server.jsonrpc_screen import ScreenedHttpBodies
+    from mcp_analysis.server.legacy_http import LegacySessionGuard, LegacySessions
     from mcp_analysis.server.metrics import Observability
+    from mcp_analysis.server.sdk_compat import open_legacy_sessions
 
     server = create_server(config=settings, http=True)
     if opener is not None:
@@ -77,8 +79,9 @@ def build_http_app(settings: Settings, opener: KnowledgeBaseOpener | None = None
         transport_security=security_settings(settings),
         host=settings.server.host,
         session_idle_timeout=settings.sessions.ttl_seconds,
+        max_sessions=settings.sessions.max_sessions,  # the guard below refuses first, with a clearer message
     )
-    # Innermost (after authentication): malformed JSON-RPC bodies get the same answers as on stdio.
+    # Inside authentication: malformed JSON-RPC bodies get the same answers as on stdio.
     app.user_middleware.append(
         Middleware(
             ScreenedHttpBodies,
@@ -87,6 +90,15 @@ def build_http_app(settings: Settings, opener: KnowledgeBaseOpener | None = None
             max_body=DEFAULT_MAX_REQUEST_BODY_SIZE,
         )
     )
+    # Innermost: legacy HTTP sessions bounded per client and in total, short-lived until used.
+    sdk_sessions = server.session_manager
+    runtime = server.runtime
+    legacy = LegacySessions(
+        settings,
+        lambda: open_legacy_sessions(sdk_sessions),
+        lambda: runtime.sessions.memory if runtime.sessions is not None else None,
+    )
+    app.user_middleware.append(Middleware(LegacySessionGuard, path=settings.server.path, sessions=legacy))
     return app
 
 

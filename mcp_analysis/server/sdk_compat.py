@@ -17,6 +17,13 @@ low-level ``Server`` that ``MCPServer`` wraps, to call its public ``run(read,
 write, init_options)`` — ``MCPServer`` only offers ``run_stdio_async()``, which
 reads stdin itself. That is ``MCPServer._lowlevel_server`` (`lowlevel_server`).
 
+Bounding legacy streamable-HTTP sessions (server/legacy_http.py) needs the SDK's
+session manager's table of open sessions (``StreamableHTTPSessionManager._server_instances``,
+`open_legacy_sessions`) and each transport's idle timeout
+(``StreamableHTTPServerTransport._idle_timeout``, `set_idle_timeout`): the SDK gives every
+session one timeout, fixed when it opens, while a session that never made a call should end
+much sooner than one in use.
+
 Everything else uses public API: paging ``resources/list`` and advertising
 ``resources.listChanged`` go through ``MCPServer.middleware``. If the SDK changes
 under this module, tests/server/test_sdk_compat.py fails loudly; at run time
@@ -26,11 +33,16 @@ sessionless ones, and hear no list-changed notifications).
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from typing import Any
 
+import anyio
 from mcp.server import MCPServer
 from mcp.server.connection import Connection
 from mcp.server.lowlevel.server import Server
+from mcp.server.streamable_http import StreamableHTTPServerTransport
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 
 def connection_of(session: Any) -> Connection | None:
@@ -58,3 +70,31 @@ def lowlevel_server(server: MCPServer) -> Server:
             "update mcp_analysis/server/sdk_compat.py"
         )
     return lowlevel
+
+
+def open_legacy_sessions(manager: StreamableHTTPSessionManager) -> Mapping[str, StreamableHTTPServerTransport]:
+    """The legacy HTTP sessions the SDK's session manager holds open now, by session id (read only).
+
+    SDK 2.3 keeps them in ``_server_instances`` (a session leaves it when it ends, however it ends)."""
+    sessions = getattr(manager, "_server_instances", None)
+    if not isinstance(sessions, dict):
+        raise RuntimeError(
+            "mcp SDK changed: StreamableHTTPSessionManager no longer keeps its sessions in `_server_instances`; "
+            "update mcp_analysis/server/sdk_compat.py"
+        )
+    return sessions
+
+
+def set_idle_timeout(transport: StreamableHTTPServerTransport, seconds: float) -> bool:
+    """End `transport`'s session after `seconds` without a request in flight (from now on); False if the
+    SDK no longer lets us (the session then keeps the timeout it opened with).
+
+    SDK 2.3 reads ``_idle_timeout`` whenever the last request in flight ends and then moves the
+    deadline of ``idle_scope``; while none is in flight, the deadline is moved here."""
+    if not isinstance(getattr(transport, "_idle_timeout", None), int | float) or not math.isfinite(seconds):
+        return False
+    transport._idle_timeout = seconds
+    scope = transport.idle_scope
+    if scope is not None and not getattr(transport, "_requests_in_flight", 0) and not scope.cancel_called:
+        scope.deadline = anyio.current_time() + seconds
+    return True

@@ -1,14 +1,21 @@
 """The sessions in this process's memory: by key and by public id, at most `sessions.max_sessions`.
 
 Dropping a session from memory loses nothing that was kept in the store (its next call loads
-it again); a session that lives only in memory ends there. Only idle sessions are dropped:
-no request holds them, no save of them runs and their interpreter is not running code.
+it again); a session that lives only in memory (a legacy HTTP connection's, every session
+without a store) would end there, so it is never dropped to make room: a *new* session that
+would need it gone is refused instead, with an error naming the limit. Only idle sessions are
+dropped (no request holds them, no save of them runs, their interpreter is not running code),
+and only those with a stored copy or nothing worth keeping. One client (session/clients.py)
+may hold at most `sessions.max_live_per_client` sessions that live only in memory, so it
+cannot take every place.
 """
 
 from __future__ import annotations
 
 import time
 
+from mcp_analysis.config import SessionSettings
+from mcp_analysis.errors import SessionLimitError
 from mcp_analysis.session.analysis import AnalysisSession
 from mcp_analysis.session.keys import SessionKey
 
@@ -20,13 +27,23 @@ def busy(session: AnalysisSession) -> bool:
     return session.interpreter is not None and not session.interpreter.is_idle
 
 
+def droppable(session: AnalysisSession) -> bool:
+    """Idle, and its next call loses nothing if it leaves memory now (the store has it, or it holds nothing)."""
+    return not busy(session) and (session.persistence.stored_copy or not session.worth_keeping)
+
+
 class LiveSessions:
     """Live sessions by key (and by public id, which resolves handles to keys)."""
 
-    def __init__(self, max_sessions: int) -> None:
-        self.max_sessions = max_sessions
+    def __init__(self, settings: SessionSettings) -> None:
+        self.settings = settings
+        self.max_sessions = settings.max_sessions
         self._sessions: dict[SessionKey, AnalysisSession] = {}
         self._by_id: dict[str, SessionKey] = {}
+        self._client_of: dict[SessionKey, str] = {}  # sessions that live only in memory: whose
+        self._by_client: dict[str, set[SessionKey]] = {}
+        #: New sessions refused because memory held too many that cannot leave it.
+        self.refused = 0
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -53,26 +70,76 @@ class LiveSessions:
         """Live sessions whose interpreter holds a worker now."""
         return sum(1 for s in self._sessions.values() if s.attached)
 
-    def register(self, key: SessionKey, session: AnalysisSession) -> None:
+    def register(self, key: SessionKey, session: AnalysisSession, client: str) -> None:
+        """`session` is live under `key`; `client` holds it (counted only if it lives only in memory)."""
         self._sessions[key] = session
         self._by_id[session.id] = key
+        if not session.persistence.in_store and key not in self._client_of:
+            self._client_of[key] = client
+            self._by_client.setdefault(client, set()).add(key)
 
     async def evict(self, key: SessionKey, session: AnalysisSession) -> None:
         """Forget and close the in-memory copy (the store keeps what was kept)."""
         if self._sessions.get(key) is session:
             self._sessions.pop(key, None)
             self._by_id.pop(session.id, None)
+            self._forget_client(key)
         await session.close()
 
-    async def enforce_count(self) -> None:
-        """At most `max_sessions` live: the least recently used idle ones leave memory."""
-        if len(self._sessions) <= self.max_sessions:
+    def _forget_client(self, key: SessionKey) -> None:
+        client = self._client_of.pop(key, None)
+        if client is not None:
+            mine = self._by_client[client]
+            mine.discard(key)
+            if not mine:
+                del self._by_client[client]
+
+    # -------------------------------------------------------------- capacity
+
+    async def admit(self, client: str, *, in_store: bool) -> None:
+        """Room for one more session of `client`, or SessionLimitError (nothing is dropped that would be lost).
+
+        A session kept in the store is always admitted: it leaves memory again once idle."""
+        if in_store:
             return
-        for key, session in self.least_recent_first():
-            if len(self._sessions) <= self.max_sessions:
+        limit = self.settings.max_live_per_client
+        if len(self._by_client.get(client, ())) >= limit:
+            await self._drop([(k, self._sessions[k]) for k in self._by_client[client]], room=limit - 1)
+            held = len(self._by_client.get(client, ()))
+            if held >= limit:
+                self.refused += 1
+                raise SessionLimitError(
+                    f"This client ({client}) already holds {held} analysis sessions that live only in this "
+                    f"server's memory, the most one client may hold (sessions.max_live_per_client = {limit}); "
+                    "this call was not run. Continue one of them (reuse your connection, or pass its `session` "
+                    f"handle), or retry once idle ones expire (sessions.ttl_seconds = {self.settings.ttl_seconds:g})."
+                )
+        if len(self._sessions) >= self.max_sessions:
+            await self.enforce_count(room=1)
+            if len(self._sessions) >= self.max_sessions:
+                self.refused += 1
+                raise SessionLimitError(
+                    f"The server holds {len(self._sessions)} analysis sessions in memory, its limit "
+                    f"(sessions.max_sessions = {self.max_sessions}), and none of them can leave memory without "
+                    "losing its variables; this call was not run (no other session was touched). Continue an "
+                    f"existing session, or retry once idle ones expire (sessions.ttl_seconds = "
+                    f"{self.settings.ttl_seconds:g})."
+                )
+
+    async def enforce_count(self, room: int = 0) -> None:
+        """At most `max_sessions - room` live, as far as dropping loses nothing: least recently used first."""
+        if len(self._sessions) > self.max_sessions - room:
+            await self._drop(self.least_recent_first(), room=self.max_sessions - room)
+
+    async def _drop(self, candidates: list[tuple[SessionKey, AnalysisSession]], *, room: int) -> None:
+        """Drop `droppable` sessions among `candidates` (least recent first) while more than `room` of them live."""
+        left = len(candidates)
+        for key, session in sorted(candidates, key=lambda kv: kv[1].last_used):
+            if left <= room:
                 break
-            if not busy(session):
+            if droppable(session):
                 await self.evict(key, session)
+                left -= 1
 
     async def expire_idle(self, ttl_seconds: float) -> int:
         """Drop sessions idle past the TTL; returns how many went."""
@@ -89,3 +156,5 @@ class LiveSessions:
             await session.close()
         self._sessions.clear()
         self._by_id.clear()
+        self._client_of.clear()
+        self._by_client.clear()

@@ -35,6 +35,7 @@ from mcp_analysis.errors import SessionNotFoundError
 from mcp_analysis.sandbox.pool import WorkerPool
 from mcp_analysis.search.excerpt import label
 from mcp_analysis.session.analysis import AnalysisSession, new_session_id
+from mcp_analysis.session.clients import current_client
 from mcp_analysis.session.commit import SaveRefused, WriteThrough
 from mcp_analysis.session.keys import KeyKind, SessionKey
 from mcp_analysis.session.live import LiveSessions
@@ -73,7 +74,7 @@ class SessionManager:
         self.store: SessionStore | None = store
         self.signer = store.signer if store is not None else Signer(secrets.token_bytes(32))
         self.health = StoreHealth(store)
-        self.live = LiveSessions(settings.sessions.max_sessions)
+        self.live = LiveSessions(settings.sessions)
         self.memory = MemoryBudget(settings, self.live)
         self.locks = CallLocks(store, settings.sessions.lock_timeout, self.health)
         self.writer = WriteThrough(store, settings) if store is not None else None
@@ -124,12 +125,15 @@ class SessionManager:
             if session is None:
                 if not create:
                     raise SessionNotFoundError(_unknown(key.name))
+                in_store = self._kept_in_store(key)
+                if key.kind is not KeyKind.HANDLE:
+                    await self.live.admit(current_client(owner), in_store=in_store)
                 session = await self._new(key, self._new_id(key, owner), document_filter, owner)
                 if replaced is not None:  # the first save overwrites the unusable kept version
                     session.persistence.replaces(replaced)
                     session.notify(REPLACED_NOTICE)
                 if key.kind is not KeyKind.HANDLE:
-                    self.live.register(key, session)
+                    self.live.register(key, session, current_client(owner))
                     await self._enforce_capacity()
             session.last_used = time.monotonic()
             self.locks.hold(session, self._after_call)
@@ -138,9 +142,12 @@ class SessionManager:
     async def create_handle(self, *, document_filter: str | None, owner: str | None) -> AnalysisSession:
         """A new session addressed by a server-issued handle (sessionless clients).
 
-        It is only registered and kept once it holds something worth keeping."""
+        It is only registered and kept once it holds something worth keeping; without a store it
+        would live only in memory, so it must fit the bounds first (`LiveSessions.admit`)."""
         handle = self.signer.new_handle(owner)
-        return await self._new(SessionKey.handle(handle), handle, document_filter, owner)
+        key = SessionKey.handle(handle)
+        await self.live.admit(current_client(owner), in_store=self._kept_in_store(key))
+        return await self._new(key, handle, document_filter, owner)
 
     def _new_id(self, key: SessionKey, owner: str | None) -> str:
         """The public id of a new session. Only ids of sessions that can outlive their client's
@@ -186,6 +193,7 @@ class SessionManager:
         except SessionNotFoundError:
             if not fresh or not self.signer.issued(handle, owner) or await self._was_kept(key):
                 raise
+        await self.live.admit(current_client(owner), in_store=self._kept_in_store(key))
         return await self._new(key, handle, document_filter, owner)
 
     def by_id(self, session_id: str, owner: str | None) -> AnalysisSession | None:
@@ -242,8 +250,21 @@ class SessionManager:
             await self.live.evict(key, session)
         if current is None:
             return None, None
+        # Loading brings the state into memory while this call holds it: room first (session/memory.py).
+        size = self.memory.size_of(key, store.size_hint(key))
+        await self.memory.reserve(size)
         try:
-            stored = await store.load(key)
+            return await self._load(key, document_filter, owner, current)
+        finally:
+            self.memory.release(size)  # the state, if loaded, now counts as the live session's
+
+    async def _load(
+        self, key: SessionKey, document_filter: str | None, owner: str | None, current: int
+    ) -> tuple[AnalysisSession | None, int | None]:
+        """`key`'s kept version, registered live; or (None, version a new session may overwrite)."""
+        assert self.store is not None
+        try:
+            stored = await self.store.load(key)
         except StoreUnavailable as exc:
             raise self.health.down(exc) from None
         if stored is None or stored.record.owner != owner or stored.record.document_filter != document_filter:
@@ -266,7 +287,7 @@ class SessionManager:
             persistence=kept,
         )
         await restored.start()
-        self.live.register(key, restored)
+        self.live.register(key, restored, current_client(owner))
         self.locks.hold(restored, self._after_call)  # not dropped again before the call that loaded it gets it
         await self._enforce_capacity()
         log.debug("Loaded analysis session %s (version %d) from the session store", record.session_id, stored.version)
@@ -291,7 +312,7 @@ class SessionManager:
         else:
             kept.kept_in_memory()
         if not self.live.holds(kept.key, session):
-            self.live.register(kept.key, session)
+            self.live.register(kept.key, session, current_client(session.owner))
         await self._enforce_capacity()  # also when an existing session grew
 
     def admit_state(self, session: AnalysisSession, size: int) -> str | None:
@@ -305,19 +326,22 @@ class SessionManager:
         await self.memory.drop_idle_copies()
 
     async def _after_call(self) -> None:
-        """No request holds a session any more: drop what the budget could not while one did."""
-        if not self.memory.exceeded:
-            return
+        """No request holds a session any more: drop what the bounds could not while one did, and
+        let calls waiting for memory look again."""
         try:
-            await self._enforce_capacity()
+            if len(self.live) > self.live.max_sessions or self.memory.exceeded:
+                await self._enforce_capacity()
         except Exception:
             log.exception("Dropping idle sessions from memory failed")
+        finally:
+            self.memory.wake()
 
     async def drop(self, key: SessionKey) -> None:
         """End the session of `key`: out of memory and out of the store."""
         session = self.live.get(key)
         if session is not None:
             await self.live.evict(key, session)
+            self.memory.wake()
         if self._kept_in_store(key):
             assert self.store is not None
             try:

@@ -83,3 +83,36 @@ def test_the_low_level_server_is_reachable() -> None:
     lowlevel = lowlevel_server(server)
     assert isinstance(lowlevel, Server)
     assert callable(lowlevel.run) and callable(lowlevel.create_initialization_options)
+
+
+async def test_legacy_sessions_and_their_idle_timeout_are_reachable() -> None:
+    """server/legacy_http.py reads the SDK's open legacy sessions and shortens one's idle timeout."""
+    import anyio
+    import httpx2
+    from mcp.server.streamable_http import StreamableHTTPServerTransport
+
+    from mcp_analysis.server.sdk_compat import open_legacy_sessions, set_idle_timeout
+
+    server = MCPServer("probe")
+    app = server.streamable_http_app(json_response=True, session_idle_timeout=3600)
+    manager = server.session_manager
+    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "probe", "version": "0"}}
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    async with (
+        manager.run(),
+        httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://127.0.0.1:8765") as http,
+    ):
+        response = await http.post(
+            "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}, headers=headers
+        )
+        session_id = response.headers["mcp-session-id"]
+        transport = open_legacy_sessions(manager).get(session_id)
+        assert isinstance(transport, StreamableHTTPServerTransport), (
+            "mcp SDK changed: StreamableHTTPSessionManager no longer keeps open sessions in `_server_instances`"
+        )
+        assert set_idle_timeout(transport, 0.5), "mcp SDK changed: the transport has no `_idle_timeout`"
+        for _ in range(100):  # the SDK ends it at the shortened timeout (0.5 s), not after an hour
+            if session_id not in open_legacy_sessions(manager):
+                break
+            await anyio.sleep(0.1)
+        assert session_id not in open_legacy_sessions(manager)

@@ -178,6 +178,10 @@ class SessionStore(ABC):
         """Drop sessions idle past the TTL (stores without native expiry); returns how many went."""
         return 0
 
+    def size_hint(self, key: SessionKey) -> int | None:
+        """Bytes `key`'s stored session takes, if known without a round trip (sizes the memory a load takes)."""
+        return None
+
     async def ping(self) -> None:
         """Raise StoreUnavailable if the store cannot be reached."""
         return None

@@ -5,8 +5,10 @@ line — version, owner digest, HMAC — then the record: key, owner, filter, An
 last use), ``<digest>.bin`` (the interpreter dump) and ``<digest>.kept`` (an empty marker
 that outlives the session, so an expired handle is reported as expired). The HMAC key is
 `sessions.secret`, else a key file kept in the directory (mode 0600): a tampered or
-foreign file is ignored, never loaded. Files idle past the TTL go. Several replicas need
-the Redis store.
+foreign file is ignored, never loaded. Files idle past the TTL go. The directory is one
+the store owns (directory.py): it never changes the mode of, nor deletes anything in, a
+directory it did not create, and deletes only files named as it names them. Several
+replicas need the Redis store.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from mcp_analysis.session.stores.base import (
     VersionConflict,
     owner_digest,
 )
+from mcp_analysis.session.stores.directory import SECRET_FILE, is_session_file, owned_directory
 
 log = logging.getLogger(__name__)
 
@@ -43,12 +46,11 @@ class FileSessionStore(SessionStore):
     shared = False
 
     def __init__(self, directory: Path, secret: bytes | None = None) -> None:
+        directory = owned_directory(directory)
         self.directory = directory
         self.description = str(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        directory.chmod(0o700)
         if secret is None:
-            key_file = directory / "secret.key"
+            key_file = directory / SECRET_FILE
             if not key_file.exists():
                 fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
                 with os.fdopen(fd, "wb") as handle:
@@ -73,10 +75,14 @@ class FileSessionStore(SessionStore):
         except (OSError, ValueError):
             return None
 
+    def _session_files(self, pattern: str) -> list[Path]:
+        """The store's own files matching `pattern` (never another program's, whatever its name)."""
+        return [path for path in self.directory.glob(pattern) if is_session_file(path)]
+
     def _ensure_index(self) -> dict[str, tuple[str, int]]:
         if self._index is None:
             index: dict[str, tuple[str, int]] = {}
-            for path in self.directory.glob("*.json"):
+            for path in self._session_files("*.json"):
                 header = self._header(path)
                 if header is not None:
                     index[path.stem] = (str(header.get("owner", "")), _size(path) + _size(path.with_suffix(".bin")))
@@ -109,6 +115,11 @@ class FileSessionStore(SessionStore):
 
     async def expire(self, ttl_seconds: float) -> int:
         return await anyio.to_thread.run_sync(self._expire, ttl_seconds)
+
+    def size_hint(self, key: SessionKey) -> int | None:
+        index = self._index  # built off the event loop (count, save); not read from disk here
+        entry = index.get(self._paths(key.storage)[0].stem) if index is not None else None
+        return entry[1] if entry is not None else None
 
     # ----------------------------------------------------------- blocking I/O
 
@@ -183,7 +194,7 @@ class FileSessionStore(SessionStore):
         now = time.time()
         removed = 0
         with self._mutex:
-            for path in self.directory.glob("*.json"):
+            for path in self._session_files("*.json"):
                 try:
                     if path.stat().st_mtime < now - ttl_seconds:
                         path.unlink(missing_ok=True)
@@ -193,7 +204,7 @@ class FileSessionStore(SessionStore):
                         removed += 1
                 except OSError:
                     continue
-            for path in self.directory.glob("*.kept"):
+            for path in self._session_files("*.kept"):
                 try:
                     if path.stat().st_mtime < now - ttl_seconds * KEPT_MARKER_TTL_FACTOR:
                         path.unlink(missing_ok=True)
