@@ -28,6 +28,7 @@ from mcp_analysis.embed.names import DEFAULT_EMBEDDER
 from mcp_analysis.errors import ConfigError
 from mcp_analysis.haiku import config_file as haiku_config_file
 from mcp_analysis.paths import data_home
+from mcp_analysis.redact import ambiguous, redact_url
 
 CONFIG_ENV = "MCP_ANALYSIS_CONFIG"
 DEFAULT_CONFIG_FILE = "mcp-analysis.yaml"
@@ -129,7 +130,14 @@ class SessionSettings(_Section):
         if not value.startswith(("redis://", "rediss://", "unix://")):
             raise ValueError(
                 f"sessions.store must be a Redis URL such as redis://HOST:6379/0 (or unset for the local "
-                f"directory), got {value!r}"
+                f"directory), got {redact_url(value)!r}"
+            )
+        if ambiguous(value):
+            raise ValueError(
+                f"sessions.store ({redact_url(value)}) cannot be split into password and host for sure: "
+                "percent-encode the characters / ? # and spaces in its password (%2F, %3F, %23, %20; "
+                "@ and : may stay), e.g. redis://:p%2Fss@HOST:6379/0, or pass the password as "
+                "?password=... percent-encoded"
             )
         return value
 
@@ -145,14 +153,6 @@ class SessionSettings(_Section):
         if self.secret is not None and len(self.secret.get_secret_value()) < 16:
             raise ValueError("sessions.secret must be at least 16 characters (use 32+ random ones)")
         return self
-
-
-def redact_url(url: str) -> str:
-    """redis://user:pw@host:6379/0 -> redis://***@host:6379/0 (for messages and logs)."""
-    scheme, sep, rest = url.partition("://")
-    if "@" in rest:
-        rest = "***@" + rest.split("@", 1)[1]
-    return scheme + sep + rest
 
 
 def missing_secret_message(store: str) -> str:

@@ -27,7 +27,7 @@ import anyio
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError, ResponseError
 
-from mcp_analysis.config import redact_url
+from mcp_analysis.redact import redact_url
 from mcp_analysis.session.keys import SessionKey
 from mcp_analysis.session.stores.base import (
     KEPT_MARKER_TTL_FACTOR,
