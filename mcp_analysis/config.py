@@ -120,6 +120,21 @@ class SessionSettings(_Section):
     lock_timeout: float = Field(
         30.0, gt=0, description="Shared store: seconds a call waits while another replica runs the same session."
     )
+    encrypt: bool = Field(
+        True,
+        description="Shared store: encrypt kept sessions (state and interpreter dump) with AES-GCM, so a reader "
+        "of Redis (or of its snapshots) learns nothing of them.",
+    )
+    encryption_key: SecretStr | None = Field(
+        None,
+        description="Key of that encryption (16+ characters, the same on every replica). Default: derived "
+        "from sessions.secret.",
+    )
+    previous_encryption_keys: list[SecretStr] = Field(
+        default_factory=list,
+        description="Keys sessions may still be encrypted with after encryption_key changed (read, never "
+        "written); drop them after sessions.ttl_seconds.",
+    )
 
     @field_validator("store")
     @classmethod
@@ -152,6 +167,12 @@ class SessionSettings(_Section):
             )
         if self.secret is not None and len(self.secret.get_secret_value()) < 16:
             raise ValueError("sessions.secret must be at least 16 characters (use 32+ random ones)")
+        for key in (self.encryption_key, *self.previous_encryption_keys):
+            if key is not None and len(key.get_secret_value()) < 16:
+                raise ValueError(
+                    "sessions.encryption_key and previous_encryption_keys must be at least 16 characters "
+                    "(use 32+ random ones)"
+                )
         return self
 
 

@@ -41,7 +41,7 @@ from mcp_analysis.session.live import LiveSessions
 from mcp_analysis.session.locks import CallLocks
 from mcp_analysis.session.memory import MemoryBudget
 from mcp_analysis.session.persistence import Persistence
-from mcp_analysis.session.stores.base import SessionStore, Signer, StoreUnavailable
+from mcp_analysis.session.stores.base import RecordRefused, SessionStore, Signer, StoreUnavailable
 from mcp_analysis.session.stores.factory import open_session_store
 from mcp_analysis.session.upkeep import StoreHealth, maintain
 
@@ -184,6 +184,8 @@ class SessionManager:
         try:
             return await self.get(key, document_filter=document_filter, owner=owner, create=False)
         except SessionNotFoundError:
+            if self.signer.issued_by_earlier_version(handle, owner):
+                raise SessionNotFoundError(_earlier(handle)) from None
             if not fresh or not self.signer.issued(handle, owner) or await self._was_kept(key):
                 raise
         return await self._new(key, handle, document_filter, owner)
@@ -246,6 +248,11 @@ class SessionManager:
             stored = await store.load(key)
         except StoreUnavailable as exc:
             raise self.health.down(exc) from None
+        except RecordRefused as refused:
+            if key.kind is KeyKind.PRINCIPAL:  # the caller's own: a new session replaces it (with a note)
+                return None, refused.version
+            why = f"{_unknown(key.name)} (Its kept record was not loaded: {refused.reason}.)"
+            raise SessionNotFoundError(why) from None
         if stored is None or stored.record.owner != owner or stored.record.document_filter != document_filter:
             if key.kind is KeyKind.PRINCIPAL:  # the caller's own (get() refused anyone else's)
                 why = "fails its signature" if stored is None else "was kept under another document filter"
@@ -335,6 +342,14 @@ class SessionManager:
             except StoreUnavailable as exc:
                 log.warning("Session expiry skipped: %s", exc)
         return gone
+
+
+def _earlier(handle: str) -> str:
+    return (
+        f"Analysis session {handle!r} was kept by an earlier version of mcp-analysis, whose kept sessions this "
+        "version does not load (their signatures do not cover their version, so a replayed older state could "
+        "not be told apart). Call new_analysis (or omit `session`) to start a new one."
+    )
 
 
 def _unknown(name: str) -> str:
