@@ -184,8 +184,6 @@ class SessionManager:
         try:
             return await self.get(key, document_filter=document_filter, owner=owner, create=False)
         except SessionNotFoundError:
-            if self.signer.issued_by_earlier_version(handle, owner):
-                raise SessionNotFoundError(_earlier(handle)) from None
             if not fresh or not self.signer.issued(handle, owner) or await self._was_kept(key):
                 raise
         return await self._new(key, handle, document_filter, owner)
@@ -342,14 +340,6 @@ class SessionManager:
             except StoreUnavailable as exc:
                 log.warning("Session expiry skipped: %s", exc)
         return gone
-
-
-def _earlier(handle: str) -> str:
-    return (
-        f"Analysis session {handle!r} was kept by an earlier version of mcp-analysis, whose kept sessions this "
-        "version does not load (their signatures do not cover their version, so a replayed older state could "
-        "not be told apart). Call new_analysis (or omit `session`) to start a new one."
-    )
 
 
 def _unknown(name: str) -> str:

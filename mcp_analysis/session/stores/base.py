@@ -155,30 +155,24 @@ class Signer:
 
     def issued(self, handle: str, owner: str | None) -> bool:
         """Whether this deployment issued `handle` to `owner` (a typo, a made-up id or another
-        principal's id is not: replayed by someone else, it must not start a session under that id)."""
+        principal's id is not: replayed by someone else, it must not start a session under that id).
+        Handles without an epoch (26 characters, as earlier versions issued them) stay ours."""
         raw = _handle_bytes(handle, _HANDLE_LENGTH)
-        if raw is None:
-            return False
-        nonce, tag = raw[:-_HANDLE_TAG], raw[-_HANDLE_TAG:]
-        return hmac.compare_digest(tag, self._tag(nonce, owner))
+        if raw is not None:
+            nonce, tag = raw[:-_HANDLE_TAG], raw[-_HANDLE_TAG:]
+            return hmac.compare_digest(tag, self._tag(nonce, owner))
+        raw = _handle_bytes(handle, _EARLIER_HANDLE_LENGTH)
+        return raw is not None and hmac.compare_digest(raw[12:], self._tag(raw[:12], owner, label=b"handle"))
 
     def handle_epoch(self, handle: str) -> bytes | None:
-        """The store epoch a handle of ours was issued in (None for anything else)."""
+        """The store epoch a handle of ours was issued in (None for anything else, and for a
+        handle without one: a store with epochs cannot tell whether its session was kept)."""
         raw = _handle_bytes(handle, _HANDLE_LENGTH)
         return raw[_HANDLE_NONCE:-_HANDLE_TAG] if raw is not None else None
 
-    def issued_by_earlier_version(self, handle: str, owner: str | None) -> bool:
-        """Whether `handle` is one an earlier version of mcp-analysis issued to `owner` (no epoch in it)."""
-        raw = _handle_bytes(handle, _EARLIER_HANDLE_LENGTH)
-        if raw is None:
-            return False
+    def _tag(self, nonce: bytes, owner: str | None, label: bytes = b"handle-2") -> bytes:
         who = owner_label(owner).encode()
-        tag = hmac.new(self._secret, b"handle\x00" + who + b"\x00" + raw[:12], hashlib.sha256).digest()[:6]
-        return hmac.compare_digest(raw[12:], tag)
-
-    def _tag(self, nonce: bytes, owner: str | None) -> bytes:
-        who = owner_label(owner).encode()
-        return hmac.new(self._secret, b"handle-2\x00" + who + b"\x00" + nonce, hashlib.sha256).digest()[:_HANDLE_TAG]
+        return hmac.new(self._secret, label + b"\x00" + who + b"\x00" + nonce, hashlib.sha256).digest()[:_HANDLE_TAG]
 
 
 def _handle_bytes(handle: str, length: int) -> bytes | None:
