@@ -28,6 +28,7 @@ from mcp_analysis.embed.names import DEFAULT_EMBEDDER
 from mcp_analysis.errors import ConfigError
 from mcp_analysis.haiku import config_file as haiku_config_file
 from mcp_analysis.paths import data_home
+from mcp_analysis.redact import ambiguous, redact_url
 
 CONFIG_ENV = "MCP_ANALYSIS_CONFIG"
 DEFAULT_CONFIG_FILE = "mcp-analysis.yaml"
@@ -139,6 +140,21 @@ class SessionSettings(_Section):
     lock_timeout: float = Field(
         30.0, gt=0, description="Shared store: seconds a call waits while another replica runs the same session."
     )
+    encrypt: bool = Field(
+        True,
+        description="Shared store: encrypt kept sessions (state and interpreter dump) with AES-GCM, so a reader "
+        "of Redis (or of its snapshots) learns nothing of them.",
+    )
+    encryption_key: SecretStr | None = Field(
+        None,
+        description="Key of that encryption (16+ characters, the same on every replica). Default: derived "
+        "from sessions.secret.",
+    )
+    previous_encryption_keys: list[SecretStr] = Field(
+        default_factory=list,
+        description="Keys sessions may still be encrypted with after encryption_key changed (read, never "
+        "written); drop them after sessions.ttl_seconds.",
+    )
 
     @field_validator("store")
     @classmethod
@@ -149,7 +165,14 @@ class SessionSettings(_Section):
         if not value.startswith(("redis://", "rediss://", "unix://")):
             raise ValueError(
                 f"sessions.store must be a Redis URL such as redis://HOST:6379/0 (or unset for the local "
-                f"directory), got {value!r}"
+                f"directory), got {redact_url(value)!r}"
+            )
+        if ambiguous(value):
+            raise ValueError(
+                f"sessions.store ({redact_url(value)}) cannot be split into password and host for sure: "
+                "percent-encode the characters / ? # and spaces in its password (%2F, %3F, %23, %20; "
+                "@ and : may stay), e.g. redis://:p%2Fss@HOST:6379/0, or pass the password as "
+                "?password=... percent-encoded"
             )
         return value
 
@@ -164,15 +187,13 @@ class SessionSettings(_Section):
             )
         if self.secret is not None and len(self.secret.get_secret_value()) < 16:
             raise ValueError("sessions.secret must be at least 16 characters (use 32+ random ones)")
+        for key in (self.encryption_key, *self.previous_encryption_keys):
+            if key is not None and len(key.get_secret_value()) < 16:
+                raise ValueError(
+                    "sessions.encryption_key and previous_encryption_keys must be at least 16 characters "
+                    "(use 32+ random ones)"
+                )
         return self
-
-
-def redact_url(url: str) -> str:
-    """redis://user:pw@host:6379/0 -> redis://***@host:6379/0 (for messages and logs)."""
-    scheme, sep, rest = url.partition("://")
-    if "@" in rest:
-        rest = "***@" + rest.split("@", 1)[1]
-    return scheme + sep + rest
 
 
 def missing_secret_message(store: str) -> str:

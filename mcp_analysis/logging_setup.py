@@ -1,12 +1,22 @@
-"""Logging that never touches stdout: over stdio, stdout is the MCP wire."""
+"""Logging that never touches stdout (over stdio, stdout is the MCP wire), and never prints a
+credential: every URL in a line or a traceback is shown with its secrets masked (redact.py)."""
 
 from __future__ import annotations
 
 import logging
 import sys
 
+from mcp_analysis.redact import redact_urls_in
+
 PROGRESS_LOGGER = "mcp_analysis.progress"  # see mcp_analysis/progress.py
 _FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
+
+
+class RedactingFormatter(logging.Formatter):
+    """Formats as usual, then masks the credentials of every URL in the text (tracebacks included)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact_urls_in(super().format(record))
 
 
 def configure_logging(level: str = "INFO") -> None:
@@ -15,7 +25,7 @@ def configure_logging(level: str = "INFO") -> None:
     for handler in list(root.handlers):
         root.removeHandler(handler)
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter(_FORMAT, datefmt="%H:%M:%S"))
+    handler.setFormatter(RedactingFormatter(_FORMAT, datefmt="%H:%M:%S"))
     root.addHandler(handler)
     root.setLevel(level.upper())
     quiet = logging.WARNING if level.upper() != "DEBUG" else logging.INFO
@@ -24,7 +34,7 @@ def configure_logging(level: str = "INFO") -> None:
     for handler in list(progress.handlers):
         progress.removeHandler(handler)
     plain = logging.StreamHandler(sys.stderr)
-    plain.setFormatter(logging.Formatter("mcp-analysis: %(message)s"))
+    plain.setFormatter(RedactingFormatter("mcp-analysis: %(message)s"))
     progress.addHandler(plain)
     progress.propagate = False
     progress.setLevel(min(logging.INFO, root.level) if root.level <= logging.WARNING else root.level)

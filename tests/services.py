@@ -112,13 +112,16 @@ def redis_server_binary() -> str:
 
 
 @contextlib.contextmanager
-def redis(log_dir: Path) -> Iterator[int]:
-    """A throwaway redis-server on a free loopback port; yields the port."""
-    port = free_port()
+def redis(log_dir: Path, port: int | None = None, **extra: str | int) -> Iterator[int]:
+    """A throwaway redis-server on a free loopback port (or `port`: a restart on the same one);
+    yields the port. `extra` are more options, e.g. ``maxmemory="8mb"`` or ``requirepass=...``
+    (underscores become dashes)."""
+    port = port or free_port()
     workdir = log_dir / f"redis-{port}"
-    workdir.mkdir()
+    workdir.mkdir(exist_ok=True)
     options = {"port": port, "bind": "127.0.0.1", "save": "", "appendonly": "no", "daemonize": "no"}
     options.update({"dir": workdir, "logfile": workdir / "redis.log"})
+    options.update({key.replace("_", "-"): value for key, value in extra.items()})
     process = subprocess.Popen(
         [redis_server_binary(), *(a for k, v in options.items() for a in (f"--{k}", str(v)))],
         stdout=subprocess.DEVNULL,

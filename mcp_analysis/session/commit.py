@@ -18,9 +18,12 @@ from mcp_analysis.session.stores.base import (
     SessionRecord,
     SessionStore,
     StoreFull,
+    StoreOutOfMemory,
+    StoreReset,
     StoreUnavailable,
     VersionConflict,
 )
+from mcp_analysis.session.upkeep import store_full_message
 
 #: What a failed save raises; the copy that tried is stale then and must leave memory.
 SaveRefused = (SessionBusyError, SessionLimitError, SessionStoreError)
@@ -66,6 +69,14 @@ class WriteThrough:
             ) from None
         except StoreFull as full:
             raise SessionLimitError(self._full_message(full, session.owner)) from None
+        except StoreReset:
+            raise SessionStoreError(
+                f"Analysis session {session.id!r} is gone: the session store lost what it kept (Redis restarted "
+                "without persistence, or was emptied) while this call ran, so its effects were not kept. Call "
+                "new_analysis (or omit `session`) to start a new one."
+            ) from None
+        except StoreOutOfMemory:
+            raise SessionLimitError(store_full_message(self.store.description, call_discarded=True)) from None
         except StoreUnavailable as exc:
             raise SessionStoreError(
                 f"This call's effects could not be saved: the session store "

@@ -42,7 +42,7 @@ from mcp_analysis.session.live import LiveSessions
 from mcp_analysis.session.locks import CallLocks
 from mcp_analysis.session.memory import MemoryBudget
 from mcp_analysis.session.persistence import Persistence
-from mcp_analysis.session.stores.base import SessionStore, Signer, StoreUnavailable
+from mcp_analysis.session.stores.base import RecordRefused, SessionStore, Signer, StoreUnavailable
 from mcp_analysis.session.stores.factory import open_session_store
 from mcp_analysis.session.upkeep import StoreHealth, maintain
 
@@ -267,6 +267,11 @@ class SessionManager:
             stored = await self.store.load(key)
         except StoreUnavailable as exc:
             raise self.health.down(exc) from None
+        except RecordRefused as refused:
+            if key.kind is KeyKind.PRINCIPAL:  # the caller's own: a new session replaces it (with a note)
+                return None, refused.version
+            why = f"{_unknown(key.name)} (Its kept record was not loaded: {refused.reason}.)"
+            raise SessionNotFoundError(why) from None
         if stored is None or stored.record.owner != owner or stored.record.document_filter != document_filter:
             if key.kind is KeyKind.PRINCIPAL:  # the caller's own (get() refused anyone else's)
                 why = "fails its signature" if stored is None else "was kept under another document filter"

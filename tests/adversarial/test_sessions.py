@@ -154,6 +154,8 @@ async def test_a_tampered_principal_record_is_replaced_not_fatal(
     # Retry") until it expired, and each attempt would refresh its TTL.
     import redis.asyncio as aioredis
 
+    from mcp_analysis.session.stores.redis import RedisSessionStore
+
     db = tmp_path / "tampered.lancedb"
     db.symlink_to(sample_db, target_is_directory=True)
     settings = redis_settings(db, redis_port, "tamper-0123456789abcdef")
@@ -162,11 +164,11 @@ async def test_a_tampered_principal_record_is_replaced_not_fatal(
         async with SessionManager(kb, pool, settings) as manager:
             session = await manager.get(SessionKey.principal("grace"), document_filter=None, owner="grace")
             assert (await session.execute("secret_value = 7")).success
+            assert isinstance(manager.store, RedisSessionStore)
+            key = manager.store.redis_key(SessionKey.principal("grace"))
         client = aioredis.Redis(port=redis_port)
-        keys = [k async for k in client.scan_iter(match="*:s:principal:grace")]
-        assert len(keys) == 1
-        record = await client.hget(keys[0], "rec")
-        await client.hset(keys[0], "rec", record.replace(b'"grace"', b'"mallory"', 1))
+        record = await client.hget(key, "rec")  # encrypted: one flipped byte stands for any change
+        await client.hset(key, "rec", record[:-1] + bytes([record[-1] ^ 1]))
         await client.aclose()
         async with SessionManager(kb, pool, settings) as manager:
             again = await manager.get(SessionKey.principal("grace"), document_filter=None, owner="grace")

@@ -10,7 +10,11 @@ outlives the session so an expired handle is reported as expired.
 
 Records and dumps are authenticated with an HMAC key: monty must only load dumps this
 deployment produced. Handles issued to sessionless clients are signed with the same
-key, so a server can tell its own never-kept handle from a made-up or mangled one.
+key, so a server can tell its own never-kept handle from a made-up or mangled one. A
+handle also names the store's *epoch* (a random id the store keeps; a Redis restarted
+without persistence has a new one): a handle from another epoch whose session is not
+found was kept, then lost with the store's data, so it is reported unknown or expired
+instead of starting afresh.
 """
 
 from __future__ import annotations
@@ -31,6 +35,11 @@ from mcp_analysis.session.state import AnalysisState
 log = logging.getLogger(__name__)
 
 KEPT_MARKER_TTL_FACTOR = 24  # "was kept" markers outlive the session by this factor of the TTL
+EPOCH_BYTES = 6
+_HANDLE_NONCE = 12
+_HANDLE_TAG = 6
+_HANDLE_LENGTH = 2 + 4 * (_HANDLE_NONCE + EPOCH_BYTES + _HANDLE_TAG) // 3  # "s_" + 32
+_EARLIER_HANDLE_LENGTH = 26  # "s_" + 12-byte nonce + 6-byte tag, without an epoch
 
 
 class SessionRecord(BaseModel):
@@ -76,6 +85,24 @@ class StoreUnavailable(Exception):
     """The store cannot be reached (connection refused, timeout, read-only replica...)."""
 
 
+class StoreOutOfMemory(StoreUnavailable):
+    """The store answers but refuses to keep more (Redis at its maxmemory with noeviction): full, not down."""
+
+
+class StoreReset(Exception):
+    """The store lost its data (a new epoch) while a session kept in it was being saved."""
+
+
+class RecordRefused(Exception):
+    """A stored record exists but is not loaded; `reason` says why (for the client), `version` is the
+    stored version a new session replacing it must overwrite (-1: not a number)."""
+
+    def __init__(self, reason: str, version: int) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.version = version
+
+
 class LockTimeout(Exception):
     """The session's cross-replica lock was not released within the wait."""
 
@@ -91,10 +118,12 @@ def owner_digest(owner: str | None) -> str:
 
 
 class Signer:
-    """HMAC over records, dumps and handles."""
+    """HMAC over records, dumps and handles; keyed digests of names a store must not show."""
 
-    def __init__(self, secret: bytes) -> None:
+    def __init__(self, secret: bytes, epoch: bytes | None = None) -> None:
         self._secret = secret
+        #: The store's epoch, named by every new handle (stores with one set it when they learn it).
+        self.epoch = epoch if epoch is not None else secrets.token_bytes(EPOCH_BYTES)
 
     def mac(self, body: bytes, blob: bytes | None) -> str:
         mac = hmac.new(self._secret, body, hashlib.sha256)
@@ -104,25 +133,55 @@ class Signer:
     def verify(self, mac: str, body: bytes, blob: bytes | None) -> bool:
         return hmac.compare_digest(mac, self.mac(body, blob))
 
+    def seal(self, label: str, *fields: bytes) -> str:
+        """HMAC over `fields`, each length-prefixed (no field can run into the next), under `label`."""
+        mac = hmac.new(self._secret, label.encode() + b"\x00", hashlib.sha256)
+        for field in fields:
+            mac.update(len(field).to_bytes(8, "big") + field)
+        return mac.hexdigest()
+
+    def sealed(self, mac: str, label: str, *fields: bytes) -> bool:
+        return hmac.compare_digest(mac.encode(), self.seal(label, *fields).encode())
+
+    def digest(self, label: str, text: str, length: int = 32) -> str:
+        """A keyed digest of `text`: stable, and tells a reader of the store nothing (not even by guessing)."""
+        return hmac.new(self._secret, f"{label}\x00{text}".encode(), hashlib.sha256).hexdigest()[:length]
+
     def new_handle(self, owner: str | None) -> str:
-        """``s_`` + 24 url-safe characters: 12 random bytes and a 6-byte tag binding them to `owner`."""
-        nonce = secrets.token_bytes(12)
+        """``s_`` + 32 url-safe characters: 12 random bytes, the store's epoch, and a 6-byte tag binding
+        both to `owner`."""
+        nonce = secrets.token_bytes(_HANDLE_NONCE) + self.epoch
         return "s_" + base64.urlsafe_b64encode(nonce + self._tag(nonce, owner)).decode()
 
     def issued(self, handle: str, owner: str | None) -> bool:
         """Whether this deployment issued `handle` to `owner` (a typo, a made-up id or another
-        principal's id is not: replayed by someone else, it must not start a session under that id)."""
-        if not handle.startswith("s_") or len(handle) != 26:
-            return False
-        try:
-            raw = base64.urlsafe_b64decode(handle[2:].encode())
-        except (ValueError, UnicodeEncodeError):
-            return False
-        return len(raw) == 18 and hmac.compare_digest(raw[12:], self._tag(raw[:12], owner))
+        principal's id is not: replayed by someone else, it must not start a session under that id).
+        Handles without an epoch (26 characters, as earlier versions issued them) stay ours."""
+        raw = _handle_bytes(handle, _HANDLE_LENGTH)
+        if raw is not None:
+            nonce, tag = raw[:-_HANDLE_TAG], raw[-_HANDLE_TAG:]
+            return hmac.compare_digest(tag, self._tag(nonce, owner))
+        raw = _handle_bytes(handle, _EARLIER_HANDLE_LENGTH)
+        return raw is not None and hmac.compare_digest(raw[12:], self._tag(raw[:12], owner, label=b"handle"))
 
-    def _tag(self, nonce: bytes, owner: str | None) -> bytes:
+    def handle_epoch(self, handle: str) -> bytes | None:
+        """The store epoch a handle of ours was issued in (None for anything else, and for a
+        handle without one: a store with epochs cannot tell whether its session was kept)."""
+        raw = _handle_bytes(handle, _HANDLE_LENGTH)
+        return raw[_HANDLE_NONCE:-_HANDLE_TAG] if raw is not None else None
+
+    def _tag(self, nonce: bytes, owner: str | None, label: bytes = b"handle-2") -> bytes:
         who = owner_label(owner).encode()
-        return hmac.new(self._secret, b"handle\x00" + who + b"\x00" + nonce, hashlib.sha256).digest()[:6]
+        return hmac.new(self._secret, label + b"\x00" + who + b"\x00" + nonce, hashlib.sha256).digest()[:_HANDLE_TAG]
+
+
+def _handle_bytes(handle: str, length: int) -> bytes | None:
+    if not handle.startswith("s_") or len(handle) != length:
+        return None
+    try:
+        return base64.urlsafe_b64decode(handle[2:].encode())
+    except (ValueError, UnicodeEncodeError):
+        return None
 
 
 class SessionStore(ABC):
@@ -149,7 +208,9 @@ class SessionStore(ABC):
 
     @abstractmethod
     async def load(self, key: SessionKey) -> StoredSession | None:
-        """The verified session, or None (missing, expired, unreadable or failing its signature)."""
+        """The verified session, or None (missing, expired, unreadable or failing its signature).
+
+        A store that can say why it does not load a record it holds raises RecordRefused instead."""
 
     @abstractmethod
     async def touch(self, key: SessionKey, ttl_seconds: float) -> int | None:

@@ -5,12 +5,16 @@ from __future__ import annotations
 import hashlib
 import hmac
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mcp_analysis.config import Settings, missing_secret_message
 from mcp_analysis.errors import ConfigError
 from mcp_analysis.paths import data_home
 from mcp_analysis.session.stores.base import SessionStore, Signer
 from mcp_analysis.session.stores.file import FileSessionStore
+
+if TYPE_CHECKING:
+    from mcp_analysis.session.stores.cipher import RecordCipher
 
 
 def open_session_store(settings: Settings) -> SessionStore | None:
@@ -25,10 +29,30 @@ def open_session_store(settings: Settings) -> SessionStore | None:
         # Imported only when configured: most servers never load the Redis client.
         from mcp_analysis.session.stores.redis import RedisSessionStore
 
-        return RedisSessionStore(sessions.store, Signer(secret), namespace=store_namespace(settings))
+        return RedisSessionStore(
+            sessions.store,
+            Signer(secret),
+            namespace=store_namespace(settings),
+            cipher=record_cipher(settings),
+            remember=sessions.max_stored,
+        )
     if not sessions.persist:
         return None
     return FileSessionStore(Path(sessions.dir or default_sessions_dir(settings)), secret)
+
+
+def record_cipher(settings: Settings) -> RecordCipher | None:
+    """How a shared store encrypts kept sessions: `sessions.encryption_key`, else a key derived from
+    `sessions.secret` (HKDF, a label of its own); None when `sessions.encrypt` is off."""
+    sessions = settings.sessions
+    key = sessions.encryption_key
+    material = key.get_secret_value().encode() if key is not None else session_secret(settings)
+    if not sessions.encrypt or material is None:
+        return None
+    from mcp_analysis.session.stores.cipher import RecordCipher, derive_key  # loads `cryptography`
+
+    previous = [derive_key(old.get_secret_value().encode()) for old in sessions.previous_encryption_keys]
+    return RecordCipher(derive_key(material), previous)
 
 
 def default_sessions_dir(settings: Settings) -> Path:

@@ -1,18 +1,27 @@
 """Kept sessions in Redis (`sessions.store = redis://HOST:PORT/DB`), shared by replicas.
 
-Keys, all under one hash tag per deployment (``{ns}``, so a Redis Cluster keeps
-them in one slot); ``<key>`` is the session's `SessionKey.storage`:
+Keys, all under one hash tag per deployment (``{ns}``, so a Redis Cluster keeps them in one
+slot); ``<d>`` is a keyed digest of the session's `SessionKey.storage` (a reader of Redis
+learns no handle and no principal name from the key names):
 
-- ``mcpa:{ns}:s:<key>``       hash: v (version), mac, owner, rec (record JSON), blob (dump);
+- ``mcpa:{ns}:r2:s:<d>``      hash: the sealed record (sealed.py): v, f, k, owner, mac, rec, blob;
                               expires after the TTL, refreshed by every use
-- ``mcpa:{ns}:kept:<key>``    "was kept" marker (outlives the session: expired vs never kept)
-- ``mcpa:{ns}:idx`` / ``mcpa:{ns}:idx:<owner>``   sorted sets key -> expiry, for the bounds
-- ``mcpa:{ns}:sz`` / ``mcpa:{ns}:bytes``   hash key -> bytes kept, and their running total
-- ``mcpa:{ns}:lock:<key>``    a lease lock: one replica runs a session at a time
+- ``mcpa:{ns}:r2:idx`` / ``idx:<owner>``   sorted sets <d> -> expiry, for the bounds
+- ``mcpa:{ns}:r2:sz`` / ``bytes``   hash <d> -> bytes Redis holds for it, and their running total
+- ``mcpa:{ns}:r2:kept``       sorted set <d> -> until when "it was kept" is remembered
+- ``mcpa:{ns}:r2:lock:<d>``   a lease lock: one replica runs a session at a time
+- ``mcpa:{ns}:r2:clock``      the counter every save takes its version from
+- ``mcpa:{ns}:r2:epoch``      this store's life: a new random id once Redis lost its data
 
-Saves are compare-and-set Lua scripts: a copy loaded at version n can only write n+1,
-and the bounds are checked in the same atomic step. Locks are leases renewed by the
-replica that holds them, so a killed replica's lock lapses within `LOCK_LEASE_SECONDS`.
+Versions come from one counter, so a session's versions only grow, across expiry and
+re-creation too; each save is a compare-and-set script that also checks the bounds, and
+counts the session at what Redis really holds (redis_memory.py). Records are sealed
+(sealed.py): signed over key, version and epoch, encrypted with AES-GCM unless
+`sessions.encrypt` is off. Locks are leases renewed by the replica that holds them, so a
+killed replica's lock lapses within `LOCK_LEASE_SECONDS`. A Redis at its maxmemory refuses
+writes: that is `StoreOutOfMemory` (full), never "unreachable". Records written by earlier
+versions of mcp-analysis live under ``mcpa:{ns}:`` without ``r2:``: never read (their
+signatures do not cover the version, so they cannot be told from a replay), they expire.
 """
 
 from __future__ import annotations
@@ -25,233 +34,234 @@ from typing import Any
 
 import anyio
 import redis.asyncio as aioredis
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import OutOfMemoryError, RedisError, ResponseError
 
-from mcp_analysis.config import redact_url
-from mcp_analysis.session.keys import SessionKey
+from mcp_analysis.redact import Redactor
+from mcp_analysis.session.keys import KeyKind, SessionKey
+from mcp_analysis.session.stores import redis_scripts as scripts
 from mcp_analysis.session.stores.base import (
+    EPOCH_BYTES,
     KEPT_MARKER_TTL_FACTOR,
     Limits,
     LockTimeout,
+    RecordRefused,
     SessionRecord,
     SessionStore,
     Signer,
     StoredSession,
     StoreFull,
+    StoreOutOfMemory,
+    StoreReset,
     StoreUnavailable,
     VersionConflict,
-    owner_digest,
+    owner_label,
 )
+from mcp_analysis.session.stores.cipher import RecordCipher
+from mcp_analysis.session.stores.redis_memory import INDEX_BYTES, MARKER_BYTES, session_estimate
+from mcp_analysis.session.stores.sealed import Sealer, SeenVersions
 
 log = logging.getLogger(__name__)
 
 LOCK_LEASE_SECONDS = 10.0
 _TIMEOUT_SECONDS = 5.0
-
-# Forget expired sessions in the index and their sizes in the running total.
-# KEYS[1] idx, KEYS[2] sz, KEYS[3] bytes; ARGV[1] now (ms).
-_PRUNE = """
-local function prune(idx, sz, total, now)
-  local gone = redis.call('ZRANGEBYSCORE', idx, '-inf', now)
-  for _, k in ipairs(gone) do
-    local b = tonumber(redis.call('HGET', sz, k) or '0')
-    if b > 0 then redis.call('DECRBY', total, b) end
-    redis.call('HDEL', sz, k)
-  end
-  redis.call('ZREMRANGEBYSCORE', idx, '-inf', now)
-end
-"""
-
-_COUNT = (
-    _PRUNE
-    + """
-prune(KEYS[1], KEYS[2], KEYS[3], tonumber(ARGV[1]))
-return redis.call('ZCARD', KEYS[1])
-"""
-)
-
-_SAVE = (
-    _PRUNE
-    + """
-local cur = tonumber(redis.call('HGET', KEYS[1], 'v') or '0')
-if cur ~= tonumber(ARGV[1]) then return -1 end
-local now = tonumber(ARGV[3])
-prune(KEYS[3], KEYS[5], KEYS[6], now)
-if cur == 0 then
-  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
-  if redis.call('ZCARD', KEYS[3]) >= tonumber(ARGV[4]) then return -2 end
-  if redis.call('ZCARD', KEYS[4]) >= tonumber(ARGV[5]) then return -3 end
-end
-local size = tonumber(ARGV[14])
-local before = tonumber(redis.call('HGET', KEYS[5], ARGV[12]) or '0')
-local held = tonumber(redis.call('GET', KEYS[6]) or '0') - before
-if held + size > tonumber(ARGV[13]) then return -4 end
-redis.call('HSET', KEYS[5], ARGV[12], size)
-redis.call('INCRBY', KEYS[6], size - before)
-local v = cur + 1
-redis.call('HSET', KEYS[1], 'v', v, 'mac', ARGV[6], 'owner', ARGV[7], 'rec', ARGV[8])
-if ARGV[10] == '1' then redis.call('HSET', KEYS[1], 'blob', ARGV[9]) else redis.call('HDEL', KEYS[1], 'blob') end
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-redis.call('SET', KEYS[2], '1', 'PX', ARGV[11])
-local expiry = now + tonumber(ARGV[2])
-redis.call('ZADD', KEYS[3], expiry, ARGV[12])
-redis.call('ZADD', KEYS[4], expiry, ARGV[12])
-return v
-"""
-)
-
-_TOUCH = """
-local v = redis.call('HGET', KEYS[1], 'v')
-if not v then return false end
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
-local expiry = tonumber(ARGV[2]) + tonumber(ARGV[1])
-redis.call('ZADD', KEYS[2], 'XX', expiry, ARGV[3])
-local owner = redis.call('HGET', KEYS[1], 'owner')
-if owner then redis.call('ZADD', ARGV[4] .. owner, 'XX', expiry, ARGV[3]) end
-return v
-"""
-
-_DELETE = """
-local owner = redis.call('HGET', KEYS[1], 'owner')
-redis.call('DEL', KEYS[1])
-redis.call('ZREM', KEYS[2], ARGV[1])
-if owner then redis.call('ZREM', ARGV[2] .. owner, ARGV[1]) end
-local b = tonumber(redis.call('HGET', KEYS[3], ARGV[1]) or '0')
-if b > 0 then redis.call('DECRBY', KEYS[4], b) end
-redis.call('HDEL', KEYS[3], ARGV[1])
-return 1
-"""
-
-_RENEW = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return 0
-"""
-
-_RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
+_FULL = -4
+_SAVE_ERRORS = {-2: "total", -3: "principal", _FULL: "bytes"}
 
 
 class RedisSessionStore(SessionStore):
     shared = True
 
-    def __init__(self, url: str, signer: Signer, *, namespace: str) -> None:
+    def __init__(
+        self, url: str, signer: Signer, *, namespace: str, cipher: RecordCipher | None = None, remember: int = 10_000
+    ) -> None:
         super().__init__(signer)
-        self.description = redact_url(url)
+        self._redact = Redactor(url)
+        self.description = self._redact.url
         self._redis = aioredis.Redis.from_url(
             url,
             socket_timeout=_TIMEOUT_SECONDS,
             socket_connect_timeout=_TIMEOUT_SECONDS,
             health_check_interval=15,
         )
-        self._prefix = f"mcpa:{{{namespace}}}:"
-        self._save = self._redis.register_script(_SAVE)
-        self._touch = self._redis.register_script(_TOUCH)
-        self._delete = self._redis.register_script(_DELETE)
-        self._count = self._redis.register_script(_COUNT)
-        self._renew = self._redis.register_script(_RENEW)
-        self._release = self._redis.register_script(_RELEASE)
+        self._prefix = f"mcpa:{{{namespace}}}:r2:"
+        self._sealer = Sealer(signer, cipher)
+        self._seen = SeenVersions(remember)
+        self._epoch: str | None = None
+        self._scripts = {
+            name: self._redis.register_script(getattr(scripts, name))
+            for name in ("SAVE", "TOUCH", "DELETE", "COUNT", "RENEW", "RELEASE")
+        }
         self._held: dict[str, str] = {}  # lock key -> token, renewed by renew_locks()
 
-    def _k(self, kind: str, storage_key: str = "") -> str:
-        return f"{self._prefix}{kind}{storage_key}"
+    def _k(self, kind: str, member: str = "") -> str:
+        return f"{self._prefix}{kind}{member}"
+
+    def member(self, key: SessionKey) -> str:
+        """The name `key` has in Redis (a keyed digest: tells a reader nothing)."""
+        return self.signer.digest("session-key", key.storage)
+
+    def redis_key(self, key: SessionKey) -> str:
+        """The Redis key of `key`'s record."""
+        return self._k("s:", self.member(key))
 
     async def _call(self, coro: Any) -> Any:
         try:
             return await coro
+        except OutOfMemoryError as exc:
+            raise StoreOutOfMemory(
+                f"{self.description} refused to keep more: it reached its maxmemory ({self._redact(str(exc))})"
+            ) from exc
         except ResponseError as exc:
-            raise StoreUnavailable(f"{self.description} refused the command: {exc}") from exc
+            raise StoreUnavailable(f"{self.description} refused the command: {self._redact(str(exc))}") from exc
         except (RedisError, OSError) as exc:
-            raise StoreUnavailable(f"{self.description} is unreachable ({type(exc).__name__}: {exc})") from exc
+            detail = self._redact(str(exc))
+            raise StoreUnavailable(f"{self.description} is unreachable ({type(exc).__name__}: {detail})") from exc
+
+    # ---------------------------------------------------------------- epoch
+
+    async def epoch(self) -> str:
+        """This store's current epoch, made when missing (a new or emptied Redis); learns a change."""
+        current = await self._call(self._redis.get(self._k("epoch")))
+        if current is None:
+            await self._call(self._redis.set(self._k("epoch"), secrets.token_hex(EPOCH_BYTES), nx=True))
+            current = await self._call(self._redis.get(self._k("epoch")))
+        value = current.decode() if isinstance(current, bytes) else str(current)
+        if value != self._epoch:
+            if self._epoch is not None:
+                log.warning(
+                    "The session store %s lost its data (restarted without persistence, or flushed): sessions "
+                    "kept before are gone, and their handles are answered as unknown or expired",
+                    self.description,
+                )
+            self._epoch = value
+            self._seen.clear()
+            with contextlib.suppress(ValueError):
+                self.signer.epoch = bytes.fromhex(value)
+        return value
+
+    async def _known_epoch(self) -> str:
+        return self._epoch if self._epoch is not None else await self.epoch()
 
     # ------------------------------------------------------------ interface
 
     async def load(self, key: SessionKey) -> StoredSession | None:
-        fields = await self._call(self._redis.hgetall(self._k("s:", key.storage)))
-        if not fields or b"rec" not in fields:
+        member = self.member(key)
+        fields = await self._call(self._redis.hgetall(self._k("s:", member)))
+        if not fields:
             return None
-        body = fields[b"rec"]
-        blob = fields.get(b"blob")
-        record = self._verified(key, fields.get(b"mac", b"").decode(), body, blob, f"stored session {key.storage}")
-        if record is None:
-            return None
-        return StoredSession(record, blob, int(fields.get(b"v", b"1")))
+        epoch = await self._known_epoch()
+        try:
+            try:
+                stored = self._sealer.open(key.storage, fields, epoch, self._seen.get(member))
+            except RecordRefused:
+                if await self.epoch() == epoch:  # not merely an epoch this replica had not learned yet
+                    raise
+                stored = self._sealer.open(key.storage, fields, self._epoch or epoch, self._seen.get(member))
+        except RecordRefused as refused:
+            log.warning("Not loading the kept session %s: %s", member, refused.reason)
+            raise
+        self._seen.saw(member, stored.version)
+        return stored
 
     async def touch(self, key: SessionKey, ttl_seconds: float) -> int | None:
         version = await self._call(
-            self._touch(
-                keys=[self._k("s:", key.storage), self._k("idx")],
-                args=[int(ttl_seconds * 1000), _now_ms(), key.storage, self._k("idx:")],
+            self._scripts["TOUCH"](
+                keys=[self.redis_key(key), self._k("idx")],
+                args=[int(ttl_seconds * 1000), self.member(key), self._k("idx:")],
             )
         )
-        return int(version) if version else None
+        return None if version is None else int(version)
 
     async def save(self, record: SessionRecord, blob: bytes | None, *, expected: int, limits: Limits) -> int:
         body = record.model_dump_json().encode()
-        owner = owner_digest(record.owner)
-        ttl_ms = int(limits.ttl_seconds * 1000)
-        result = await self._call(
-            self._save(
-                keys=[
-                    self._k("s:", record.key),
-                    self._k("kept:", record.key),
-                    self._k("idx"),
-                    self._k("idx:", owner),
-                    self._k("sz"),
-                    self._k("bytes"),
-                ],
-                args=[
-                    expected,
-                    ttl_ms,
-                    _now_ms(),
-                    limits.max_stored,
-                    limits.max_per_principal,
-                    self.signer.mac(body, blob),
-                    owner,
-                    body,
-                    blob or b"",
-                    "1" if blob is not None else "0",
-                    ttl_ms * KEPT_MARKER_TTL_FACTOR,
-                    record.key,
-                    limits.max_stored_bytes,
-                    len(body) + (len(blob) if blob is not None else 0),
-                ],
-            )
-        )
-        code = int(result)
+        member = self.signer.digest("session-key", record.key)
+        owner = self.signer.digest("owner", owner_label(record.owner), 16)
+        for _ in range(2):
+            version = int(await self._call(self._redis.incr(self._k("clock"))))
+            epoch = await self._known_epoch()
+            fields = self._sealer.seal(record.key, version, epoch, owner, body, blob)
+            code = await self._save_fields(member, owner, epoch, fields, expected, version, limits)
+            if code != -5:
+                break
+            await self.epoch()  # the store lost its data: a new session is kept in its new life
+            if expected != 0:
+                raise StoreReset(record.key)
         if code == -1:
             raise VersionConflict(record.key)
-        if code == -2:
-            raise StoreFull("total", limits.max_stored)
-        if code == -3:
-            raise StoreFull("principal", limits.max_per_principal)
-        if code == -4:
-            raise StoreFull("bytes", limits.max_stored_bytes)
+        if code in _SAVE_ERRORS:
+            scope = _SAVE_ERRORS[code]
+            bound = {"total": limits.max_stored, "principal": limits.max_per_principal}
+            raise StoreFull(scope, bound.get(scope, limits.max_stored_bytes))
+        if code < 0:
+            raise StoreReset(record.key)
+        self._seen.saw(member, code)
         return code
 
+    async def _save_fields(
+        self, member: str, owner: str, epoch: str, fields: dict[str, bytes], expected: int, version: int, limits: Limits
+    ) -> int:
+        ttl_ms = int(limits.ttl_seconds * 1000)
+        estimate = session_estimate(self._k("s:", member), fields)
+        keys = ["s:" + member, "idx", "idx:" + owner, "sz", "bytes", "kept", "epoch"]
+        args = [
+            expected,
+            version,
+            ttl_ms,
+            ttl_ms * KEPT_MARKER_TTL_FACTOR,
+            limits.max_stored,
+            limits.max_per_principal,
+            limits.max_stored_bytes,
+            member,
+            epoch,
+            estimate,
+            INDEX_BYTES,
+            MARKER_BYTES,
+            owner,
+            fields["f"],
+            fields["k"],
+            fields["mac"],
+            fields["rec"],
+            "1" if "blob" in fields else "0",
+            fields.get("blob", b""),
+        ]
+        return int(await self._call(self._scripts["SAVE"](keys=[self._k(k) for k in keys], args=args)))
+
     async def delete(self, key: SessionKey) -> None:
+        member = self.member(key)
         await self._call(
-            self._delete(
-                keys=[self._k("s:", key.storage), self._k("idx"), self._k("sz"), self._k("bytes")],
-                args=[key.storage, self._k("idx:")],
+            self._scripts["DELETE"](
+                keys=[self._k("s:", member), self._k("idx"), self._k("sz"), self._k("bytes")],
+                args=[member, self._k("idx:")],
             )
         )
 
     async def was_kept(self, key: SessionKey) -> bool:
-        return bool(await self._call(self._redis.exists(self._k("kept:", key.storage))))
+        """Kept (its marker lives), or named by a handle of an earlier epoch: kept, perhaps, then lost."""
+        marker = await self._call(self._redis.zscore(self._k("kept"), self.member(key)))
+        if marker is not None:
+            return True
+        if key.kind is not KeyKind.HANDLE:
+            return False
+        issued_in = self.signer.handle_epoch(key.value)
+        return issued_in is None or issued_in.hex() != await self.epoch()
 
     async def count(self) -> int:
-        keys = [self._k("idx"), self._k("sz"), self._k("bytes")]
-        return int(await self._call(self._count(keys=keys, args=[_now_ms()])))
+        return (await self.usage())[0]
+
+    async def usage(self) -> tuple[int, int]:
+        """Sessions kept now, and the bytes counted for them and the markers (what the byte cap sees)."""
+        keys = [self._k("idx"), self._k("sz"), self._k("bytes"), self._k("kept")]
+        sessions, held, markers = await self._call(self._scripts["COUNT"](keys=keys, args=[]))
+        return int(sessions), int(held) + int(markers) * MARKER_BYTES
 
     async def ping(self) -> None:
         await self._call(self._redis.ping())
+        await self.epoch()
 
     async def close(self) -> None:
         for lock_key, token in list(self._held.items()):
             with contextlib.suppress(RedisError, OSError):
-                await self._release(keys=[lock_key], args=[token])
+                await self._scripts["RELEASE"](keys=[lock_key], args=[token])
         self._held.clear()
         await self._redis.aclose()
 
@@ -259,7 +269,7 @@ class RedisSessionStore(SessionStore):
 
     async def acquire(self, key: SessionKey, *, wait: float) -> str:
         """Take the session's lease lock, waiting up to `wait` seconds; returns the token."""
-        lock_key = self._k("lock:", key.storage)
+        lock_key = self._k("lock:", self.member(key))
         token = secrets.token_hex(12)
         deadline = time.monotonic() + wait
         delay = 0.02
@@ -274,18 +284,15 @@ class RedisSessionStore(SessionStore):
             delay = min(delay * 2, 0.25)
 
     async def release(self, key: SessionKey, token: str) -> None:
-        lock_key = self._k("lock:", key.storage)
+        lock_key = self._k("lock:", self.member(key))
         self._held.pop(lock_key, None)
-        await self._call(self._release(keys=[lock_key], args=[token]))
+        await self._call(self._scripts["RELEASE"](keys=[lock_key], args=[token]))
 
     async def renew_locks(self) -> None:
         """Extend the leases this replica holds (called every few seconds)."""
+        lease = int(LOCK_LEASE_SECONDS * 1000)
         for lock_key, token in list(self._held.items()):
-            renewed = await self._call(self._renew(keys=[lock_key], args=[token, int(LOCK_LEASE_SECONDS * 1000)]))
+            renewed = await self._call(self._scripts["RENEW"](keys=[lock_key], args=[token, lease]))
             if not renewed and self._held.get(lock_key) == token:
                 log.warning("Lost the lock of %s (lease lapsed); its next save will be refused", lock_key)
                 self._held.pop(lock_key, None)
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
