@@ -30,9 +30,11 @@ import zstandard
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.embed.onnx_model import load_tokenizer
 from mcp_analysis.errors import AnalysisError, IngestError
+from mcp_analysis.ingest import formats
 from mcp_analysis.ingest.chunker import ChunkDraft, chunk_items
-from mcp_analysis.ingest.converters import convert_file, detect_format
+from mcp_analysis.ingest.formats.base import SNIFF_BYTES, Source
 from mcp_analysis.ingest.items import ItemDraft, document_title, extract_items, render_content
+from mcp_analysis.ingest.limits import Limits
 from mcp_analysis.paths import is_local_path
 from mcp_analysis.store.models import DocumentMeta
 from mcp_analysis.store.writes import DocumentRows
@@ -148,12 +150,14 @@ def _prepare(
     existing: DocumentMeta | None,
     tokenizer: Any,
     chunk_tokens: int,
+    limits: Limits,
 ) -> _Prepared:
     """Parse, itemize and chunk one file (runs in a worker thread)."""
-    converted = convert_file(path)
+    converter = formats.for_file(path.name, data[:SNIFF_BYTES])
+    converted = converter.convert(Source(data, path.name, limits))
     items = extract_items(converted.document)
     if not any(it.text.strip() for it in items):
-        raise IngestError(f"{path}: no text could be extracted")
+        raise IngestError("no text could be extracted")
 
     def count(texts: Sequence[str]) -> list[int]:
         return [len(e.ids) for e in tokenizer.encode_batch(list(texts), add_special_tokens=False)]
@@ -256,10 +260,10 @@ class Ingestor:
         report: IngestReport,
     ) -> _Prepared | None:
         try:
-            detect_format(path)
+            formats.for_file(path.name, b"")  # an unsupported suffix is refused before the file is read
             data = await anyio.Path(path).read_bytes()
         except AnalysisError as exc:
-            report.skipped.append((str(path), str(exc).split(": ", 1)[-1]))
+            report.skipped.append((str(path), str(exc)))
             return None
         except OSError as exc:
             report.skipped.append((str(path), f"cannot read: {exc.strerror or exc}"))
@@ -288,9 +292,10 @@ class Ingestor:
                 existing,
                 self.tokenizer,
                 self.kb.settings.ingest.chunk_tokens,
+                self.kb.settings.ingest.limits(),
             )
         except AnalysisError as exc:
-            report.skipped.append((str(path), str(exc).split(": ", 1)[-1]))
+            report.skipped.append((str(path), str(exc)))
         except Exception as exc:  # a parser bug on one file must not sink the batch
             log.debug("Failed to convert %s", path, exc_info=True)
             report.skipped.append((str(path), f"could not be converted: {type(exc).__name__}: {exc}"))
