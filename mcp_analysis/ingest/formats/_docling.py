@@ -10,8 +10,8 @@ from __future__ import annotations
 from io import BytesIO
 from typing import TYPE_CHECKING, Any
 
-from mcp_analysis.errors import IngestError, IngestLimitError
-from mcp_analysis.ingest.formats.base import Source, limit_error
+from mcp_analysis.errors import IngestError
+from mcp_analysis.ingest.formats.base import Source
 
 if TYPE_CHECKING:
     from docling_core.types.doc import DoclingDocument
@@ -32,13 +32,9 @@ def run_backend(source: Source, input_format: Any, backend: type, label: str) ->
         result = SimplePipeline(ConvertPipelineOptions()).execute(document, raises_on_error=True)
     except IngestError:
         raise
-    except RecursionError as exc:
-        raise limit_error(source.limits, "max_depth", f"{label} nested too deeply to parse") from exc
     except Exception as exc:
         cause = exc.__cause__ or exc  # the pipeline wraps the backend's error
-        if isinstance(cause, IngestLimitError):
-            raise cause from exc
         if isinstance(cause, RecursionError):
-            raise limit_error(source.limits, "max_depth", f"{label} nested too deeply to parse") from exc
+            raise IngestError(f"the {label} nests too deeply for its parser (Python's recursion limit)") from exc
         raise IngestError(f"could not parse {label}: {cause}") from exc
     return result.document

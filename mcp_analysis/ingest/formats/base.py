@@ -56,17 +56,36 @@ class Converted:
 Converter = Callable[[Source], Converted]
 
 
+def shown_limit(limits: Limits, bound: str) -> str:
+    """`limits.<bound>` in the unit its setting uses: "100 MB", "120 s", "100,000"."""
+    value = getattr(limits, bound)
+    if bound in ("max_bytes", "max_unpacked_bytes"):
+        return f"{value / MB:,.4g} MB"
+    if bound == "max_memory_mb":
+        return f"{value:,} MB"
+    if bound == "max_seconds":
+        return f"{value:g} s"
+    return f"{value:,}"
+
+
 def limit_error(limits: Limits, bound: str, found: str) -> IngestLimitError:
     """`found` exceeds `limits.<bound>`: a message with the bound and the setting that raises it."""
-    value = getattr(limits, bound)
-    shown = f"{value / MB:g} MB" if bound in ("max_bytes", "max_unpacked_bytes") else f"{value:g}"
-    return IngestLimitError(f"{found}, over the limit of {shown} (raise {SETTING[bound]} to allow it)")
+    return IngestLimitError(
+        f"{found}, over the limit of {shown_limit(limits, bound)} (raise {SETTING[bound]} to allow it)"
+    )
+
+
+def limit_reached(limits: Limits, bound: str, doing: str) -> IngestLimitError:
+    """`doing` was stopped at `limits.<bound>` (time, memory): the bound and the setting raising it."""
+    return IngestLimitError(
+        f"{doing} reached the limit of {shown_limit(limits, bound)} per file (raise {SETTING[bound]} to allow more)"
+    )
 
 
 def check_items(source: Source, count: int, what: str = "items") -> None:
     """Refuse a document with more than `ingest.max_items` items (paragraphs, cells, pages...)."""
     if count > source.limits.max_items:
-        raise limit_error(source.limits, "max_items", f"more than {count:,} {what}")
+        raise limit_error(source.limits, "max_items", f"at least {count:,} {what}")
 
 
 def check_depth(source: Source, depth: int, what: str = "elements") -> None:
@@ -87,6 +106,11 @@ class BoundedZip:
             self.archive = zipfile.ZipFile(io.BytesIO(source.data))
         except (zipfile.BadZipFile, OSError, ValueError) as exc:
             raise IngestError(f"not a valid zip-based file ({exc})") from exc
+        # zipfile never unpacks a member past its declared size, so the declared total bounds what
+        # any reader of this archive in this process (python-docx, openpyxl, ...) can unpack.
+        declared = sum(info.file_size for info in self.archive.infolist())
+        if declared > self.left:
+            raise limit_error(self.limits, "max_unpacked_bytes", f"it unpacks to {declared / MB:,.0f} MB")
 
     def names(self) -> list[str]:
         return self.archive.namelist()
