@@ -50,8 +50,8 @@ CASES: dict[str, tuple[Callable[[Path], Path], dict[str, str]]] = {
         lambda d: hostile.many_tiny_paragraphs_text(d / "words.txt", 3_000_000),
         {"MCP_ANALYSIS_INGEST__MAX_ITEMS": "100000000", "MCP_ANALYSIS_INGEST__MAX_MEMORY_MB": "256"},
     ),
-    "html-100k@depth-100k,5s": (
-        lambda d: hostile.nested_html(d / "slow.html", 100_000),
+    "html-50k@depth-100k,5s": (
+        lambda d: hostile.nested_html(d / "slow.html", 50_000),
         {"MCP_ANALYSIS_INGEST__MAX_DEPTH": "100000", "MCP_ANALYSIS_INGEST__MAX_SECONDS_PER_FILE": "5"},
     ),
 }

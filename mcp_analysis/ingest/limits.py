@@ -70,7 +70,6 @@ class IngestSettings(BaseModel):
         gt=0,
         description="What a packed file (DOCX and other zip-based formats) may unpack to, in MB.",
     )
-    workers: int = Field(1, ge=1, le=64, description="Conversion worker processes converting files in parallel.")
 
     def limits(self) -> Limits:
         return Limits(

@@ -24,12 +24,13 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-from mcp_analysis.errors import IngestError
+import psutil
+
+from mcp_analysis.errors import AnalysisError, IngestError
 from mcp_analysis.ingest.files import FileSignature
 from mcp_analysis.ingest.formats.base import limit_reached
 from mcp_analysis.ingest.limits import MB, Limits
 from mcp_analysis.ingest.prepare import PreparedFile
-from mcp_analysis.ingest.worker import resident_bytes
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +73,9 @@ class ConversionWorker:
         finally:
             os.close(to_child_r)
             os.close(from_child_w)
+        self._watched: psutil.Process | None = None
+        with contextlib.suppress(psutil.Error):
+            self._watched = psutil.Process(self.process.pid)
         self.outbox = Connection(to_child_w, readable=False)
         self.inbox = Connection(from_child_r, writable=False)
         self.outbox.send(("start", limits, chunk_tokens))
@@ -86,10 +90,11 @@ class ConversionWorker:
         if self.baseline is not None:
             return
         try:
-            reply = self._receive(time.monotonic() + START_SECONDS, watch_memory=False)
+            self._receive(time.monotonic() + START_SECONDS, watch_memory=False)  # ("ready",)
         except _Gone as gone:
-            raise IngestError(f"the conversion worker could not start ({gone}); see the messages above") from None
-        self.baseline = int(reply[1])
+            # Not one file's failure: every file would meet it, so the whole add stops with it.
+            raise AnalysisError(f"The ingest conversion worker could not start ({gone}).") from None
+        self.baseline = self._resident()
 
     def read(self, path: str, name: str) -> ReadReply:
         """Have the worker read (and hash) `path`; it keeps the bytes for `convert` or `drop`.
@@ -103,7 +108,7 @@ class ConversionWorker:
         """Convert the bytes the last `read` got."""
         prepared = self._request(("convert",), self.deadline)[1]
         if self.baseline is not None and self.alive:
-            grown = resident_bytes(self.process.pid) - self.baseline
+            grown = self._resident() - self.baseline
             if grown > self.limits.max_memory_mb * MB * _RECYCLE_FRACTION:
                 self.stop()  # give the memory back; the next file gets a fresh worker
         return prepared
@@ -147,12 +152,15 @@ class ConversionWorker:
                 self.stop()
                 raise _Gone(limit_reached(self.limits, "max_seconds", "reading and converting it"))
 
-    def _over_memory(self) -> bool:
+    def _resident(self) -> int:
+        """The worker's resident size (0 once it is gone)."""
         try:
-            resident = resident_bytes(self.process.pid)
-        except OSError:
-            return False
-        return resident - (self.baseline or 0) > self.limits.max_memory_mb * MB
+            return int(self._watched.memory_info().rss) if self._watched else 0
+        except psutil.Error:
+            return 0
+
+    def _over_memory(self) -> bool:
+        return self._resident() - (self.baseline or 0) > self.limits.max_memory_mb * MB
 
     def _death_reason(self) -> IngestError:
         code = self.process.poll()

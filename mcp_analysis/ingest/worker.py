@@ -5,7 +5,7 @@ over two pipes (stdout is pointed at stderr, so a library's stray print can neve
 that is an MCP wire):
 
     parent                          child
-    ("start", limits, chunk_tokens)  ("ready", baseline_rss_bytes)   after importing the parsers once
+    ("start", limits, chunk_tokens)  ("ready",)                        after importing the parsers once
     ("read", path, name)             ("read", digest, size, signature) | ("error", kind, message)
     ("convert",)                     ("prepared", PreparedFile)        | ("error", kind, message)
     ("drop",)                        nothing: forget the bytes read
@@ -46,18 +46,16 @@ _PARSERS = (
 _SAMPLES = (("warm-up.md", b"# Title\n\nA paragraph.\n"), ("warm-up.html", b"<h1>Title</h1><p>A paragraph.</p>"))
 
 
-def private_bytes() -> int:
-    """This process's private writable memory (what RLIMIT_DATA counts), from /proc."""
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmData:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
-def resident_bytes(pid: int | str = "self") -> int:
-    with open(f"/proc/{pid}/statm") as statm:
-        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+def private_bytes() -> int | None:
+    """This process's private writable memory (what RLIMIT_DATA counts; Linux), None elsewhere."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmData:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
 
 
 def _warm_up() -> Any:
@@ -74,7 +72,12 @@ def _warm_up() -> Any:
 
 
 def _cap_memory(limits: Limits) -> None:
-    cap = private_bytes() + limits.max_memory_mb * MB
+    """Where the kernel counts it (Linux), allocations past the baseline + max_memory_mb fail at once,
+    as MemoryError, before the parent's next look at the resident size."""
+    baseline = private_bytes()
+    if baseline is None:
+        return
+    cap = baseline + limits.max_memory_mb * MB
     _, hard = resource.getrlimit(resource.RLIMIT_DATA)
     if hard != resource.RLIM_INFINITY:
         cap = min(cap, hard)
@@ -173,7 +176,7 @@ def main(argv: list[str]) -> None:
         _, limits, chunk_tokens = inbox.recv()
         tokenizer = _warm_up()
         _cap_memory(limits)
-        outbox.send(("ready", resident_bytes()))
+        outbox.send(("ready",))
         serve(inbox, outbox, _Worker(outbox, limits, tokenizer, chunk_tokens))
 
 

@@ -43,6 +43,14 @@ async def stored_documents(db: Path) -> tuple[list[DocumentMeta], str]:
         await kb.close()
 
 
+async def content_of(db: Path, document_id: str) -> str:
+    kb = await KnowledgeBase.open(make_settings(db))
+    try:
+        return await kb.corpus().content(document_id)
+    finally:
+        await kb.close()
+
+
 def assert_lock_is_free(db: Path, folder: Path) -> None:
     later = folder.parent / "later.md"
     later.write_text("# Later\n\nAdded after the hostile file.\n")
@@ -89,7 +97,7 @@ CASES = [
     ),
     Case(
         "time-bound",
-        lambda d: hostile.nested_html(d / "slow.html", 100_000),
+        lambda d: hostile.nested_html(d / "slow.html", 50_000),
         ("reached the limit of 10 s", "ingest.max_seconds_per_file"),
         {"MCP_ANALYSIS_INGEST__MAX_DEPTH": "100000", "MCP_ANALYSIS_INGEST__MAX_SECONDS_PER_FILE": "10"},
     ),
@@ -158,3 +166,28 @@ def test_a_file_with_a_non_utf8_name_is_added_under_a_lossless_uri(tmp_path: Pat
     assert listed[0]["metadata"]["file_name"] == "caf\\xe9.md"
     again, report = add(db, named)
     assert again.returncode == 0 and len(report["unchanged"]) == 1, again.stderr
+
+
+def test_a_file_that_changes_while_it_is_read_is_refused_until_it_is_stable(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "good.md").write_text(hostile.GOOD_TEXT)
+    growing = folder / "growing.md"
+    growing.write_text("# Growing\n\nThe first part of a file still being written.\n")
+    hook = Path(__file__).resolve().parent / "rewrite_hook"
+    env = {
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(hook), os.environ.get("PYTHONPATH")])),
+        "MCP_ANALYSIS_TEST_GROW": str(growing),
+    }
+    db = tmp_path / "kb.lancedb"
+
+    result, report = add(db, folder, env=env)
+
+    assert result.returncode == 1, result.stderr
+    assert [Path(uri).name for uri in report["added"]] == ["good.md"]
+    assert "changed while it was being read" in dict(report["skipped"])[str(growing)]
+    again, report = add(db, folder)  # now stable: it goes in, whole
+    assert again.returncode == 0 and [Path(uri).name for uri in report["added"]] == ["growing.md"], again.stderr
+    metas, _ = anyio.run(stored_documents, db)
+    content = anyio.run(content_of, db, next(m.id for m in metas if m.uri.endswith("growing.md")))
+    assert "written while the file was being read" in content
