@@ -20,7 +20,7 @@ import errno
 import hashlib
 import os
 import stat
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -139,7 +139,8 @@ def _read_pieces(fd: int, limits: Limits, text_after: Callable[[bytes], bool]) -
 
 def collect_files(paths: Sequence[Path]) -> tuple[list[Path], list[tuple[str, str]]]:
     """Files to ingest, as named (directories walked recursively, hidden entries skipped), and the
-    arguments that name nothing to add. Entries are checked one by one later (`check_entry`)."""
+    arguments or directories that give nothing to add. Entries are checked one by one later
+    (`check_entry`)."""
     files: list[Path] = []
     skipped: list[tuple[str, str]] = []
     for raw in paths:
@@ -148,9 +149,7 @@ def collect_files(paths: Sequence[Path]) -> tuple[list[Path], list[tuple[str, st
             skipped.append((display_name(path), "does not exist"))
         elif path.is_dir():
             found = len(files)
-            for root, dirs, names in os.walk(path):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                files.extend(Path(root) / name for name in sorted(names) if not name.startswith("."))
+            files.extend(walk(path, skipped))
             if len(files) == found:
                 skipped.append((display_name(path), "no files in this directory (hidden files are not added)"))
         else:
@@ -163,3 +162,39 @@ def collect_files(paths: Sequence[Path]) -> tuple[list[Path], list[tuple[str, st
             seen.add(real)
             unique.append(path)
     return unique, skipped
+
+
+def walk(top: Path, skipped: list[tuple[str, str]]) -> Iterator[Path]:
+    """The non-hidden entries under `top` that are not directories, each directory's own entries
+    first, in name order. Iterative (a tree thousands of levels deep is no recursion problem);
+    symlinked directories are not followed; an unreadable directory is reported in `skipped`."""
+    pending = [top]
+    while pending:
+        directory = pending.pop()
+        try:
+            with os.scandir(directory) as listing:
+                entries = sorted((e for e in listing if not e.name.startswith(".")), key=lambda e: e.name)
+        except OSError as exc:
+            skipped.append((display_name(directory), f"cannot read this directory: {exc.strerror or exc}"))
+            continue
+        subdirectories = []
+        for entry in entries:
+            if _is_directory(entry):
+                subdirectories.append(Path(entry.path))
+            elif not (entry.is_symlink() and _points_to_directory(entry.path)):
+                yield Path(entry.path)
+        pending.extend(reversed(subdirectories))
+
+
+def _is_directory(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
+
+
+def _points_to_directory(path: str) -> bool:
+    try:
+        return stat.S_ISDIR(Path(path).stat().st_mode)
+    except OSError:
+        return False  # a loop or a dangling link: reported as the file it claims to be

@@ -163,10 +163,15 @@ def _document(
 class Ingestor:
     """Adds files to one knowledge base."""
 
-    def __init__(self, kb: KnowledgeBase, progress: ProgressSink | None = None) -> None:
+    def __init__(
+        self, kb: KnowledgeBase, progress: ProgressSink | None = None, pool: ConversionPool | None = None
+    ) -> None:
+        """`pool`: conversion workers to use and keep (a long-lived caller such as a folder watcher
+        passes one, so workers outlive one add); by default each add starts its own and ends them."""
         self.kb = kb
         self.progress = progress
-        self.limits = kb.settings.ingest.limits()
+        self.pool = pool
+        self.limits = pool.limits if pool is not None else kb.settings.ingest.limits()
 
     async def add(
         self, paths: Sequence[Path], *, title: str | None = None, metadata: dict[str, Any] | None = None
@@ -177,13 +182,14 @@ class Ingestor:
         report = IngestReport(skipped=list(skipped))
         if self.progress:
             self.progress.start(len(files))
-        pool = ConversionPool(self.limits, self.kb.settings.ingest.chunk_tokens)
+        pool = self.pool or ConversionPool(self.limits, self.kb.settings.ingest.chunk_tokens)
         try:
             if files:
                 pool.start()  # the workers import their parsers while the store opens
             await self._add(files, title, metadata or {}, report, pool)
         finally:
-            pool.close()
+            if pool is not self.pool:
+                pool.close()
             if self.progress:
                 self.progress.finish()
         await self.kb.refresh()

@@ -138,12 +138,13 @@ class ConversionWorker:
 
     def _receive(self, deadline: float, watch_memory: bool) -> tuple[Any, ...]:
         while True:
+            alive = self.alive  # looked at before the pipe: a last message sent before exiting is still read
             try:
-                if self.inbox.poll(max(0.0, min(_POLL_SECONDS, deadline - time.monotonic()))):
+                if self.inbox.poll(max(0.0, min(_POLL_SECONDS, deadline - time.monotonic())) if alive else 0):
                     return self.inbox.recv()  # type: ignore[no-any-return]
             except (EOFError, OSError):
                 raise _Gone(self._death_reason()) from None
-            if not self.alive:
+            if not alive:
                 raise _Gone(self._death_reason())
             if watch_memory and self.baseline is not None and self._over_memory():
                 self.stop()
@@ -195,6 +196,7 @@ class ConversionPool:
         self._every: set[ConversionWorker] = set()
         self._closed = False
         self._lock = threading.Lock()
+        self.started = 0  # workers started so far (a replacement counts): how often a bound was hit
 
     def start(self) -> None:
         """Start `size` workers now, so their imports overlap the caller's own start-up."""
@@ -205,6 +207,7 @@ class ConversionPool:
     def _spawn(self) -> ConversionWorker:
         worker = ConversionWorker(self.limits, self.chunk_tokens)
         self._every.add(worker)
+        self.started += 1
         return worker
 
     @contextlib.contextmanager
@@ -225,6 +228,11 @@ class ConversionPool:
                 else:
                     worker.stop()
                     self._every.discard(worker)
+
+    def pids(self) -> list[int]:
+        """Process ids of the live workers."""
+        with self._lock:
+            return [w.process.pid for w in self._every if w.alive]
 
     def close(self) -> None:
         with self._lock:

@@ -24,6 +24,7 @@ import importlib
 import logging
 import os
 import resource
+import signal
 import sys
 from multiprocessing.connection import Connection
 from typing import Any
@@ -168,6 +169,7 @@ def serve(inbox: Connection, outbox: Connection, worker: _Worker) -> None:
 
 
 def main(argv: list[str]) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it ends this worker
     inbox = Connection(int(argv[1]), writable=False)
     outbox = Connection(int(argv[2]), readable=False)
     os.dup2(2, 1)

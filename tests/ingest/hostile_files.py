@@ -97,3 +97,21 @@ def non_utf8_name(folder: Path, text: str = GOOD_TEXT) -> Path:
     path = folder / os.fsdecode(b"caf\xe9.md")  # a str holding a surrogate escape, as os.listdir gives it
     path.write_bytes(text.encode())
     return path
+
+
+def deep_directories(folder: Path, levels: int, text: str = GOOD_TEXT) -> Path:
+    """`levels` nested directories (a/a/a/...) with a Markdown file at the bottom; made relative to
+    directory descriptors, so the process's working directory is never changed."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(levels):
+            os.mkdir("a", dir_fd=fd)
+            inner = os.open("a", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        leaf = os.open("bottom.md", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+        os.write(leaf, text.encode())
+        os.close(leaf)
+    finally:
+        os.close(fd)
+    return folder.joinpath(*["a"] * levels, "bottom.md")

@@ -91,3 +91,10 @@ def test_files_without_a_known_suffix() -> None:
         formats.for_file("blob", b"\x7fELF\x00\x01")
     with pytest.raises(UnsupportedFormatError, match=r"unsupported file type '\.png' \(supported: \.md"):
         formats.for_file("photo.png", b"")
+
+
+def test_a_converter_registered_by_module_name_is_imported_when_first_used() -> None:
+    formats.register([".zzz-md"], "mcp_analysis.ingest.formats.markdown", text=True)
+    converted = formats.for_file("notes.zzz-md", b"").convert(Source(b"# Notes\n\nA line.\n", "notes.zzz-md"))
+    assert converted.format == "markdown"
+    assert [t.text for t in converted.document.texts] == ["Notes", "A line."]

@@ -191,3 +191,17 @@ def test_a_file_that_changes_while_it_is_read_is_refused_until_it_is_stable(tmp_
     metas, _ = anyio.run(stored_documents, db)
     content = anyio.run(content_of, db, next(m.id for m in metas if m.uri.endswith("growing.md")))
     assert "written while the file was being read" in content
+
+
+def test_a_directory_tree_deeper_than_the_recursion_limit_is_walked(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "good.md").write_text(hostile.GOOD_TEXT)
+    bottom = hostile.deep_directories(folder, 1500)
+    db = tmp_path / "kb.lancedb"
+
+    result, report = add(db, folder)
+
+    assert result.returncode == 0, result.stderr
+    assert sorted(Path(uri).name for uri in report["added"]) == ["bottom.md", "good.md"]
+    assert any(uri.endswith("/a/bottom.md") and len(uri) > len(str(bottom)) - 10 for uri in report["added"])

@@ -1,13 +1,15 @@
 """Converters by file suffix: one module per format family, each `convert(source) -> Converted`.
 
-The contract is in base.py. A format module imports its parser inside `convert`: this registry
-is imported by processes that never parse (the ingest pipeline only picks the format and sniffs
-the first bytes), while conversion happens in the worker processes. Adding a format is a module
-here and one `register(...)` line below.
+The contract is in base.py. This registry is imported by processes that never parse (the ingest
+pipeline only picks the format and sniffs the first bytes; conversion happens in the worker
+processes), so a format module imports its parser inside `convert`, or is registered by its
+dotted name and imported on first use. Adding a format is a module here and one `register(...)`
+line below.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import PurePath
@@ -21,16 +23,25 @@ __all__ = ["Converted", "Converter", "Format", "Source", "find", "for_file", "re
 
 @dataclass(frozen=True)
 class Format:
-    convert: Converter
+    converter: Converter | str  # the function, or the name of a module whose `convert` it is
     text: bool  # the bytes are text: a NUL byte anywhere means a binary file, refused before parsing
+
+    def convert(self, source: Source) -> Converted:
+        if isinstance(self.converter, str):
+            return importlib.import_module(self.converter).convert(source)  # type: ignore[no-any-return]
+        return self.converter(source)
 
 
 _BY_SUFFIX: dict[str, Format] = {}
 _BY_NAME: dict[str, Format] = {}
 
 
-def register(suffixes: Iterable[str], convert: Converter, *, text: bool = False, names: Iterable[str] = ()) -> None:
-    """Files ending in one of `suffixes` (".md", any case), or called one of `names`, go to `convert`."""
+def register(
+    suffixes: Iterable[str], convert: Converter | str, *, text: bool = False, names: Iterable[str] = ()
+) -> None:
+    """Files ending in one of `suffixes` (".md", any case), or called one of `names`, go to `convert`:
+    a function, or the dotted name of a module with a `convert` function, imported on first use
+    (so a module importing heavy readers at its top costs nothing until a file of its kind comes)."""
     entry = Format(convert, text)
     for suffix in suffixes:
         _BY_SUFFIX[suffix.lower()] = entry
@@ -61,7 +72,7 @@ def for_file(name: str, head: bytes) -> Format:
 def supported() -> str:
     """The suffixes, for messages: the document formats (in registration order), then text and code."""
     plain = {text.convert_text, text.convert_code}
-    return " ".join(s for s, f in _BY_SUFFIX.items() if f.convert not in plain) + " .txt and source files"
+    return " ".join(s for s, f in _BY_SUFFIX.items() if f.converter not in plain) + " .txt and source files"
 
 
 register(markdown.SUFFIXES, markdown.convert, text=True)
