@@ -43,6 +43,8 @@ _PARSERS = (
     "docling.pipeline.simple_pipeline",
     "pypdfium2",
     "mcp_analysis.ingest.prepare",
+    *(f"mcp_analysis.ingest.formats.{family}" for family in ("markdown", "html", "docx", "pdf", "pdf_layout", "text")),
+    "mcp_analysis.ingest.formats.code",
 )
 _SAMPLES = (("warm-up.md", b"# Title\n\nA paragraph.\n"), ("warm-up.html", b"<h1>Title</h1><p>A paragraph.</p>"))
 

@@ -1,10 +1,10 @@
 """Converters by file suffix: one module per format family, each `convert(source) -> Converted`.
 
-The contract is in base.py. This registry is imported by processes that never parse (the ingest
-pipeline only picks the format and sniffs the first bytes; conversion happens in the worker
-processes), so a format module imports its parser inside `convert`, or is registered by its
-dotted name and imported on first use. Adding a format is a module here and one `register(...)`
-line below.
+The contract is in base.py. This registry maps suffixes to converter modules by name: a module
+(and the parser it uses) is imported the first time a file of its kind is converted, which
+happens in a conversion worker process; the ingest pipeline imports this registry only to pick
+a format and sniff the first bytes. Adding a format is a module here and one `register(...)`
+line at the bottom.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import PurePath
 
 from mcp_analysis.errors import UnsupportedFormatError
-from mcp_analysis.ingest.formats import docx, html, markdown, pdf, text
 from mcp_analysis.ingest.formats.base import Converted, Converter, Source, looks_like_text
 
 __all__ = ["Converted", "Converter", "Format", "Source", "find", "for_file", "register", "supported"]
@@ -23,7 +22,7 @@ __all__ = ["Converted", "Converter", "Format", "Source", "find", "for_file", "re
 
 @dataclass(frozen=True)
 class Format:
-    converter: Converter | str  # the function, or the name of a module whose `convert` it is
+    converter: Converter | str  # a function, or the dotted name of a module whose `convert` it is
     text: bool  # the bytes are text: a NUL byte anywhere means a binary file, refused before parsing
 
     def convert(self, source: Source) -> Converted:
@@ -34,14 +33,14 @@ class Format:
 
 _BY_SUFFIX: dict[str, Format] = {}
 _BY_NAME: dict[str, Format] = {}
+_PLAIN = (f"{__name__}.text", f"{__name__}.code")  # named as a whole in messages, not suffix by suffix
 
 
 def register(
     suffixes: Iterable[str], convert: Converter | str, *, text: bool = False, names: Iterable[str] = ()
 ) -> None:
     """Files ending in one of `suffixes` (".md", any case), or called one of `names`, go to `convert`:
-    a function, or the dotted name of a module with a `convert` function, imported on first use
-    (so a module importing heavy readers at its top costs nothing until a file of its kind comes)."""
+    a function, or the dotted name of a module with a `convert` function, imported on first use."""
     entry = Format(convert, text)
     for suffix in suffixes:
         _BY_SUFFIX[suffix.lower()] = entry
@@ -71,13 +70,22 @@ def for_file(name: str, head: bytes) -> Format:
 
 def supported() -> str:
     """The suffixes, for messages: the document formats (in registration order), then text and code."""
-    plain = {text.convert_text, text.convert_code}
-    return " ".join(s for s, f in _BY_SUFFIX.items() if f.converter not in plain) + " .txt and source files"
+    return " ".join(s for s, f in _BY_SUFFIX.items() if f.converter not in _PLAIN) + " .txt and source files"
 
 
-register(markdown.SUFFIXES, markdown.convert, text=True)
-register(html.SUFFIXES, html.convert, text=True)
-register(docx.SUFFIXES, docx.convert)
-register(pdf.SUFFIXES, pdf.convert)
-register(text.TEXT_SUFFIXES, text.convert_text, text=True)
-register(text.CODE_SUFFIXES, text.convert_code, text=True, names=text.CODE_NAMES)
+register((".md", ".markdown", ".mdx"), f"{__name__}.markdown", text=True)
+register((".html", ".htm", ".xhtml"), f"{__name__}.html", text=True)
+register((".docx",), f"{__name__}.docx")
+register((".pdf",), f"{__name__}.pdf")
+register((".txt", ".text", ".rst", ".log", ".csv", ".tsv", ".org", ".adoc"), f"{__name__}.text", text=True)
+register(
+    (
+        *(".py", ".pyi", ".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx", ".java", ".kt", ".scala", ".go", ".rs"),
+        *(".c", ".h", ".cc", ".cpp", ".hpp", ".cs", ".rb", ".php", ".swift", ".m", ".sh", ".bash", ".zsh"),
+        *(".ps1", ".sql", ".r", ".jl", ".lua", ".pl", ".json", ".yaml", ".yml", ".toml", ".ini", ".cfg"),
+        *(".xml", ".css", ".scss", ".proto", ".graphql", ".tf", ".dockerfile", ".makefile"),
+    ),
+    f"{__name__}.code",
+    text=True,
+    names=("dockerfile", "makefile", "justfile"),
+)

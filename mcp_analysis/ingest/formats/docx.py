@@ -12,8 +12,6 @@ import re
 from mcp_analysis.ingest.formats._docling import run_backend
 from mcp_analysis.ingest.formats.base import BoundedZip, Converted, Source, check_items
 
-SUFFIXES = (".docx",)
-
 _PARAGRAPH = re.compile(rb"<w:p[\s>/]")  # 5 bytes: a match always reaches past a 4-byte carry-over
 
 

@@ -14,8 +14,6 @@ from html.parser import HTMLParser
 from mcp_analysis.ingest.formats._docling import run_backend
 from mcp_analysis.ingest.formats.base import Converted, Source, check_depth
 
-SUFFIXES = (".html", ".htm", ".xhtml")
-
 _VOID = frozenset(
     {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source", "track", "wbr"}
     | {"basefont", "bgsound", "frame", "keygen"}

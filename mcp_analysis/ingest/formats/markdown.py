@@ -13,8 +13,6 @@ import re
 from mcp_analysis.ingest.formats._docling import run_backend
 from mcp_analysis.ingest.formats.base import Converted, Source, check_depth
 
-SUFFIXES = (".md", ".markdown", ".mdx")
-
 
 def nesting_depth(data: bytes, limit: int) -> int:
     """The deepest line's `>` markers plus its indentation in two-space list steps, counted exactly

@@ -12,8 +12,6 @@ from mcp_analysis.errors import IngestError
 from mcp_analysis.ingest.formats.base import Converted, Source, check_items
 from mcp_analysis.ingest.formats.pdf_lines import Line, page_lines
 
-SUFFIXES = (".pdf",)
-
 
 def convert(source: Source) -> Converted:
     """The PDF's text layer as docling items, one page at a time, under `ingest.max_items`."""
