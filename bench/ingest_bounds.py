@@ -38,6 +38,7 @@ from tests.ingest import hostile_files as hostile  # noqa: E402
 
 MB = hostile.MB
 CASES: dict[str, tuple[Callable[[Path], Path], dict[str, str]]] = {
+    "normal-100-md": (lambda d: _normal_files(d, 100), {}),  # not hostile: what the workers cost plain ingest
     "fifo": (lambda d: hostile.fifo(d / "pipe.txt"), {}),
     "dev-zero-link": (lambda d: hostile.device_link(d / "zero.txt"), {}),
     "sparse-300mb-txt": (lambda d: hostile.sparse_text(d / "huge.txt", 300 * MB), {}),
@@ -50,11 +51,20 @@ CASES: dict[str, tuple[Callable[[Path], Path], dict[str, str]]] = {
         lambda d: hostile.many_tiny_paragraphs_text(d / "words.txt", 3_000_000),
         {"MCP_ANALYSIS_INGEST__MAX_ITEMS": "100000000", "MCP_ANALYSIS_INGEST__MAX_MEMORY_MB": "256"},
     ),
-    "html-50k@depth-100k,5s": (
+    "html-50k@depth-100k+5s": (
         lambda d: hostile.nested_html(d / "slow.html", 50_000),
         {"MCP_ANALYSIS_INGEST__MAX_DEPTH": "100000", "MCP_ANALYSIS_INGEST__MAX_SECONDS_PER_FILE": "5"},
     ),
 }
+
+
+def _normal_files(folder: Path, count: int) -> Path:
+    """`count` ordinary Markdown notes of a few paragraphs each."""
+    for n in range(count):
+        lines = (f"Item {n}.{k}: berth {k} was inspected; fenders and bollards are sound." for k in range(8))
+        paragraphs = "\n\n".join(lines)
+        (folder / f"note{n:03d}.md").write_text(f"# Note {n}\n\n{paragraphs}\n")
+    return folder
 
 
 def _write(path: Path, text: str) -> Path:

@@ -172,6 +172,7 @@ def serve(inbox: Connection, outbox: Connection, worker: _Worker) -> None:
 
 def main(argv: list[str]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it ends this worker
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a parser crash or SIGXCPU leaves no core file behind
     inbox = Connection(int(argv[1]), writable=False)
     outbox = Connection(int(argv[2]), readable=False)
     os.dup2(2, 1)
