@@ -27,6 +27,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from mcp_analysis.embed.names import DEFAULT_EMBEDDER
 from mcp_analysis.errors import ConfigError
 from mcp_analysis.haiku import config_file as haiku_config_file
+from mcp_analysis.ingest.limits import IngestSettings
 from mcp_analysis.paths import data_home
 from mcp_analysis.redact import ambiguous, redact_url
 
@@ -57,11 +58,6 @@ class SearchSettings(_Section):
     mode: Literal["hybrid", "keyword"] = Field(
         "hybrid", description="hybrid = vectors + full text; keyword = full text only (no embedder needed)."
     )
-
-
-class IngestSettings(_Section):
-    chunk_tokens: int = Field(256, ge=32, le=2048, description="Target chunk size in embedder tokens.")
-    batch_documents: int = Field(32, ge=1, le=10_000, description="Documents written per atomic batch.")
 
 
 class SandboxSettings(_Section):

@@ -46,6 +46,10 @@ class UnsupportedFormatError(IngestError):
     """The file's format is not one we can read."""
 
 
+class IngestLimitError(IngestError):
+    """A file exceeds a per-file bound (size, time, memory, items, depth); the message names the setting."""
+
+
 class SandboxError(AnalysisError):
     """The sandbox could not run the code (not an error *in* the code)."""
 

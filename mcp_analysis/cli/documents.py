@@ -84,6 +84,8 @@ def add(
             return failed
         for path, reason in report.skipped:
             err.print(f"[yellow]skipped[/yellow] {escape(path)}: {escape(reason)}", highlight=False)
+        for path, note in report.warnings:
+            err.print(f"[yellow]note[/yellow] {escape(path)}: {escape(note)}", highlight=False)
         out.print(f"{report.summary()} -> {escape(str(settings.db))}", highlight=False)
         if failed:
             err.print(f"[red]error:[/red] {len(report.skipped)} path(s) could not be added (listed above).")

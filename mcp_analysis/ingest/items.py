@@ -10,21 +10,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-
-from docling_core.types.doc import (
-    ContentLayer,
-    DocItem,
-    DoclingDocument,
-    GroupItem,
-    GroupLabel,
-    PictureItem,
-    SectionHeaderItem,
-    TableItem,
-    TextItem,
-    TitleItem,
-)
+from typing import TYPE_CHECKING
 
 from mcp_analysis.structure import NOISE_LABELS, SKIPPED_LABELS, render_item
+
+if TYPE_CHECKING:  # docling is imported where documents are built (the conversion worker), not here
+    from docling_core.types.doc import DocItem, DoclingDocument
 
 
 @dataclass
@@ -55,6 +46,8 @@ def _join_inline(parts: list[str]) -> str:
 
 
 def _item_text(item: DocItem, doc: DoclingDocument) -> str:
+    from docling_core.types.doc import PictureItem, TableItem, TextItem
+
     if isinstance(item, TableItem):
         try:
             return item.export_to_markdown(doc=doc).strip()
@@ -70,6 +63,8 @@ def _item_text(item: DocItem, doc: DoclingDocument) -> str:
 
 def extract_items(doc: DoclingDocument) -> list[ItemDraft]:
     """Items in reading order: the body, plus page headers/footers (labelled, left out of chunks)."""
+    from docling_core.types.doc import ContentLayer, DocItem, GroupItem, GroupLabel, SectionHeaderItem, TitleItem
+
     drafts: list[ItemDraft] = []
     consumed: set[str] = set()
     layers = {ContentLayer.BODY, ContentLayer.FURNITURE}

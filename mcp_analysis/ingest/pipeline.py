@@ -2,9 +2,13 @@
 
 - Re-adding a file whose bytes did not change is a no-op (its sha256 is stored);
   changed bytes replace the document (it gets a new id, the old rows go).
+- Each file is read once and converted from those bytes in a conversion worker process
+  (pool.py) under per-file bounds (size, time, memory, items, depth): the stored text always
+  matches the stored hash, and no file can hang or exhaust the ingest.
 - Documents are written in batches; each batch becomes visible in one commit, so a
   killed ingest leaves nothing half-written and re-running it completes the work.
-- Unsupported or unreadable files are reported by name and skipped.
+- Unsupported, unreadable or over-bound files, and entries that are not regular files, are
+  reported under the name they were given and skipped; the others go in.
 - One ingest at a time per knowledge base (a lock file), which also makes it safe
   to clean up rows an interrupted ingest left behind.
 """
@@ -13,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import json
 import logging
 import os
@@ -25,14 +28,15 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import anyio
-import zstandard
 
 from mcp_analysis.corpus import KnowledgeBase
-from mcp_analysis.embed.onnx_model import load_tokenizer
 from mcp_analysis.errors import AnalysisError, IngestError
-from mcp_analysis.ingest.chunker import ChunkDraft, chunk_items
-from mcp_analysis.ingest.converters import convert_file, detect_format
-from mcp_analysis.ingest.items import ItemDraft, document_title, extract_items, render_content
+from mcp_analysis.ingest import formats
+from mcp_analysis.ingest.chunker import ChunkDraft
+from mcp_analysis.ingest.files import check_entry, collect_files, display_name, file_uri
+from mcp_analysis.ingest.items import ItemDraft
+from mcp_analysis.ingest.pool import ConversionPool, ConversionWorker
+from mcp_analysis.ingest.prepare import PreparedFile
 from mcp_analysis.paths import is_local_path
 from mcp_analysis.store.models import DocumentMeta
 from mcp_analysis.store.writes import DocumentRows
@@ -59,6 +63,7 @@ class IngestReport:
     metadata_updated: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[tuple[str, str]] = field(default_factory=list)  # parts of added files left out
     chunks: int = 0
 
     def summary(self) -> str:
@@ -82,29 +87,6 @@ class _Prepared:
     items: list[ItemDraft]
     chunks: list[ChunkDraft]
     replacing: bool
-
-
-def collect_files(paths: Sequence[Path]) -> tuple[list[Path], list[tuple[str, str]]]:
-    """Files to ingest (directories walked recursively, hidden entries skipped)."""
-    files: list[Path] = []
-    skipped: list[tuple[str, str]] = []
-    for raw in paths:
-        path = Path(raw).expanduser()
-        if not path.exists():
-            skipped.append((str(path), "does not exist"))
-        elif path.is_dir():
-            found = len(files)
-            for root, dirs, names in os.walk(path):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                for name in sorted(names):
-                    if not name.startswith("."):
-                        files.append(Path(root) / name)
-            if len(files) == found:
-                skipped.append((str(path), "no files in this directory (hidden files are not added)"))
-        else:
-            files.append(path)
-    unique = list(dict.fromkeys(p.resolve() for p in files))
-    return unique, skipped
 
 
 @contextlib.contextmanager
@@ -139,55 +121,57 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def _prepare(
+def _refusal(path: Path) -> str | None:
+    """Why `path` is skipped before any worker reads it: not a regular file, or an unknown suffix."""
+    reason = check_entry(path)
+    if reason is None and path.suffix and formats.find(path.name) is None:
+        reason = f"unsupported file type '{path.suffix.lower()}' (supported: {formats.supported()})"
+    return reason
+
+
+def _document(
     path: Path,
-    data: bytes,
+    uri: str,
     digest: str,
+    prepared: PreparedFile,
     title: str | None,
     metadata: dict[str, Any],
     existing: DocumentMeta | None,
-    tokenizer: Any,
-    chunk_tokens: int,
 ) -> _Prepared:
-    """Parse, itemize and chunk one file (runs in a worker thread)."""
-    converted = convert_file(path)
-    items = extract_items(converted.document)
-    if not any(it.text.strip() for it in items):
-        raise IngestError(f"{path}: no text could be extracted")
-
-    def count(texts: Sequence[str]) -> list[int]:
-        return [len(e.ids) for e in tokenizer.encode_batch(list(texts), add_special_tokens=False)]
-
-    chunks = chunk_items(items, count, chunk_tokens)
-    content = render_content(items)
     now = _now()
     meta = DocumentMeta(
         id=str(uuid.uuid4()),
-        uri=path.as_uri(),
-        title=title or document_title(converted.document, items, path.stem),
+        uri=uri,
+        title=title or prepared.title,
         # A changed file keeps the metadata given earlier (--meta); new values win.
         metadata={
             **(existing.metadata if existing else {}),
-            "format": converted.format,
-            "file_name": path.name,
+            "format": prepared.format,
+            "file_name": display_name(path.name),
             **metadata,
         },
         created_at=existing.created_at if existing else now,
         updated_at=now,
         content_hash=digest,
-        content_size=len(content.encode("utf-8")),
+        content_size=len(prepared.content.encode("utf-8")),
     )
-    payload = json.dumps(converted.document.export_to_dict(), ensure_ascii=False).encode("utf-8")
-    return _Prepared(path, meta, content, zstandard.compress(payload, 6), items, chunks, replacing=existing is not None)
+    return _Prepared(
+        path, meta, prepared.content, prepared.docling_json, prepared.items, prepared.chunks, existing is not None
+    )
 
 
 class Ingestor:
     """Adds files to one knowledge base."""
 
-    def __init__(self, kb: KnowledgeBase, progress: ProgressSink | None = None) -> None:
+    def __init__(
+        self, kb: KnowledgeBase, progress: ProgressSink | None = None, pool: ConversionPool | None = None
+    ) -> None:
+        """`pool`: conversion workers to use and keep (a long-lived caller such as a folder watcher
+        passes one, so workers outlive one add); by default each add starts its own and ends them."""
         self.kb = kb
         self.progress = progress
-        self.tokenizer = load_tokenizer(max_tokens=100_000)
+        self.pool = pool
+        self.limits = pool.limits if pool is not None else kb.settings.ingest.limits()
 
     async def add(
         self, paths: Sequence[Path], *, title: str | None = None, metadata: dict[str, Any] | None = None
@@ -198,15 +182,22 @@ class Ingestor:
         report = IngestReport(skipped=list(skipped))
         if self.progress:
             self.progress.start(len(files))
+        pool = self.pool or ConversionPool(self.limits, self.kb.settings.ingest.chunk_tokens)
         try:
-            await self._add(files, title, metadata or {}, report)
+            if files:
+                pool.start()  # the workers import their parsers while the store opens
+            await self._add(files, title, metadata or {}, report, pool)
         finally:
+            if pool is not self.pool:
+                pool.close()
             if self.progress:
                 self.progress.finish()
         await self.kb.refresh()
         return report
 
-    async def _add(self, files: list[Path], title: str | None, metadata: dict[str, Any], report: IngestReport) -> None:
+    async def _add(
+        self, files: list[Path], title: str | None, metadata: dict[str, Any], report: IngestReport, pool: ConversionPool
+    ) -> None:
         store = self.kb.store
         store.check_writable()  # before the lock file: a database we only read stays byte-identical
         with ingest_lock(store.path):
@@ -222,8 +213,8 @@ class Ingestor:
             optimized_at = 0
             for path in files:
                 if self.progress:
-                    self.progress.advance(path.name)
-                prepared = await self._one(path, title, metadata, by_uri, report)
+                    self.progress.advance(display_name(path.name))
+                prepared = await self._one(path, title, metadata, by_uri, report, pool)
                 if prepared is None:
                     continue
                 pending.append(prepared)
@@ -254,47 +245,52 @@ class Ingestor:
         metadata: dict[str, Any],
         by_uri: dict[str, DocumentMeta],
         report: IngestReport,
+        pool: ConversionPool,
     ) -> _Prepared | None:
-        try:
-            detect_format(path)
-            data = await anyio.Path(path).read_bytes()
-        except AnalysisError as exc:
-            report.skipped.append((str(path), str(exc).split(": ", 1)[-1]))
+        """Read, check and convert one file; None when there is nothing to write (reported why)."""
+        name = display_name(path)
+        reason = _refusal(path)
+        if reason is not None:
+            report.skipped.append((name, reason))
             return None
-        except OSError as exc:
-            report.skipped.append((str(path), f"cannot read: {exc.strerror or exc}"))
-            return None
-        digest = hashlib.sha256(data).hexdigest()
-        uri = path.as_uri()
+        uri = file_uri(path)
         existing = by_uri.get(uri)
-        if existing is not None and existing.content_hash == digest:
-            merged = {**existing.metadata, **metadata}
-            new_title = title or existing.title
-            if new_title != existing.title or merged != existing.metadata:
-                updated = existing.model_copy(update={"title": new_title, "metadata": merged, "updated_at": _now()})
-                await self.kb.store.update_meta(updated)
-                report.metadata_updated.append(uri)
-            else:
-                report.unchanged.append(uri)
-            return None
         try:
-            return await anyio.to_thread.run_sync(
-                _prepare,
-                path,
-                data,
-                digest,
-                title,
-                metadata,
-                existing,
-                self.tokenizer,
-                self.kb.settings.ingest.chunk_tokens,
-            )
-        except AnalysisError as exc:
-            report.skipped.append((str(path), str(exc).split(": ", 1)[-1]))
-        except Exception as exc:  # a parser bug on one file must not sink the batch
-            log.debug("Failed to convert %s", path, exc_info=True)
-            report.skipped.append((str(path), f"could not be converted: {type(exc).__name__}: {exc}"))
-        return None
+            with pool.worker() as worker:
+                digest, prepared = await self._read_and_convert(worker, path, existing)
+        except IngestError as exc:
+            report.skipped.append((name, str(exc)))
+            return None
+        if prepared is None:  # the same bytes as stored
+            await self._update_metadata(existing, title, metadata, report)  # type: ignore[arg-type]
+            return None
+        report.warnings.extend((name, note) for note in prepared.warnings)
+        return _document(path, uri, digest, prepared, title, metadata, existing)
+
+    async def _read_and_convert(
+        self, worker: ConversionWorker, path: Path, existing: DocumentMeta | None
+    ) -> tuple[str, PreparedFile | None]:
+        """The sha256 of the bytes read, and what they convert to (None when `existing` has that hash)."""
+        read = await anyio.to_thread.run_sync(
+            worker.read, os.fspath(path), display_name(path.name), abandon_on_cancel=True
+        )
+        if existing is not None and existing.content_hash == read.digest:
+            worker.drop()
+            return read.digest, None
+        prepared = await anyio.to_thread.run_sync(worker.convert, abandon_on_cancel=True)
+        return read.digest, prepared
+
+    async def _update_metadata(
+        self, existing: DocumentMeta, title: str | None, metadata: dict[str, Any], report: IngestReport
+    ) -> None:
+        merged = {**existing.metadata, **metadata}
+        new_title = title or existing.title
+        if new_title != existing.title or merged != existing.metadata:
+            updated = existing.model_copy(update={"title": new_title, "metadata": merged, "updated_at": _now()})
+            await self.kb.store.update_meta(updated)
+            report.metadata_updated.append(existing.uri)
+        else:
+            report.unchanged.append(existing.uri)
 
     async def _flush(self, pending: list[_Prepared], report: IngestReport) -> None:
         if not pending:

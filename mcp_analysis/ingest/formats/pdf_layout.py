@@ -1,10 +1,8 @@
-"""PDF text layer -> DoclingDocument, without layout models (none can be downloaded here).
+"""A PDF's lines (pdf.py) -> docling items.
 
-pypdfium2 gives characters with font size and position. Lines are grouped into
-paragraphs by vertical gaps; lines set in a clearly larger (or bold, short) font
-become section headers; lines repeated at the top/bottom of most pages become
-page headers/footers. Every item carries its page number. Scanned PDFs without a
-text layer yield no text (there is no OCR); they are reported, not ingested empty.
+Lines are grouped into paragraphs by vertical gaps; lines set in a clearly larger (or bold,
+short) font become section headers; lines repeated at the top/bottom of most pages become page
+headers/footers; runs of lines split into cells by wide gaps become tables.
 """
 
 from __future__ import annotations
@@ -13,8 +11,6 @@ import itertools
 import re
 import statistics
 from collections import Counter
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from docling_core.types.doc import (
@@ -26,105 +22,30 @@ from docling_core.types.doc import (
     Size,
 )
 
-from mcp_analysis.errors import IngestError
+from mcp_analysis.ingest.formats.pdf_lines import Line
 
 _BULLET = re.compile(r"^\s*([-\u2022\u2023\u25aa\u25cf\u2013*\u00b7]|\d{1,3}[.)]|[a-z][.)])\s+")
 
 
-@dataclass
-class _Line:
-    text: str
-    size: float
-    bold: bool
-    top: float
-    bottom: float
-    left: float
-    right: float
-    page: int
-    page_height: float
-    cells: list[str] | None = None  # set when wide gaps split the line into table cells
-
-
-def _font_is_bold(textpage: object, index: int) -> bool:
-    import ctypes
-
-    import pypdfium2.raw as raw
-
-    weight = raw.FPDFText_GetFontWeight(textpage.raw, index)  # type: ignore[attr-defined]
-    if weight >= 600:
-        return True
-    buffer = ctypes.create_string_buffer(128)
-    flags = ctypes.c_int(0)
-    n = raw.FPDFText_GetFontInfo(textpage.raw, index, buffer, 128, ctypes.byref(flags))  # type: ignore[attr-defined]
-    name = buffer.raw[: max(0, n - 1)].decode("latin-1", "replace").lower()
-    return "bold" in name or "black" in name or "heavy" in name
-
-
-def _cells(textpage: object, text: str, first: int, last: int, size: float) -> list[str] | None:
-    """Split a line where the gap between words is much wider than a space (table columns)."""
-    cells: list[str] = []
-    start = first
-    position = first
-    while position <= last:
-        if text[position] == " ":
-            before = position - 1
-            after = position
-            while after <= last and text[after] == " ":
-                after += 1
-            if before >= first and after <= last:
-                gap = textpage.get_charbox(after)[0] - textpage.get_charbox(before)[2]  # type: ignore[attr-defined]
-                if gap > max(size, 1.0) * 1.5:
-                    cells.append(text[start:position].strip())
-                    start = after
-            position = after
-            continue
-        position += 1
-    if not cells:
-        return None
-    cells.append(text[start : last + 1].strip())
-    return [c for c in cells if c] if len([c for c in cells if c]) >= 2 else None
-
-
-def _page_lines(page: object, page_no: int) -> list[_Line]:
-    import pypdfium2.raw as raw
-
-    textpage = page.get_textpage()  # type: ignore[attr-defined]
-    height = float(page.get_height())  # type: ignore[attr-defined]
-    count = textpage.count_chars()
-    text = textpage.get_text_range(0, count) if count else ""
-    lines: list[_Line] = []
-    start = 0
-    position = 0
-    length = len(text)
-    while position <= length:
-        if position == length or text[position] in "\r\n":
-            segment = text[start:position]
-            stripped = segment.strip()
-            if stripped:
-                first = start + (len(segment) - len(segment.lstrip()))
-                last = start + len(segment.rstrip()) - 1
-                if first < count:
-                    size = float(raw.FPDFText_GetFontSize(textpage.raw, first))
-                    left, bottom, _right, top = textpage.get_charbox(first)
-                    right = textpage.get_charbox(min(last, count - 1))[2]
-                    bold = _font_is_bold(textpage, first)
-                    cells = _cells(textpage, text, first, last, size)
-                    lines.append(_Line(stripped, size, bold, top, bottom, left, right, page_no, height, cells))
-            while position < length and text[position] in "\r\n":
-                position += 1
-            start = position
-            if position == length:
-                break
-            continue
-        position += 1
-    return lines
+def build_document(name: str, pages: list[list[Line]], sizes: list[tuple[float, float]]) -> DoclingDocument:
+    doc = DoclingDocument(name=name)
+    for number, (width, height) in enumerate(sizes, start=1):
+        doc.add_page(page_no=number, size=Size(width=width, height=height))
+    body_lines = [line for lines in pages for line in lines]
+    body_size = statistics.median(line.size for line in body_lines if line.size > 0) if body_lines else 10.0
+    furniture = _furniture_keys(pages)
+    heading_sizes = sorted({round(line.size, 1) for line in body_lines if line.size >= body_size * 1.15}, reverse=True)
+    builder = _Builder(doc, body_size, furniture, heading_sizes)
+    for lines in pages:
+        builder.page(lines)
+    return doc
 
 
 def _normalize_furniture(text: str) -> str:
     return re.sub(r"\d+", "#", text.lower()).strip()
 
 
-def _furniture_keys(pages: list[list[_Line]]) -> set[str]:
+def _furniture_keys(pages: list[list[Line]]) -> set[str]:
     """Lines that repeat near the top or bottom of most pages (running headers/footers)."""
     if len(pages) < 3:
         return set()
@@ -139,7 +60,7 @@ def _furniture_keys(pages: list[list[_Line]]) -> set[str]:
     return {key for key, n in counts.items() if n >= max(2, len(pages) // 2)}
 
 
-def _is_page_number(line: _Line, body_size: float) -> bool:
+def _is_page_number(line: Line, body_size: float) -> bool:
     near_edge = line.top > line.page_height * 0.92 or line.bottom < line.page_height * 0.08
     return (
         near_edge
@@ -148,7 +69,7 @@ def _is_page_number(line: _Line, body_size: float) -> bool:
     )
 
 
-def _add_table(doc: DoclingDocument, rows: list[list[str]], first: _Line) -> None:
+def _add_table(doc: DoclingDocument, rows: list[list[str]], first: Line) -> None:
     from docling_core.types.doc import TableCell, TableData
 
     width = max(len(r) for r in rows)
@@ -169,39 +90,7 @@ def _add_table(doc: DoclingDocument, rows: list[list[str]], first: _Line) -> Non
     doc.add_table(data=data, prov=ProvenanceItem(page_no=first.page, bbox=bbox, charspan=(0, 0)))
 
 
-def pdf_to_docling(path: Path, name: str) -> DoclingDocument:
-    import pypdfium2 as pdfium
-
-    try:
-        pdf = pdfium.PdfDocument(str(path))
-    except Exception as exc:
-        raise IngestError(f"{path}: not a readable PDF ({exc})") from exc
-    try:
-        pages: list[list[_Line]] = []
-        sizes: list[tuple[float, float]] = []
-        for index in range(len(pdf)):
-            page = pdf[index]
-            sizes.append((float(page.get_width()), float(page.get_height())))
-            pages.append(_page_lines(page, index + 1))
-    finally:
-        pdf.close()
-
-    doc = DoclingDocument(name=name)
-    for number, (width, height) in enumerate(sizes, start=1):
-        doc.add_page(page_no=number, size=Size(width=width, height=height))
-    body_lines = [line for lines in pages for line in lines]
-    if not body_lines:
-        raise IngestError(f"{path}: the PDF has no text layer (scanned images need OCR, which is not available)")
-    body_size = statistics.median(line.size for line in body_lines if line.size > 0) if body_lines else 10.0
-    furniture = _furniture_keys(pages)
-    heading_sizes = sorted({round(line.size, 1) for line in body_lines if line.size >= body_size * 1.15}, reverse=True)
-    builder = _Builder(doc, body_size, furniture, heading_sizes)
-    for lines in pages:
-        builder.page(lines)
-    return doc
-
-
-def _prov(line: _Line, charlen: int) -> ProvenanceItem:
+def _prov(line: Line, charlen: int) -> ProvenanceItem:
     bbox = BoundingBox(l=line.left, t=line.top, r=line.right, b=line.bottom)
     return ProvenanceItem(page_no=line.page, bbox=bbox, charspan=(0, charlen))
 
@@ -215,7 +104,7 @@ class _Builder:
         self.furniture = furniture
         self.heading_sizes = heading_sizes
         self.title_done = False
-        self.paragraph: list[_Line] = []
+        self.paragraph: list[Line] = []
         self.widest = 1.0
         self.list_group: Any = None  # the open list, while consecutive bullets continue it
 
@@ -248,7 +137,7 @@ class _Builder:
         if not keep_list:
             self.list_group = None
 
-    def page(self, lines: list[_Line]) -> None:
+    def page(self, lines: list[Line]) -> None:
         pitches = [
             a.bottom - b.bottom for a, b in itertools.pairwise(lines) if 0 < a.bottom - b.bottom < self.body_size * 3
         ]
@@ -300,7 +189,7 @@ class _Builder:
             index += 1
         self.flush()
 
-    def _heading(self, lines: list[_Line], index: int, larger: bool) -> int:
+    def _heading(self, lines: list[Line], index: int, larger: bool) -> int:
         """Add the heading starting at lines[index] (wrapped headings joined); return the next index."""
         self.flush()
         line = lines[index]

@@ -1,0 +1,200 @@
+"""Which paths ingest reads, and how it reads one: regular files only, bytes read once, bounded.
+
+- A directory is walked without following symlinked directories; names stay as they are in the
+  folder (a symlink is reported under its own name, never its target's).
+- Only regular files are opened, and never in a way that can block: `stat` first (a FIFO, device
+  or socket is reported without being opened), then `open(O_NONBLOCK)` and `fstat` on the open
+  descriptor (an entry swapped for a FIFO in between is caught there).
+- A file is read once, in pieces, up to `ingest.max_file_mb`; the bytes read are hashed and are
+  the bytes converted. Text formats are sniffed piece by piece: the first NUL byte stops the read.
+- A file that changes while it is read (size, mtime or ctime moved) is refused, not stored half:
+  its `FileSignature` taken before and after the read differ. A folder watcher uses the same
+  signature to wait until a file is stable.
+- Names are bytes on POSIX: a name that is not UTF-8 keeps its bytes in the uri (percent-encoded)
+  and is shown with backslash escapes.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import stat
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from mcp_analysis.errors import IngestError
+from mcp_analysis.ingest.formats.base import SNIFF_BYTES, limit_error
+from mcp_analysis.ingest.limits import MB, Limits
+
+PIECE_BYTES = MB
+_KINDS = {
+    stat.S_IFIFO: "a named pipe",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFDIR: "a directory",
+}
+
+
+@dataclass(frozen=True)
+class FileSignature:
+    """What changes when a file's content does: equal signatures a moment apart mean a stable file."""
+
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+
+    @classmethod
+    def of(cls, st: os.stat_result) -> FileSignature:
+        return cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+@dataclass(frozen=True)
+class ReadFile:
+    data: bytes
+    digest: str  # sha256 of exactly `data`
+    signature: FileSignature
+
+
+def display_name(path: str | os.PathLike[str]) -> str:
+    """The path as printable text: bytes that are not UTF-8 shown as \\xNN escapes."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def file_uri(path: str | os.PathLike[str]) -> str:
+    """file:// uri of the real path, every byte of the name kept (percent-encoded)."""
+    return Path(os.path.realpath(path)).as_uri()
+
+
+def not_regular(mode: int) -> str:
+    kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+    return f"not a regular file ({kind}); only regular files are read"
+
+
+def check_entry(path: str | os.PathLike[str]) -> str | None:
+    """Why `path` cannot be read as a regular file (None if it can), without opening it."""
+    try:
+        st = Path(path).stat()
+    except OSError as exc:
+        return _unfollowable(path, exc)
+    return None if stat.S_ISREG(st.st_mode) else not_regular(st.st_mode)
+
+
+def _unfollowable(path: str | os.PathLike[str], exc: OSError) -> str:
+    is_link = Path(path).is_symlink()
+    reason = exc.strerror or str(exc)
+    if is_link and exc.errno == errno.ELOOP:
+        return f"a symbolic link that cannot be followed ({reason})"
+    if is_link and exc.errno == errno.ENOENT:
+        return f"a symbolic link whose target does not exist ({display_name(Path(path).readlink())})"
+    if exc.errno == errno.ENOENT:
+        return "does not exist"
+    return f"cannot read: {reason}"
+
+
+def read_file(path: str | os.PathLike[str], limits: Limits, text_after: Callable[[bytes], bool]) -> ReadFile:
+    """The bytes of regular file `path`, read once and hashed; `text_after(head)` says whether the
+    file is text (then a NUL byte anywhere refuses it)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise IngestError(_unfollowable(path, exc)) from exc
+    try:
+        before = os.fstat(fd)
+        if not stat.S_ISREG(before.st_mode):
+            raise IngestError(not_regular(before.st_mode))
+        if before.st_size > limits.max_bytes:
+            raise limit_error(limits, "max_bytes", f"{before.st_size / MB:,.0f} MB")
+        data = _read_pieces(fd, limits, text_after)
+        after = os.fstat(fd)
+    except OSError as exc:
+        raise IngestError(f"cannot read: {exc.strerror or exc}") from exc
+    finally:
+        os.close(fd)
+    signature = FileSignature.of(before)
+    if FileSignature.of(after) != signature or len(data) != before.st_size:
+        raise IngestError("it changed while it was being read (still being written?); add it again once it is saved")
+    return ReadFile(data, hashlib.sha256(data).hexdigest(), signature)
+
+
+def _read_pieces(fd: int, limits: Limits, text_after: Callable[[bytes], bool]) -> bytes:
+    buffer = bytearray()
+    head = os.read(fd, SNIFF_BYTES)
+    text = text_after(head)
+    piece = head
+    while piece:
+        if text and b"\x00" in piece:
+            offset = len(buffer) + piece.index(b"\x00")
+            raise IngestError(f"looks like a binary file, not text (a NUL byte at byte {offset:,})")
+        buffer += piece
+        if len(buffer) > limits.max_bytes:
+            raise limit_error(limits, "max_bytes", "it grew while being read to more")
+        piece = os.read(fd, PIECE_BYTES)
+    return bytes(buffer)
+
+
+def collect_files(paths: Sequence[Path]) -> tuple[list[Path], list[tuple[str, str]]]:
+    """Files to ingest, as named (directories walked recursively, hidden entries skipped), and the
+    arguments or directories that give nothing to add. Entries are checked one by one later
+    (`check_entry`)."""
+    files: list[Path] = []
+    skipped: list[tuple[str, str]] = []
+    for raw in paths:
+        path = Path(raw).expanduser().absolute()
+        if not os.path.lexists(path):
+            skipped.append((display_name(path), "does not exist"))
+        elif path.is_dir():
+            found = len(files)
+            files.extend(walk(path, skipped))
+            if len(files) == found:
+                skipped.append((display_name(path), "no files in this directory (hidden files are not added)"))
+        else:
+            files.append(path)
+    seen: set[str] = set()
+    unique: list[Path] = []
+    for path in files:  # the same file reached twice (a symlink beside its target) is added once
+        real = os.path.realpath(path)
+        if real not in seen:
+            seen.add(real)
+            unique.append(path)
+    return unique, skipped
+
+
+def walk(top: Path, skipped: list[tuple[str, str]]) -> Iterator[Path]:
+    """The non-hidden entries under `top` that are not directories, each directory's own entries
+    first, in name order. Iterative (a tree thousands of levels deep is no recursion problem);
+    symlinked directories are not followed; an unreadable directory is reported in `skipped`."""
+    pending = [top]
+    while pending:
+        directory = pending.pop()
+        try:
+            with os.scandir(directory) as listing:
+                entries = sorted((e for e in listing if not e.name.startswith(".")), key=lambda e: e.name)
+        except OSError as exc:
+            skipped.append((display_name(directory), f"cannot read this directory: {exc.strerror or exc}"))
+            continue
+        subdirectories = []
+        for entry in entries:
+            if _is_directory(entry):
+                subdirectories.append(Path(entry.path))
+            elif not (entry.is_symlink() and _points_to_directory(entry.path)):
+                yield Path(entry.path)
+        pending.extend(reversed(subdirectories))
+
+
+def _is_directory(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
+
+
+def _points_to_directory(path: str) -> bool:
+    try:
+        return stat.S_ISDIR(Path(path).stat().st_mode)
+    except OSError:
+        return False  # a loop or a dangling link: reported as the file it claims to be

@@ -1,0 +1,57 @@
+"""One file's bytes -> everything the store needs of it except embeddings (runs in a conversion worker).
+
+Converting, itemizing, chunking and serialising happen here, in the worker process, so all the
+memory and time they take is under the file's bounds; the result is plain data (no docling
+objects), cheap to send back and to hold until the batch is written.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import zstandard
+
+from mcp_analysis.errors import IngestError
+from mcp_analysis.ingest import formats
+from mcp_analysis.ingest.chunker import ChunkDraft, chunk_items
+from mcp_analysis.ingest.formats.base import SNIFF_BYTES, Source, check_items
+from mcp_analysis.ingest.items import ItemDraft, document_title, extract_items, render_content
+
+
+@dataclass
+class PreparedFile:
+    format: str
+    title: str
+    content: str
+    docling_json: bytes  # zstd-compressed DoclingDocument JSON
+    items: list[ItemDraft]
+    chunks: list[ChunkDraft]
+    warnings: list[str] = field(default_factory=list)
+
+
+def prepare(source: Source, tokenizer: Any, chunk_tokens: int) -> PreparedFile:
+    """Convert, itemize and chunk `source` (raises IngestError for a file that cannot be used)."""
+    converter = formats.for_file(source.name, source.data[:SNIFF_BYTES])
+    converted = converter.convert(source)
+    items = extract_items(converted.document)
+    check_items(source, len(items), "items")
+    if not any(it.text.strip() for it in items):
+        raise IngestError("no text could be extracted")
+
+    def count(texts: Sequence[str]) -> list[int]:
+        return [len(e.ids) for e in tokenizer.encode_batch(list(texts), add_special_tokens=False)]
+
+    chunks = chunk_items(items, count, chunk_tokens)
+    payload = json.dumps(converted.document.export_to_dict(), ensure_ascii=False).encode("utf-8")
+    return PreparedFile(
+        format=converted.format,
+        title=document_title(converted.document, items, source.stem),
+        content=render_content(items),
+        docling_json=zstandard.compress(payload, 6),
+        items=items,
+        chunks=chunks,
+        warnings=converted.warnings,
+    )

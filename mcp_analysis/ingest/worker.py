@@ -1,0 +1,189 @@
+"""A conversion worker: a child process that reads and converts files, one at a time, under bounds.
+
+Started by pool.py as ``python -m mcp_analysis.ingest.worker READ_FD WRITE_FD``; pickled messages
+over two pipes (stdout is pointed at stderr, so a library's stray print can never reach a stdout
+that is an MCP wire):
+
+    parent                          child
+    ("start", limits, chunk_tokens)  ("ready",)                        after importing the parsers once
+    ("read", path, name)             ("read", digest, size, signature) | ("error", kind, message)
+    ("convert",)                     ("prepared", PreparedFile)        | ("error", kind, message)
+    ("drop",)                        nothing: forget the bytes read
+
+`kind` is "refused" (the file cannot be used; the message says why), "memory" (the file needed
+more than `max_memory_mb`; the worker exits after saying so) or "failed" (a parser bug). The
+worker's private memory is capped (RLIMIT_DATA) at what it held after start-up plus
+`max_memory_mb`, and its CPU time per file (RLIMIT_CPU) at `max_seconds`: the parent also
+watches the wall clock and the resident size, and kills the worker past either.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+import os
+import resource
+import signal
+import sys
+from multiprocessing.connection import Connection
+from typing import Any
+
+from mcp_analysis.errors import AnalysisError
+from mcp_analysis.ingest import files, formats
+from mcp_analysis.ingest.formats.base import Source
+from mcp_analysis.ingest.limits import MB, Limits
+
+log = logging.getLogger(__name__)
+
+_PARSERS = (
+    "docling.backend.html_backend",
+    "docling.backend.md_backend",
+    "docling.backend.msword_backend",
+    "docling.pipeline.simple_pipeline",
+    "pypdfium2",
+    "mcp_analysis.ingest.prepare",
+    *(f"mcp_analysis.ingest.formats.{family}" for family in ("markdown", "html", "docx", "pdf", "pdf_layout", "text")),
+    "mcp_analysis.ingest.formats.code",
+)
+_SAMPLES = (("warm-up.md", b"# Title\n\nA paragraph.\n"), ("warm-up.html", b"<h1>Title</h1><p>A paragraph.</p>"))
+
+
+def private_bytes() -> int | None:
+    """This process's private writable memory (what RLIMIT_DATA counts; Linux), None elsewhere."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmData:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def _warm_up() -> Any:
+    """Import every parser once (the cost a short-lived process would pay per file) and load the tokenizer."""
+    for module in _PARSERS:
+        importlib.import_module(module)
+    from mcp_analysis.embed.onnx_model import load_tokenizer
+    from mcp_analysis.ingest.prepare import prepare
+
+    tokenizer = load_tokenizer(max_tokens=100_000)
+    for name, sample in _SAMPLES:  # first calls build lazily made parts; not a file's time to pay
+        prepare(Source(sample, name), tokenizer, 256)
+    return tokenizer
+
+
+def _cap_memory(limits: Limits) -> None:
+    """Where the kernel counts it (Linux), allocations past the baseline + max_memory_mb fail at once,
+    as MemoryError, before the parent's next look at the resident size."""
+    baseline = private_bytes()
+    if baseline is None:
+        return
+    cap = baseline + limits.max_memory_mb * MB
+    _, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    if hard != resource.RLIM_INFINITY:
+        cap = min(cap, hard)
+    resource.setrlimit(resource.RLIMIT_DATA, (cap, hard))
+
+
+def _cap_cpu(limits: Limits) -> None:
+    """CPU seconds for the next file: a backstop to the parent's wall clock (SIGXCPU ends the worker)."""
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    spent = used.ru_utime + used.ru_stime
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    soft = int(spent + limits.max_seconds) + 2
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+
+
+class _Worker:
+    def __init__(self, outbox: Connection, limits: Limits, tokenizer: Any, chunk_tokens: int) -> None:
+        self.outbox = outbox
+        self.limits = limits
+        self.tokenizer = tokenizer
+        self.chunk_tokens = chunk_tokens
+        self.pending: Source | None = None
+
+    def read(self, path: str, name: str) -> None:
+        self.pending = None
+
+        def is_text(head: bytes) -> bool:
+            return formats.for_file(name, head).text
+
+        _cap_cpu(self.limits)
+        read = files.read_file(path, self.limits, is_text)
+        self.pending = Source(read.data, name, self.limits)
+        self.outbox.send(("read", read.digest, len(read.data), read.signature))
+
+    def convert(self) -> None:
+        from mcp_analysis.ingest.prepare import prepare
+
+        source, self.pending = self.pending, None
+        if source is None:
+            raise RuntimeError("convert without a file read")
+        self.outbox.send(("prepared", prepare(source, self.tokenizer, self.chunk_tokens)))
+
+
+def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
+    """Whether `kind` is anywhere in the chain of causes (converters wrap what their parser raised)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, kind):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def serve(inbox: Connection, outbox: Connection, worker: _Worker) -> None:
+    while True:
+        try:
+            message = inbox.recv()
+        except EOFError:
+            return
+        if message[0] == "drop":
+            worker.pending = None
+            continue
+        try:
+            if message[0] == "read":
+                worker.read(message[1], message[2])
+            else:
+                worker.convert()
+        except AnalysisError as exc:
+            if not _caused_by(exc, MemoryError):
+                outbox.send(("error", "refused", str(exc)))
+                continue
+            worker.pending = None
+            outbox.send(("error", "memory", ""))
+            return
+        except MemoryError:
+            worker.pending = None
+            outbox.send(("error", "memory", ""))
+            return  # a heap that hit its cap may be left in any state: start afresh
+        except RecursionError:
+            outbox.send(("error", "depth", ""))
+        except Exception as exc:  # a parser bug on one file must not end the others
+            log.debug("Conversion failed", exc_info=True)
+            outbox.send(("error", "failed", f"{type(exc).__name__}: {exc}"))
+
+
+def main(argv: list[str]) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it ends this worker
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a parser crash or SIGXCPU leaves no core file behind
+    inbox = Connection(int(argv[1]), writable=False)
+    outbox = Connection(int(argv[2]), readable=False)
+    os.dup2(2, 1)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    with contextlib.suppress(EOFError):
+        _, limits, chunk_tokens = inbox.recv()
+        tokenizer = _warm_up()
+        _cap_memory(limits)
+        outbox.send(("ready",))
+        serve(inbox, outbox, _Worker(outbox, limits, tokenizer, chunk_tokens))
+
+
+if __name__ == "__main__":
+    main(sys.argv)

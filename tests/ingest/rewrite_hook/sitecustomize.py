@@ -1,0 +1,40 @@
+"""Changes one file at a chosen moment of ingest's read of it, in whichever process reads it.
+
+Active only when this directory is on PYTHONPATH (tests/ingest/test_hostile_files.py puts it
+there) and one of these is set:
+
+- MCP_ANALYSIS_TEST_REWRITE=PATH=NEW_TEXT: right after the read, PATH is saved anew (truncate +
+  write, as an editor saves), before the bytes read are converted;
+- MCP_ANALYSIS_TEST_GROW=PATH: once the read has started, a line is appended to PATH, as a
+  program still writing it would.
+"""
+
+import os
+
+_rewrite = os.environ.get("MCP_ANALYSIS_TEST_REWRITE")
+_grow = os.environ.get("MCP_ANALYSIS_TEST_GROW")
+if _rewrite or _grow:
+    from mcp_analysis.ingest import files as _files
+
+    _read_file = _files.read_file
+    _read_pieces = _files._read_pieces
+    _reading: list[str] = []
+
+    def _read_then_rewrite(path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        _reading[:] = [os.fspath(path)]
+        result = _read_file(path, *args, **kwargs)
+        target, _, text = (_rewrite or "").partition("=")
+        if _rewrite and os.fspath(path) == target:
+            with open(target, "r+", encoding="utf-8") as handle:
+                handle.truncate(0)
+                handle.write(text)
+        return result
+
+    def _grow_while_reading(*args, **kwargs):  # type: ignore[no-untyped-def]
+        if _reading and _reading[0] == _grow:
+            with open(_grow, "a", encoding="utf-8") as handle:
+                handle.write("\nA line written while the file was being read.\n")
+        return _read_pieces(*args, **kwargs)
+
+    _files.read_file = _read_then_rewrite
+    _files._read_pieces = _grow_while_reading
