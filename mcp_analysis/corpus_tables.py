@@ -38,11 +38,9 @@ class TableReader:
         self._derived: OrderedDict[str, list[Any]] = OrderedDict()
 
     def _stored(self, meta: DocumentMeta) -> bool:
-        return (
-            self.store.haiku is None
-            and schema.DOCUMENT_TABLES in self.store.tables
-            and isinstance(meta.metadata.get(TABLES_KEY), int)
-        )
+        # Only our knowledge bases have the table (haiku.rag's never do), and only documents
+        # ingested since it exists record their count.
+        return schema.DOCUMENT_TABLES in self.store.tables and isinstance(meta.metadata.get(TABLES_KEY), int)
 
     @staticmethod
     def _key(meta: DocumentMeta) -> str:

@@ -62,7 +62,7 @@ def test_add_names_each_failed_file_once_with_its_reason_and_exits_1(folder_kb: 
     assert "password-protected" in skipped["locked.xlsx"]
     assert "not a readable slide deck" in skipped["corrupt.pptx"]
     assert "no recognisable text" in skipped["blank.png"]
-    assert "cannot read" in skipped["vanished.txt"]
+    assert "does not exist" in skipped["vanished.txt"]
     partly = [line for line in lines if line.startswith("note")]
     assert len(partly) == 1 and "partial.xlsx: sheet 'Staff' could not be read" in partly[0]
     assert "7 added" in result.stdout  # type: ignore[attr-defined]
