@@ -3,7 +3,7 @@
 Writes a --rows-row sheet (order_id, date, region, product, units, unit_price, revenue,
 discount, rep, status) as .xlsx, and the same rows as .csv as the baseline (the same
 table through the other reader), then runs `mcp-analysis --db KB add FILE` for each in a
-fresh knowledge base, polling the process's RSS every 50 ms. Prints the chunks made
+fresh knowledge base, polling the RSS of the process and its conversion worker every 50 ms. Prints the chunks made
 (`info`), what 256-token chunks without grouping would have been, and the xlsx/csv ratios;
 a one-row file shows the fixed cost of an `add` (model load, index build).
 
@@ -72,6 +72,13 @@ def write_files(directory: Path, count: int) -> tuple[Path, Path]:
     return xlsx, csv_path
 
 
+def _rss(process: psutil.Process) -> int:
+    try:
+        return int(process.memory_info().rss)
+    except psutil.NoSuchProcess:
+        return 0
+
+
 def add(path: Path, db: Path) -> dict[str, Any]:
     command = [sys.executable, "-m", "mcp_analysis", "--db", str(db), "add", str(path)]
     started = time.perf_counter()
@@ -80,7 +87,9 @@ def add(path: Path, db: Path) -> dict[str, Any]:
     peak = 0
     while process.poll() is None:
         try:
-            peak = max(peak, watched.memory_info().rss)
+            # The add and its conversion worker (a child process) together.
+            family = [watched, *watched.children(recursive=True)]
+            peak = max(peak, sum(_rss(p) for p in family))
         except psutil.NoSuchProcess:
             break
         time.sleep(0.05)
