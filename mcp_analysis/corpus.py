@@ -98,6 +98,16 @@ class KnowledgeBase:
         self._content = _LRU(64 * 1024 * 1024)
         self._items = _LRU(64 * 1024 * 1024)
         self.search_slots = anyio.Semaphore(settings.search.max_concurrent)  # concurrent searches (more collapse)
+        self._tables: Any = None
+
+    @property
+    def tables(self) -> Any:
+        """The documents' tables (corpus_tables.TableReader; its readers load on first use)."""
+        if self._tables is None:
+            from mcp_analysis.corpus_tables import TableReader
+
+            self._tables = TableReader(self.store)
+        return self._tables
 
     @classmethod
     async def open(
@@ -277,6 +287,23 @@ class Corpus:
     async def items_jsonl(self, document_id: str) -> str:
         items = await self.items(document_id)
         return "".join(json.dumps(it.model_dump(exclude={"document_id"}), ensure_ascii=False) + "\n" for it in items)
+
+    async def table_counts(self) -> dict[str, int]:
+        """id -> number of tables of every visible document (cheap: metadata or one query)."""
+        return await self.kb.tables.counts(await self.documents())
+
+    async def tables(self, document_id: str) -> list[dict[str, Any]]:
+        """tables.json of a visible document."""
+        meta = await self.get(document_id)
+        return await self.kb.tables.entries(meta, await self.kb.items(document_id, self.filter))
+
+    async def table_csv(self, document_id: str, index: int) -> str:
+        """Every row of one table of a visible document, as CSV."""
+        meta = await self.get(document_id)
+        text = await self.kb.tables.csv(meta, index, await self.kb.items(document_id, self.filter))
+        if text is None:
+            raise DocumentNotFoundError(f"Document {document_id} has no table {index}; its tables.json lists them.")
+        return text
 
     async def toc(self, document_id: str) -> dict[str, Any]:
         """The section tree: each heading with its item range and the chunk ids inside it."""

@@ -60,7 +60,8 @@ def add(
     meta: Annotated[list[str] | None, typer.Option("--meta", help="key=value metadata (repeatable).")] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Add or update documents (.md .html .pdf .docx .txt, source files, text files without an extension).
+    """Add or update documents (.md .html .pdf .docx, .xlsx .xls .ods .csv .tsv, .pptx .odt .odp .epub .eml,
+    images (OCR), .txt, source files, text files without an extension).
 
     Keeps going past files it cannot read, names them, and then exits with code 1.
     """
@@ -176,6 +177,8 @@ def info(
     options = command_options(ctx, sample)
 
     async def go() -> None:
+        from mcp_analysis.ingest.formats.metadata import ocr_summary
+
         async with knowledge_base(options) as kb:
             store = kb.store
             data = {
@@ -192,6 +195,7 @@ def info(
                 "read_only": store.read_only,
                 "query_embedder": kb.embedder_name,
                 "indexes": await store.index_names(),
+                "ocr": ocr_summary(await kb.corpus().documents(), kb.settings.ingest.ocr),
             }
         if as_json:
             print_json(data)

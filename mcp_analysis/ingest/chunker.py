@@ -10,10 +10,11 @@ and of its enclosing section so that search can expand a hit cheaply.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from mcp_analysis.ingest.items import ItemDraft
+from mcp_analysis.ingest.tables import MAX_TABLE_CHUNKS, ExtractedTable, row_groups
 from mcp_analysis.structure import HEADING_LABELS, SKIPPED_LABELS, section_ranges
 
 TokenCounter = Callable[[Sequence[str]], list[int]]
@@ -31,12 +32,22 @@ class ChunkDraft:
     item_range: tuple[int, int]
     section_range: tuple[int, int]
     item_positions: list[int] = field(default_factory=list)
+    lead: str | None = None  # what the embedder is given of a table's row group (see tables.RowGroup)
 
     @property
     def fts_text(self) -> str:
-        """What the full-text index and the embedder see: headings give the chunk context."""
-        head = "\n".join(h for h in self.headings if h and not self.content.startswith(h))
-        return f"{head}\n{self.content}" if head else self.content
+        """What the full-text index sees: headings give the chunk context."""
+        return self._with_headings(self.content)
+
+    @property
+    def embedding_text(self) -> str:
+        """What the embedder sees: the full-text index's text, or, for a group of a table's
+        rows, its lead (a bounded number of tokens, whatever the group's size)."""
+        return self._with_headings(self.lead) if self.lead is not None else self.fts_text
+
+    def _with_headings(self, text: str) -> str:
+        head = "\n".join(h for h in self.headings if h and not text.startswith(h))
+        return f"{head}\n{text}" if head else text
 
     def metadata(self) -> dict[str, object]:
         return {
@@ -81,8 +92,17 @@ def _split_long(text: str, counts: TokenCounter, max_tokens: int, level: int = 0
     return [p.strip() for p in out if p.strip()]
 
 
-def chunk_items(items: Sequence[ItemDraft], count_tokens: TokenCounter, max_tokens: int = 256) -> list[ChunkDraft]:
-    """Group items into chunks (see module docs). Noise items (page headers...) are left out."""
+def chunk_items(
+    items: Sequence[ItemDraft],
+    count_tokens: TokenCounter,
+    max_tokens: int = 256,
+    tables: Mapping[str, ExtractedTable] | None = None,
+    max_table_chunks: int = MAX_TABLE_CHUNKS,
+) -> list[ChunkDraft]:
+    """Group items into chunks (see module docs). Noise items (page headers...) are left out.
+
+    A table (`tables`, by self_ref) too big for one chunk, or shown in part by its item,
+    becomes groups of its rows, each with the header row first (tables.row_groups)."""
     if not items:
         return []
     sections = section_ranges([it.label for it in items], [it.heading_level for it in items])
@@ -95,7 +115,7 @@ def chunk_items(items: Sequence[ItemDraft], count_tokens: TokenCounter, max_toke
     def headings_now() -> list[str]:
         return [text for _, text in heading_stack]
 
-    def emit(positions: list[int], text: str | None = None) -> None:
+    def emit(positions: list[int], text: str | None = None, lead: str | None = None) -> None:
         if not positions:
             return
         chosen = [items[p] for p in positions]
@@ -113,6 +133,7 @@ def chunk_items(items: Sequence[ItemDraft], count_tokens: TokenCounter, max_toke
                 item_range=(positions[0], positions[-1]),
                 section_range=sections[positions[0]],
                 item_positions=list(positions),
+                lead=lead,
             )
         )
 
@@ -127,6 +148,13 @@ def chunk_items(items: Sequence[ItemDraft], count_tokens: TokenCounter, max_toke
                 heading_stack.pop()
             heading_stack.append((level, item.text))
         size = sizes[i]
+        table = (tables or {}).get(item.self_ref)
+        if table is not None and (size > max_tokens or table.partial_in_document):
+            emit(current)
+            current, used = [], 0
+            for group in row_groups(table, count_tokens, max_tokens, max_table_chunks):
+                emit([i], group.text, group.lead)
+            continue
         if size > max_tokens and item.label not in HEADING_LABELS:
             emit(current)
             current, used = [], 0

@@ -9,6 +9,7 @@ refusal can say what to change.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -25,6 +26,9 @@ class Limits:
     max_items: int = 100_000
     max_depth: int = 256
     max_unpacked_bytes: int = 512 * MB
+    max_table_cells: int = 20_000_000  # all tables of one file together (a sheet's rows are kept as text)
+    max_table_chunks: int = 200  # chunks one table becomes at most: its rows are grouped to fit
+    ocr: Literal["auto", "off"] = "auto"  # images and PDF pages without a text layer: OCR costs seconds a page
 
 
 # The setting behind each bound, for messages ("raise ingest.max_items").
@@ -35,6 +39,7 @@ SETTING = {
     "max_items": "ingest.max_items",
     "max_depth": "ingest.max_depth",
     "max_unpacked_bytes": "ingest.max_unpacked_mb",
+    "max_table_cells": "ingest.max_table_cells",
 }
 
 _DEFAULT = Limits()
@@ -71,6 +76,20 @@ class IngestSettings(BaseModel):
         description="What a packed file (DOCX and other zip-based formats) may unpack to, in MB.",
     )
 
+    max_table_cells: int = Field(
+        _DEFAULT.max_table_cells, ge=1, description="Table cells (all sheets and tables) one file may have."
+    )
+    max_table_chunks: int = Field(
+        _DEFAULT.max_table_chunks,
+        ge=1,
+        le=100_000,
+        description="Chunks one table becomes at most (its rows are grouped to fit, each group with the header row).",
+    )
+    ocr: Literal["auto", "off"] = Field(
+        _DEFAULT.ocr,
+        description="auto: read images and PDF pages without a text layer by OCR (offline); off: skip them.",
+    )
+
     def limits(self) -> Limits:
         return Limits(
             max_bytes=int(self.max_file_mb * MB),
@@ -79,4 +98,7 @@ class IngestSettings(BaseModel):
             max_items=self.max_items,
             max_depth=self.max_depth,
             max_unpacked_bytes=int(self.max_unpacked_mb * MB),
+            max_table_cells=self.max_table_cells,
+            max_table_chunks=self.max_table_chunks,
+            ocr=self.ocr,
         )

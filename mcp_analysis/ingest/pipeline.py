@@ -87,6 +87,7 @@ class _Prepared:
     items: list[ItemDraft]
     chunks: list[ChunkDraft]
     replacing: bool
+    tables: list[dict[str, Any]] = field(default_factory=list)  # document_tables rows without the document id
 
 
 @contextlib.contextmanager
@@ -146,6 +147,7 @@ def _document(
         # A changed file keeps the metadata given earlier (--meta); new values win.
         metadata={
             **(existing.metadata if existing else {}),
+            **prepared.metadata,
             "format": prepared.format,
             "file_name": display_name(path.name),
             **metadata,
@@ -156,7 +158,14 @@ def _document(
         content_size=len(prepared.content.encode("utf-8")),
     )
     return _Prepared(
-        path, meta, prepared.content, prepared.docling_json, prepared.items, prepared.chunks, existing is not None
+        path,
+        meta,
+        prepared.content,
+        prepared.docling_json,
+        prepared.items,
+        prepared.chunks,
+        existing is not None,
+        prepared.tables,
     )
 
 
@@ -295,7 +304,7 @@ class Ingestor:
     async def _flush(self, pending: list[_Prepared], report: IngestReport) -> None:
         if not pending:
             return
-        texts = [chunk.fts_text for p in pending for chunk in p.chunks]
+        texts = [chunk.embedding_text for p in pending for chunk in p.chunks]
         self._phase(f"embedding and writing {len(texts)} chunks of {len(pending)} documents")
         embedder = await self.kb.embedder()
         vectors = await embedder.embed_documents(texts)
@@ -335,7 +344,8 @@ class Ingestor:
                 "content": prepared.content,
                 "docling_document": prepared.docling_json,
             }
-            batch.append(DocumentRows(prepared.meta, document_row, item_rows, chunk_rows))
+            tables = [{"document_id": doc_id, **row} for row in prepared.tables]
+            batch.append(DocumentRows(prepared.meta, document_row, item_rows, chunk_rows, tables))
         await self.kb.store.write_documents(batch)
         for prepared in pending:
             (report.replaced if prepared.replacing else report.added).append(prepared.meta.uri)

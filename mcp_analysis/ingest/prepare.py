@@ -18,7 +18,9 @@ from mcp_analysis.errors import IngestError
 from mcp_analysis.ingest import formats
 from mcp_analysis.ingest.chunker import ChunkDraft, chunk_items
 from mcp_analysis.ingest.formats.base import SNIFF_BYTES, Source, check_items
+from mcp_analysis.ingest.formats.metadata import conversion_metadata
 from mcp_analysis.ingest.items import ItemDraft, document_title, extract_items, render_content
+from mcp_analysis.ingest.tables import extract_tables, table_records
 
 
 @dataclass
@@ -30,6 +32,8 @@ class PreparedFile:
     items: list[ItemDraft]
     chunks: list[ChunkDraft]
     warnings: list[str] = field(default_factory=list)
+    tables: list[dict[str, Any]] = field(default_factory=list)  # tables.table_records: every table's rows
+    metadata: dict[str, Any] = field(default_factory=dict)  # what the conversion says (tables, OCR'd pages...)
 
 
 def prepare(source: Source, tokenizer: Any, chunk_tokens: int) -> PreparedFile:
@@ -39,12 +43,15 @@ def prepare(source: Source, tokenizer: Any, chunk_tokens: int) -> PreparedFile:
     items = extract_items(converted.document)
     check_items(source, len(items), "items")
     if not any(it.text.strip() for it in items):
-        raise IngestError("no text could be extracted")
+        detail = f" ({'; '.join(converted.warnings)})" if converted.warnings else ""
+        raise IngestError(f"no text could be extracted{detail}")
 
     def count(texts: Sequence[str]) -> list[int]:
         return [len(e.ids) for e in tokenizer.encode_batch(list(texts), add_special_tokens=False)]
 
-    chunks = chunk_items(items, count, chunk_tokens)
+    tables = extract_tables(converted.document, converted.tables)
+    by_ref = {t.self_ref: t for t in tables}
+    chunks = chunk_items(items, count, chunk_tokens, by_ref, source.limits.max_table_chunks)
     payload = json.dumps(converted.document.export_to_dict(), ensure_ascii=False).encode("utf-8")
     return PreparedFile(
         format=converted.format,
@@ -54,4 +61,6 @@ def prepare(source: Source, tokenizer: Any, chunk_tokens: int) -> PreparedFile:
         items=items,
         chunks=chunks,
         warnings=converted.warnings,
+        tables=table_records(tables),
+        metadata=conversion_metadata(converted, len(tables)),
     )

@@ -66,7 +66,7 @@ _HINTS: list[tuple[re.Pattern[str], str]] = [
     ),
     (
         re.compile(r"FileNotFoundError"),
-        "Hint: documents live at /documents/{id}/ (metadata.json, content.txt, items.jsonl, toc.json); "
+        "Hint: documents live at /documents/{id}/ (metadata.json, content.txt, items.jsonl, toc.json, tables.json); "
         "list them with Path('/documents').iterdir() or await list_documents().",
     ),
     (

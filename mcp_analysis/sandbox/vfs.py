@@ -4,6 +4,8 @@
     /documents/{id}/content.txt     full text                                 loaded on first read
     /documents/{id}/items.jsonl     one JSON object per document item         loaded on first read
     /documents/{id}/toc.json        section tree with item ranges, chunk ids  loaded on first read
+    /documents/{id}/tables.json     one entry per table (name, rows, header)  loaded on first read
+    /documents/{id}/tables/{n}.csv  every row of table n, RFC 4180            loaded on first read
 
 Every path is normalized first (``..`` cannot climb out); anything outside the tree
 is FileNotFoundError, every write is PermissionError, the environment is empty.
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+import re
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from datetime import datetime
@@ -27,11 +30,14 @@ import anyio
 from pydantic_monty import NOT_HANDLED, MontyFileHandle, ScanEntry, StatResult
 
 from mcp_analysis.corpus import Corpus
+from mcp_analysis.errors import DocumentNotFoundError
 from mcp_analysis.sandbox.bounds import HostBounds, check_path
 from mcp_analysis.store.models import DocumentMeta
 
 ROOT = "/documents"
-FILES = ("metadata.json", "content.txt", "items.jsonl", "toc.json")
+FILES = ("metadata.json", "content.txt", "items.jsonl", "toc.json", "tables.json")
+TABLES_DIR = "tables"
+_TABLE_FILE = re.compile(r"(0|[1-9][0-9]{0,8})\.csv")
 _WRITES = {
     "Path.write_text",
     "Path.write_bytes",
@@ -67,11 +73,18 @@ def _epoch(meta: DocumentMeta) -> float:
 _OFF_LOOP_DOCS = 2000  # trees with more documents are listed in a worker thread
 
 
-def _doc_entries(prefix: str, ids: list[str]) -> list[ScanEntry]:
+def _doc_entries(prefix: str, ids: list[str], tables: dict[str, int]) -> list[ScanEntry]:
     entries = []
     for doc_id in ids:
         entries.append(ScanEntry(f"{prefix}{doc_id}", True, False, False))
         entries.extend(ScanEntry(f"{prefix}{doc_id}/{name}", False, True, False) for name in FILES)
+        entries.extend(_table_entries(f"{prefix}{doc_id}/", tables.get(doc_id, 0)))
+    return entries
+
+
+def _table_entries(prefix: str, count: int) -> list[ScanEntry]:
+    entries = [ScanEntry(f"{prefix}{TABLES_DIR}", True, False, False)]
+    entries.extend(ScanEntry(f"{prefix}{TABLES_DIR}/{n}.csv", False, True, False) for n in range(count))
     return entries
 
 
@@ -110,7 +123,7 @@ class DocumentsFS:
     # ---------------------------------------------------------------- resolving
 
     async def _kind(self, path: str) -> tuple[str, DocumentMeta | None, str | None]:
-        """('root'|'tree'|'doc'|'file'|'missing', meta, file name)."""
+        """('root'|'tree'|'doc'|'tables'|'file'|'missing', meta, file name; "tables/3.csv" for a table)."""
         if path == "/":
             return "root", None, None
         if path == ROOT:
@@ -119,13 +132,21 @@ class DocumentsFS:
             return "missing", None, None
         parts = path[len(ROOT) + 1 :].split("/")
         meta = await self.corpus.find(parts[0]) if parts[0] else None
-        if meta is None or len(parts) > 2:
+        if meta is None or len(parts) > 3:
             return "missing", None, None
         if len(parts) == 1:
             return "doc", meta, None
-        if parts[1] in FILES:
+        if len(parts) == 2 and parts[1] in FILES:
             return "file", meta, parts[1]
+        if parts[1] == TABLES_DIR:
+            if len(parts) == 2:
+                return "tables", meta, None
+            if _TABLE_FILE.fullmatch(parts[2]) and int(parts[2][:-4]) < await self._table_count(meta):
+                return "file", meta, f"{TABLES_DIR}/{parts[2]}"
         return "missing", None, None
+
+    async def _table_count(self, meta: DocumentMeta) -> int:
+        return (await self.corpus.kb.tables.counts([meta])).get(meta.id, 0)
 
     async def render(self, meta: DocumentMeta, name: str) -> str:
         """The text of one file of a visible document (cached per session except content.txt)."""
@@ -140,6 +161,13 @@ class DocumentsFS:
             text = await self.corpus.content(meta.id)
         elif name == "items.jsonl":
             text = await self.corpus.items_jsonl(meta.id)
+        elif name == "tables.json":
+            text = json.dumps(await self.corpus.tables(meta.id), ensure_ascii=False, indent=2)
+        elif name.startswith(f"{TABLES_DIR}/"):
+            file_name = name[len(TABLES_DIR) + 1 :]
+            if not _TABLE_FILE.fullmatch(file_name):
+                raise DocumentNotFoundError(f"No table {file_name!r} in document {meta.id}; tables.json lists them.")
+            return await self.corpus.table_csv(meta.id, int(file_name[:-4]))  # can be large: not cached here
         else:
             text = json.dumps(await self.corpus.toc(meta.id), ensure_ascii=False, indent=2)
         if name != "content.txt":  # content is cached by the knowledge base already
@@ -159,7 +187,7 @@ class DocumentsFS:
         return (await self._kind(_normalize(path)))[0] == "file"
 
     async def _is_dir(self, path: Any) -> bool:
-        return (await self._kind(_normalize(path)))[0] in ("root", "tree", "doc")
+        return (await self._kind(_normalize(path)))[0] in ("root", "tree", "doc", "tables")
 
     async def _is_symlink(self, path: Any) -> bool:
         return False
@@ -201,7 +229,9 @@ class DocumentsFS:
         if kind == "tree":
             return [m.id for m in await self.corpus.documents()]
         if kind == "doc" and meta is not None:
-            return list(FILES)
+            return [*FILES, TABLES_DIR]
+        if kind == "tables" and meta is not None:
+            return [f"{n}.csv" for n in range(await self._table_count(meta))]
         if kind == "file":
             raise NotADirectoryError(f"[Errno 20] Not a directory: '{normal}'")
         raise _not_found(normal)
@@ -217,27 +247,31 @@ class DocumentsFS:
         monty filters the reply by the glob itself, so `glob_hints` (pattern, depth) are not needed.
         """
         normal = _normalize(path)
-        kind = (await self._kind(normal))[0]
+        kind, meta, _name = await self._kind(normal)
         if kind == "missing":
             raise _not_found(normal)
         if kind == "file":
             return [ScanEntry("", False, True, False)]
         entries = [ScanEntry("", True, False, False)]
+        ids: list[str] = []
+        tables: dict[str, int] = {}
+        prefix = ""
         if kind == "root":
             entries.append(ScanEntry("documents", True, False, False))
             prefix = "documents/"
+        if kind in ("root", "tree"):
             ids = [m.id for m in await self.corpus.documents()]
-        elif kind == "tree":
-            prefix = ""
-            ids = [m.id for m in await self.corpus.documents()]
-        else:
-            prefix = ""
-            ids = []
+            tables = await self.corpus.table_counts()
+        elif kind == "doc" and meta is not None:
             entries.extend(ScanEntry(name, False, True, False) for name in FILES)
+            entries.extend(_table_entries("", await self._table_count(meta)))
+        elif kind == "tables" and meta is not None:
+            count = await self._table_count(meta)
+            entries.extend(ScanEntry(f"{n}.csv", False, True, False) for n in range(count))
         if len(ids) > _OFF_LOOP_DOCS:
-            entries.extend(await anyio.to_thread.run_sync(_doc_entries, prefix, ids))
+            entries.extend(await anyio.to_thread.run_sync(_doc_entries, prefix, ids, tables))
         else:
-            entries.extend(_doc_entries(prefix, ids))
+            entries.extend(_doc_entries(prefix, ids, tables))
         return entries
 
     async def _stat(self, path: Any) -> StatResult:

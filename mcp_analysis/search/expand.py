@@ -99,7 +99,10 @@ async def expand_hits(
         touching = [
             other
             for other in merged
-            if other.meta.id == span.meta.id and span.lo <= other.hi + 1 and other.lo <= span.hi + 1
+            if other.meta.id == span.meta.id
+            and span.lo <= other.hi + 1
+            and other.lo <= span.hi + 1
+            and not (_table_rows(span.hit) or _table_rows(other.hit))
         ]
         if not touching:
             merged.append(span)
@@ -129,6 +132,13 @@ async def expand_hits(
     return results
 
 
+def _table_rows(hit: Hit) -> bool:
+    """A chunk of a table's rows is its own passage: two such chunks hold different rows, so
+    merging them into one result would show only the better-ranked one's rows."""
+    first, last = hit.chunk.item_range
+    return first == last and hit.chunk.labels == ["table"]
+
+
 def _render(body: list[dict], hit: Hit) -> tuple[str, tuple[int, int] | None]:
     """The passage as markdown, and where the hit's own chunk lies in it (its anchor)."""
     first, last = hit.chunk.item_range
@@ -151,6 +161,9 @@ def _render(body: list[dict], hit: Hit) -> tuple[str, tuple[int, int] | None]:
         at = content.find(hit.chunk.content[:60], lo, hi)
         if at >= 0:
             lo, hi = at, min(hi, at + len(hit.chunk.content))
+        else:  # rows of a table its item shows in part or as markdown: the chunk itself is the passage
+            content = content[:lo] + hit.chunk.content + content[hi:]
+            hi = lo + len(hit.chunk.content)
     return content, (lo, hi)
 
 

@@ -37,6 +37,7 @@ DOCUMENT_FILE_DESCRIPTIONS = {
     "content.txt": "A document's full text (markdown, tables as markdown).",
     "items.jsonl": "A document's items (one JSON object per line, with self_ref and label).",
     "toc.json": "A document's section tree with item ranges and chunk ids.",
+    "tables.json": "A document's tables: index, name, rows, columns, header, pages, chunk ids, path.",
 }
 COMPLETIONS = 100  # document ids offered at most
 
@@ -82,6 +83,11 @@ def document_file_reader(name: str) -> Callable[[str, Context], Awaitable[str]]:
 
     read.__name__ = f"read_{name.replace('.', '_')}"
     return read
+
+
+async def table_csv(document_id: str, index: str, ctx: Context) -> str:
+    """Every row of one table of a document (the sandbox's /documents/{id}/tables/{index}.csv)."""
+    return await document_file(document_id, f"tables/{index}.csv", ctx)
 
 
 @user_errors(protocol_error)
@@ -172,6 +178,13 @@ def register_resources(server: MCPServer[Any], runtime: Runtime) -> None:
             description=DOCUMENT_FILE_DESCRIPTIONS[name],
             mime_type=mime,
         )(user_errors(ResourceError)(document_file_reader(name)))
+    server.resource(
+        uris.DOCUMENT_TABLE_CSV,
+        name="document-table-csv",
+        title="Document table (CSV)",
+        description="Every row of one table of a document as RFC 4180 CSV, header row first (see tables.json).",
+        mime_type="text/csv",
+    )(user_errors(ResourceError)(table_csv))
     server.resource(
         uris.SESSION_STATE,
         name="analysis-state",

@@ -12,7 +12,10 @@ DOCUMENT_FILES = {
     "content.txt": "text/plain",
     "items.jsonl": "application/jsonl",
     "toc.json": "application/json",
+    "tables.json": "application/json",
 }
+#: Every row of one of a document's tables (tables.json lists them): not listed, read by template.
+DOCUMENT_TABLE_CSV = "documents:///{document_id}/tables/{index}.csv"
 
 SESSION_STATE = "analysis://sessions/{session_id}/state"
 SESSION_EXECUTION = "analysis://sessions/{session_id}/executions/{index}"

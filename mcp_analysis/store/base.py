@@ -53,7 +53,7 @@ class StoreBase:
 
     @property
     def ready(self) -> bool:
-        return all(name in self.tables for name in schema.TABLES) and self.settings is not None
+        return all(name in self.tables for name in schema.REQUIRED_TABLES) and self.settings is not None
 
     def has_table(self, name: str) -> bool:
         return name in self.tables

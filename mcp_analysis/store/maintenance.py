@@ -35,8 +35,11 @@ class StoreMaintenance(StoreBase):
             (schema.DOCUMENT_META, "id", BTree()),
             (schema.DOCUMENT_META, "uri", BTree()),
             (schema.DOCUMENTS, "id", BTree()),
+            (schema.DOCUMENT_TABLES, "document_id", BTree()),
         ]
         for table_name, column, config in wanted:
+            if table_name not in self.tables:
+                continue
             table = self.tables[table_name]
             existing = {tuple(ix.columns) for ix in await table.list_indices()}
             if (column,) in existing:
@@ -62,6 +65,12 @@ class StoreMaintenance(StoreBase):
     async def optimize(self) -> None:
         """Compact files and fold new rows into the indexes (keeps hybrid search fast)."""
         self.check_writable()
-        for name in (schema.CHUNKS, schema.DOCUMENT_ITEMS, schema.DOCUMENT_META, schema.DOCUMENTS):
+        for name in (
+            schema.CHUNKS,
+            schema.DOCUMENT_ITEMS,
+            schema.DOCUMENT_META,
+            schema.DOCUMENTS,
+            schema.DOCUMENT_TABLES,
+        ):
             if name in self.tables:
                 await self.tables[name].optimize(cleanup_older_than=_CLEANUP_AFTER)

@@ -7,7 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-INGEST_METADATA = ("format", "file_name")  # metadata ingest records itself (the uri shows it already)
+# Metadata ingest records itself (the uri shows the file name already).
+INGEST_METADATA = ("format", "file_name", "tables", "ocr_pages", "warnings", "email")
 
 
 class DocumentMeta(BaseModel):

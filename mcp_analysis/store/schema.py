@@ -8,6 +8,9 @@
 - ``document_items``  document_id, position, self_ref, label, text, page_numbers,
                       heading_level, picture_data, chunk_ids
 - ``settings``        id, settings (JSON text: schema version, embedder, vector dimension)
+- ``document_tables`` document_id, index, self_ref, name, rows, columns, header (JSON text),
+                      page_numbers, csv (zstd RFC 4180 text): every table's rows (ours only;
+                      for other databases tables are read from the stored DoclingDocument)
 """
 
 from __future__ import annotations
@@ -21,7 +24,11 @@ DOCUMENT_META = "document_meta"
 CHUNKS = "chunks"
 DOCUMENT_ITEMS = "document_items"
 SETTINGS = "settings"
-TABLES = (DOCUMENTS, DOCUMENT_META, CHUNKS, DOCUMENT_ITEMS, SETTINGS)
+DOCUMENT_TABLES = "document_tables"
+REQUIRED_TABLES = (DOCUMENTS, DOCUMENT_META, CHUNKS, DOCUMENT_ITEMS, SETTINGS)
+# document_tables is missing from knowledge bases made before it and from haiku.rag's: their
+# tables are read from the stored DoclingDocument (store/tables.py).
+TABLES = (*REQUIRED_TABLES, DOCUMENT_TABLES)
 
 # Columns a document filter may use (SQL WHERE over document metadata).
 FILTER_COLUMNS = (
@@ -67,6 +74,20 @@ DOCUMENT_ITEMS_SCHEMA = pa.schema(
         pa.field("heading_level", pa.int32()),
         pa.field("picture_data", pa.large_binary()),
         pa.field("chunk_ids", pa.list_(pa.string())),
+    ]
+)
+
+DOCUMENT_TABLES_SCHEMA = pa.schema(
+    [
+        pa.field("document_id", pa.string(), nullable=False),
+        pa.field("index", pa.int32()),
+        pa.field("self_ref", pa.string()),
+        pa.field("name", pa.string()),
+        pa.field("rows", pa.int64()),
+        pa.field("columns", pa.int32()),
+        pa.field("header", pa.string()),
+        pa.field("page_numbers", pa.list_(pa.int32())),
+        pa.field("csv", pa.large_binary()),
     ]
 )
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -32,6 +32,7 @@ _DOCUMENT_ID_COLUMNS = (
     (schema.DOCUMENTS, "id"),
     (schema.CHUNKS, "document_id"),
     (schema.DOCUMENT_ITEMS, "document_id"),
+    (schema.DOCUMENT_TABLES, "document_id"),  # missing from knowledge bases made before it existed
 )
 # On object storage, rows without a meta row are removed only once this old (see orphan_ids).
 ORPHAN_GRACE = timedelta(minutes=10)
@@ -45,6 +46,7 @@ class DocumentRows:
     document: dict[str, Any]
     items: list[dict[str, Any]]
     chunks: list[dict[str, Any]]
+    tables: list[dict[str, Any]] = field(default_factory=list)  # document_tables rows (store/tables.py)
 
 
 def _older_than(stamp: datetime, age: timedelta) -> bool:
@@ -66,6 +68,7 @@ class StoreWrites(StoreReads):
             schema.CHUNKS: schema.chunks_schema(dimension),
             schema.DOCUMENT_ITEMS: schema.DOCUMENT_ITEMS_SCHEMA,
             schema.SETTINGS: schema.SETTINGS_SCHEMA,
+            schema.DOCUMENT_TABLES: schema.DOCUMENT_TABLES_SCHEMA,
         }
         for name, table_schema in creators.items():
             if name not in self.tables:
@@ -89,6 +92,15 @@ class StoreWrites(StoreReads):
         if items:
             await self.tables[schema.DOCUMENT_ITEMS].add(
                 pa.Table.from_pylist(items, schema=schema.DOCUMENT_ITEMS_SCHEMA)
+            )
+        tables = [row for b in batch for row in b.tables]
+        if tables:
+            if schema.DOCUMENT_TABLES not in self.tables:  # a knowledge base made before the table existed
+                self.tables[schema.DOCUMENT_TABLES] = await self._connection.create_table(
+                    schema.DOCUMENT_TABLES, schema=schema.DOCUMENT_TABLES_SCHEMA, exist_ok=True
+                )
+            await self.tables[schema.DOCUMENT_TABLES].add(
+                pa.Table.from_pylist(tables, schema=schema.DOCUMENT_TABLES_SCHEMA)
             )
         chunks = [row for b in batch for row in b.chunks]
         if chunks:
@@ -129,9 +141,9 @@ class StoreWrites(StoreReads):
         self.check_writable()
         if not document_ids:
             return
-        await self.tables[schema.CHUNKS].delete(sql_in("document_id", document_ids))
-        await self.tables[schema.DOCUMENT_ITEMS].delete(sql_in("document_id", document_ids))
-        await self.tables[schema.DOCUMENTS].delete(sql_in("id", document_ids))
+        for name, column in _DOCUMENT_ID_COLUMNS:
+            if name in self.tables:
+                await self.tables[name].delete(sql_in(column, document_ids))
 
     # ----------------------------------------------------------------- orphans
 
@@ -147,6 +159,8 @@ class StoreWrites(StoreReads):
         visible = {r["id"] for r in await self.tables[schema.DOCUMENT_META].query().select(["id"]).to_list()}
         present: set[str] = set()
         for name, column in _DOCUMENT_ID_COLUMNS:
+            if name not in self.tables:
+                continue
             rows = await self.tables[name].query().select([column]).to_arrow()
             present.update(rows.column(column).unique().to_pylist())
         orphans = present - visible
@@ -158,6 +172,8 @@ class StoreWrites(StoreReads):
         """Document ids that had rows in a table version at least `settled` old (empty if unknown)."""
         ids: set[str] = set()
         for name, column in _DOCUMENT_ID_COLUMNS:
+            if name not in self.tables:
+                continue
             try:
                 table = await self._connection.open_table(name)
                 old = [v["version"] for v in await table.list_versions() if _older_than(v["timestamp"], settled)]

@@ -18,7 +18,7 @@ Analyse a document knowledge base. Workflow:
    `context` to see more of a hit's section.
 2. For counting, totals, averages, comparisons or extraction across documents, write Python
    for `execute_code`: documents are files under /documents/{id}/ (metadata.json, content.txt,
-   items.jsonl, toc.json) and `await search(q, limit=10)` / `await list_documents()` work
+   items.jsonl, toc.json, tables.json) and `await search(q, limit=10)` / `await list_documents()` work
    inside the code. Variables persist between calls, so build results step by step.
 3. Finish with `cite(chunk_ids)` for the passages your answer relies on (`cite([])` if none).
 Call `new_analysis` before an unrelated question. Over HTTP without a session, results carry a
@@ -46,6 +46,7 @@ Documents are read-only files (pathlib.Path, open(), os.listdir, os.walk):
                                  section_header, text, list_item, table, code, ...), text,
                                  page_numbers, heading_level, chunk_ids
   /documents/{id}/toc.json       section tree: heading, level, item_range, chunk_ids
+  /documents/{id}/tables.json    tables: index, name, rows, columns, header, path (tables/{n}.csv: every row)
 `await search(query, limit=10)` returns hits, `await list_documents()` documents; each prints
 as one short line, every field is an attribute or a key: hit.content (the whole passage),
 hit.excerpt, hit.chunk_id, hit.document_id, hit.document_title, hit.headings, hit.page_numbers,

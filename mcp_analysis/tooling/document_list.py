@@ -70,7 +70,7 @@ def render_documents(out: ListDocumentsOutput) -> str:
         lines.append(f"{d.id} | {d.title} | {d.uri[len(prefix) :]}{meta if d.metadata else ''}")
     if out.next_offset is not None:
         lines.append(f"More: list_documents(offset={out.next_offset}).")
-    lines.append("Files: /documents/{id}/metadata.json, content.txt, items.jsonl, toc.json")
+    lines.append("Files: /documents/{id}/metadata.json, content.txt, items.jsonl, toc.json, tables.json")
     return "\n".join(lines)
 
 

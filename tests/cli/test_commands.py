@@ -67,16 +67,16 @@ def test_add_exits_nonzero_naming_the_files_it_could_not_add(tmp_path: Path) -> 
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "log.md").write_text("# Harbour Log\n\nThe pilot boarded at dawn.\n")
-    (docs / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00" * 50)
+    (docs / "photo.heic").write_bytes(b"\x00\x00\x00\x18ftypheic" + b"\x00" * 50)
     db = str(tmp_path / "kb.lancedb")
     human = cli("--db", db, "add", str(docs))
     assert human.returncode == 1
-    assert f"skipped {docs / 'photo.png'}: unsupported file type '.png'" in human.stderr
+    assert f"skipped {docs / 'photo.heic'}: unsupported file type '.heic'" in human.stderr
     assert human.stdout.startswith("1 added, 0 replaced, 0 unchanged, 1 skipped")
     assert "1 path(s) could not be added" in human.stderr
     as_json = cli("--db", db, "add", str(docs), "--json")
     report = json.loads(as_json.stdout)
-    assert as_json.returncode == 1 and report["unchanged"] and report["skipped"][0][0].endswith("photo.png")
+    assert as_json.returncode == 1 and report["unchanged"] and report["skipped"][0][0].endswith("photo.heic")
     # All good: exit 0 (the markdown file again is unchanged, which is success).
     assert cli("--db", db, "add", str(docs / "log.md")).returncode == 0
 

@@ -96,7 +96,7 @@ async def test_stdio_client_gets_what_haiku_rag_stored(served: tuple[Path, RawDb
         ]
 
         resources = (await client.list_resources()).resources
-        assert len(resources) == 36 * 4
+        assert len(resources) == 36 * 5  # metadata, content, items, toc, tables
         doc_id = hits[0]["document_id"]
         content = await client.read_resource(f"documents:///{doc_id}/content.txt")
         assert content.contents[0].text == raw.content[doc_id]
@@ -125,7 +125,7 @@ async def test_http_server_with_a_filter_scopes_every_surface(served: tuple[Path
             hidden = next(c for c, r in raw.chunks.items() if r["document_id"] == outside)
             refused = await client.call_tool("cite", {"chunk_ids": [hidden]})
             assert refused.is_error and "could be resolved" in text(refused)
-            assert len((await client.list_resources()).resources) == 4 * len(licences)
+            assert len((await client.list_resources()).resources) == 5 * len(licences)
             with pytest.raises(Exception, match="outside your filter"):
                 await client.read_resource(f"documents:///{outside}/content.txt")
     assert tree_hashes(db) == tree_hashes(FIXTURE)

@@ -89,8 +89,8 @@ def test_files_without_a_known_suffix() -> None:
     assert formats.for_file("README", b"plain words\n").text
     with pytest.raises(UnsupportedFormatError, match="no file extension, and the content is not text"):
         formats.for_file("blob", b"\x7fELF\x00\x01")
-    with pytest.raises(UnsupportedFormatError, match=r"unsupported file type '\.png' \(supported: \.md"):
-        formats.for_file("photo.png", b"")
+    with pytest.raises(UnsupportedFormatError, match=r"unsupported file type '\.heic' \(supported: \.md"):
+        formats.for_file("photo.heic", b"")
 
 
 def test_a_converter_registered_by_module_name_is_imported_when_first_used() -> None:

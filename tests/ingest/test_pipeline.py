@@ -160,6 +160,7 @@ async def test_bad_files_are_reported_and_the_rest_goes_in(tmp_path: Path) -> No
     docs.mkdir()
     write_markdown(docs / "good.md")
     (docs / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00" * 50)
+    (docs / "clip.mp4").write_bytes(b"\x00\x00\x00\x18ftypmp42" + b"\x00" * 50)
     (docs / "broken.pdf").write_bytes(b"%PDF-1.4 this is not really a pdf")
     (docs / "binary.txt").write_bytes(b"abc\x00\x01\x02")
     (docs / "empty.md").write_text("   \n")
@@ -173,6 +174,7 @@ async def test_bad_files_are_reported_and_the_rest_goes_in(tmp_path: Path) -> No
     skipped = {Path(p).name: reason for p, reason in report.skipped}
     assert set(skipped) == {
         "image.png",
+        "clip.mp4",
         "broken.pdf",
         "binary.txt",
         "empty.md",
@@ -180,7 +182,8 @@ async def test_bad_files_are_reported_and_the_rest_goes_in(tmp_path: Path) -> No
         "blob",
         "nothing-here",
     }
-    assert skipped["image.png"].startswith("unsupported file type '.png' (supported: .md")
+    assert skipped["image.png"].startswith("not a readable image")
+    assert skipped["clip.mp4"].startswith("unsupported file type '.mp4' (supported: .md")
     assert "PDF" in skipped["broken.pdf"]
     assert "binary" in skipped["binary.txt"]
     assert "no text" in skipped["empty.md"]

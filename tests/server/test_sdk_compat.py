@@ -63,7 +63,7 @@ async def test_middleware_sees_method_params_and_wire_results(sample_db: Path, t
         capabilities = client.server_capabilities
         assert capabilities.resources is not None and capabilities.resources.list_changed is True
         page = await client.list_resources()
-        assert len(page.resources) == 48
+        assert len(page.resources) == 60
     methods = {method: (params, result) for method, params, result in observed}
     assert {"initialize", "resources/list"} <= set(methods), "mcp SDK changed: middleware no longer sees these"
     _, init_result = methods["initialize"]

@@ -108,6 +108,7 @@ async def test_the_registered_templates_are_the_ones_uris_builds(sample_db: Path
         document_id = first.name.split("/")[0]
         read = await client.read_resource(uris.document_file(document_id, "metadata.json"))
     assert templates == {uris.document_file_template(n) for n in uris.DOCUMENT_FILES} | {
+        uris.DOCUMENT_TABLE_CSV,
         uris.SESSION_STATE,
         uris.SESSION_EXECUTION,
     }

@@ -163,7 +163,7 @@ async def test_resources_paginate_and_read(sample_db: Path, tmp_path: Path) -> N
             cursor = page.next_cursor
             if cursor is None:
                 break
-        assert pages == 10 and len(uris) == 48 == len(set(uris))
+        assert pages == 12 and len(uris) == 60 == len(set(uris))  # 12 documents x 5 files
         content = next(u for u in uris if u.endswith("/content.txt"))
         doc_id = content.split("/")[3]
         read = await client.read_resource(content)
@@ -220,7 +220,7 @@ async def test_server_filter_is_enforced_on_every_surface(sample_db: Path, tmp_p
             in (await client.call_tool("execute_code", {"code": sneaky})).structured_content["error"]
         )
         resources = await client.list_resources()
-        assert len(resources.resources) == 16
+        assert len(resources.resources) == 20  # 4 documents x 5 files
         with pytest.raises(MCPError):
             await client.read_resource(f"documents:///{hidden.id}/content.txt")
         cite = await client.call_tool("cite", {"chunk_ids": [hidden_chunk]})

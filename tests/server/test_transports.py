@@ -166,7 +166,7 @@ async def test_http_tokens_map_to_filters(sample_db: Path, server_logs: Path, to
             stolen = await bob.call_tool("execute_code", {"code": "n", "session": alice_session})
             assert stolen.is_error and "Unknown or expired" in text(stolen)
             resources = await alice.list_resources()
-            assert len(resources.resources) == 16
+            assert len(resources.resources) == 20  # 4 documents x 5 files
 
 
 async def test_clients_hear_when_documents_are_added(sample_db: Path, server_logs: Path, tmp_path: Path) -> None:

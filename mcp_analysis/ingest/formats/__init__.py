@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import PurePath
 
 from mcp_analysis.errors import UnsupportedFormatError
-from mcp_analysis.ingest.formats.base import Converted, Converter, Source, looks_like_text
+from mcp_analysis.ingest.formats.base import Converted, Converter, Source, TableRows, looks_like_text
 
-__all__ = ["Converted", "Converter", "Format", "Source", "find", "for_file", "register", "supported"]
+__all__ = ["Converted", "Converter", "Format", "Source", "TableRows", "find", "for_file", "register", "supported"]
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,14 @@ register((".md", ".markdown", ".mdx"), f"{__name__}.markdown", text=True)
 register((".html", ".htm", ".xhtml"), f"{__name__}.html", text=True)
 register((".docx",), f"{__name__}.docx")
 register((".pdf",), f"{__name__}.pdf")
-register((".txt", ".text", ".rst", ".log", ".csv", ".tsv", ".org", ".adoc"), f"{__name__}.text", text=True)
+register((".xlsx", ".xlsm", ".xls", ".ods"), f"{__name__}.spreadsheet")
+register((".csv", ".tsv"), f"{__name__}.delimited", text=True)
+register((".pptx",), f"{__name__}.slides")
+register((".odt", ".odp"), f"{__name__}.odf")
+register((".epub",), f"{__name__}.epub")
+register((".eml",), f"{__name__}.email")
+register((".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".webp"), f"{__name__}.image")
+register((".txt", ".text", ".rst", ".log", ".org", ".adoc"), f"{__name__}.text", text=True)
 register(
     (
         *(".py", ".pyi", ".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx", ".java", ".kt", ".scala", ".go", ".rs"),

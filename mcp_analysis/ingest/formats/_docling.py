@@ -17,15 +17,19 @@ if TYPE_CHECKING:
     from docling_core.types.doc import DoclingDocument
 
 
-def run_backend(source: Source, input_format: Any, backend: type, label: str) -> DoclingDocument:
-    """`source.data` through `backend` (a docling DeclarativeDocumentBackend class)."""
+def run_backend(source: Source, input_format: Any, backend: type, label: str, options: Any = None) -> DoclingDocument:
+    """`source.data` through `backend` (a docling DeclarativeDocumentBackend class, with its `options`)."""
     from docling.datamodel.document import InputDocument
     from docling.datamodel.pipeline_options import ConvertPipelineOptions
     from docling.pipeline.simple_pipeline import SimplePipeline
 
     try:
         document = InputDocument(
-            path_or_stream=BytesIO(source.data), format=input_format, backend=backend, filename=source.name
+            path_or_stream=BytesIO(source.data),
+            format=input_format,
+            backend=backend,
+            filename=source.name,
+            backend_options=options,
         )
         if not document.valid:
             raise IngestError(f"docling could not open this {label} file")

@@ -18,7 +18,7 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mcp_analysis.errors import IngestError, IngestLimitError
 from mcp_analysis.ingest.limits import MB, SETTING, Limits
@@ -47,10 +47,29 @@ class Source:
 
 
 @dataclass
+class TableRows:
+    """Every row of one table a converter read as rows (a sheet, a CSV file), each row one
+    RFC 4180 CSV line without line terminator, and the table's name.
+
+    When `partial`, the document's TableItem (`self_ref`) holds the first rows only: a
+    100,000-row sheet then costs one string per row rather than a pydantic object per cell.
+    """
+
+    self_ref: str
+    name: str
+    columns: int
+    lines: list[str]
+    partial: bool = False
+
+
+@dataclass
 class Converted:
     document: DoclingDocument
     format: str
     warnings: list[str] = field(default_factory=list)
+    tables: list[TableRows] = field(default_factory=list)  # tables read as rows (names, every row)
+    ocr_pages: list[int] = field(default_factory=list)  # pages whose text came from OCR
+    metadata: dict[str, Any] = field(default_factory=dict)  # what the file says of itself (e-mail headers)
 
 
 Converter = Callable[[Source], Converted]

@@ -2,8 +2,9 @@
 
 pypdfium2 gives characters with font size and position, read line by line per page
 (pdf_lines.py); pdf_layout.py turns the lines into docling items (paragraphs, headings, lists, tables, page
-furniture). Every item carries its page number. Scanned PDFs without a text layer yield no
-text (there is no OCR); they are reported, not ingested empty.
+furniture). Every item carries its page number. A page without a text layer is read by OCR
+(pdf_ocr.py) when `ingest.ocr` is auto; a page that yields no text either way is one warning
+line, and a PDF without any text is refused.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 from mcp_analysis.errors import IngestError
 from mcp_analysis.ingest.formats.base import Converted, Source, check_items
 from mcp_analysis.ingest.formats.pdf_lines import Line, page_lines
+
+_OCR_SAYS = {"auto": " and no recognisable text", "off": " (OCR is off: ingest.ocr)"}
 
 
 def convert(source: Source) -> Converted:
@@ -26,17 +29,28 @@ def convert(source: Source) -> Converted:
         pages: list[list[Line]] = []
         sizes: list[tuple[float, float]] = []
         lines_seen = 0
+        ocr_pages: list[int] = []
+        warnings: list[str] = []
         for index in range(len(pdf)):
             page = pdf[index]
             sizes.append((float(page.get_width()), float(page.get_height())))
-            pages.append(page_lines(page, index + 1))
+            lines = page_lines(page, index + 1)
+            if not lines and source.limits.ocr == "auto":
+                from mcp_analysis.ingest.formats.pdf_ocr import ocr_page_lines
+
+                lines = ocr_page_lines(page, index + 1)
+                if lines:
+                    ocr_pages.append(index + 1)
+            if not lines:
+                warnings.append(f"page {index + 1}: no text layer" + _OCR_SAYS[source.limits.ocr])
+            pages.append(lines)
             lines_seen += len(pages[-1])
             check_items(source, lines_seen, "lines of text")
     finally:
         pdf.close()
 
     if not any(pages):
-        raise IngestError("the PDF has no text layer (scanned images need OCR, which is not available)")
+        raise IngestError("the PDF has no text layer" + _OCR_SAYS[source.limits.ocr])
     from mcp_analysis.ingest.formats.pdf_layout import build_document
 
-    return Converted(build_document(source.stem, pages, sizes), "pdf")
+    return Converted(build_document(source.stem, pages, sizes), "pdf", warnings=warnings, ocr_pages=ocr_pages)

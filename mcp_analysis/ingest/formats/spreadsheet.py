@@ -1,0 +1,125 @@
+"""Workbooks (.xlsx .xlsm .xls .ods) -> one table per sheet, read by python-calamine.
+
+calamine is a tolerant reader (Rust): a cell it cannot parse comes back as its text, a
+formula as its cached value, a date as a date. Each sheet is read on its own: a sheet
+that fails (a part missing from the archive, a chart sheet) is one warning line and the
+other sheets still go in. A sheet is its used range, every row: notes above or below a
+table are kept, since only code reading the CSV can tell them from data. Leading and
+trailing empty rows are trimmed; empty rows inside are kept.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from typing import Any
+
+from docling_core.types.doc import DoclingDocument
+
+from mcp_analysis.errors import IngestError
+from mcp_analysis.ingest.formats.base import Converted, Source, limit_error
+from mcp_analysis.ingest.formats.cells import CsvLines, add_rows_table, cell_text
+from mcp_analysis.ingest.formats.office import (
+    check_unpacked,
+    encrypted_message,
+    is_encrypted_odf,
+    is_encrypted_ooxml,
+    reason,
+)
+
+SUFFIXES = (".xlsx", ".xlsm", ".xls", ".ods")
+
+
+def convert(source: Source) -> Converted:
+    import python_calamine as calamine
+
+    if is_encrypted_ooxml(source.data) or is_encrypted_odf(source.data):
+        raise IngestError(encrypted_message("workbook"))
+    check_unpacked(source)
+    try:
+        book = calamine.CalamineWorkbook.from_filelike(io.BytesIO(source.data))
+    except calamine.PasswordError:
+        raise IngestError(encrypted_message("workbook")) from None
+    except calamine.CalamineError as exc:
+        message = f"not a readable workbook, damaged or another format ({reason(exc)})"
+        raise IngestError(message) from None
+    doc = DoclingDocument(name=source.stem)
+    doc.add_title(text=source.stem)  # a workbook has no title of its own; its sheets are sections
+    result = Converted(doc, "spreadsheet")
+    cells_left = source.limits.max_table_cells
+    with book:
+        for meta in book.sheets_metadata:
+            try:
+                sheet = book.get_sheet_by_name(meta.name)
+                lines, columns = _sheet_lines(sheet, meta.name, source, cells_left)
+            except IngestError:
+                raise
+            except calamine.WorksheetNotFound:
+                result.warnings.append(f"sheet {meta.name!r} could not be read: its part is missing from the file")
+                continue
+            except Exception as exc:  # one sheet's failure never loses the others
+                result.warnings.append(f"sheet {meta.name!r} could not be read: {reason(exc)}")
+                continue
+            if not lines:
+                continue  # an empty sheet holds nothing to read
+            cells_left -= len(lines) * columns
+            heading = doc.add_heading(text=meta.name, level=1)
+            merged = _merged(sheet, lines, columns)
+            result.tables.append(add_rows_table(doc, meta.name, lines, columns, parent=heading, merged=merged))
+    if not doc.tables:
+        detail = "; ".join(result.warnings) or "every sheet is empty"
+        raise IngestError(f"no sheet could be read ({detail})")
+    return result
+
+
+def _sheet_lines(sheet: Any, name: str, source: Source, cells_left: int) -> tuple[list[str], int]:
+    """The sheet's used range as CSV lines, and its width."""
+    encoder = CsvLines()
+    lines: list[str] = []
+    pending_empty = 0
+    width = 0
+    for values in _rows(sheet):
+        texts = [cell_text(v) for v in values]
+        while texts and not texts[-1]:
+            texts.pop()
+        if not texts:
+            pending_empty += 1 if lines else 0  # leading empty rows are not part of the used range
+            continue
+        lines.extend([""] * pending_empty)
+        pending_empty = 0
+        width = max(width, len(texts))
+        lines.append(encoder.line(texts))
+        if len(lines) * width > cells_left:
+            used = source.limits.max_table_cells - cells_left + len(lines) * width
+            found = f"{used:,} table cells by row {len(lines):,} of sheet {name!r}"
+            raise limit_error(source.limits, "max_table_cells", found)
+    return lines, width
+
+
+def _rows(sheet: Any) -> Iterator[list[Any]]:
+    start = sheet.start
+    if start is None:
+        return
+    # calamine's iterator starts at the first row of the sheet, its columns at the used range's.
+    yield from sheet.iter_rows()
+
+
+def _merged(sheet: Any, lines: list[str], columns: int) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """Merged ranges relative to the trimmed used range (xlsx/xls only; ods has none here)."""
+    ranges = sheet.merged_cell_ranges or []
+    if not ranges or sheet.start is None:
+        return []
+    top = _first_row(sheet)
+    left = sheet.start[1]
+    out = []
+    for (r0, c0), (r1, c1) in ranges:
+        out.append(((r0 - top, c0 - left), (r1 - top, c1 - left)))
+    return [((a, b), (c, d)) for (a, b), (c, d) in out if a >= 0 and b >= 0 and a < len(lines) and b < columns]
+
+
+def _first_row(sheet: Any) -> int:
+    """Absolute index of the first non-empty row (where our trimmed lines start)."""
+    for index, values in enumerate(sheet.iter_rows()):
+        if any(cell_text(v) for v in values):
+            return index
+    return 0

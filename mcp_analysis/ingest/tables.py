@@ -1,0 +1,168 @@
+"""Every table of a document as data: name, header, every row as CSV, pages.
+
+One list per document in reading order, whatever the format: tables a converter read as
+rows (sheets, CSV files) come with their names and every row; the others (HTML,
+Markdown, DOCX, PDF, slides, ODF) are taken from the document's TableItems, a cell's text
+at its top-left position (as spreadsheets store merged cells). Body tables with cells only,
+as the document's items have them. This is what
+`/documents/{id}/tables.json` and `tables/{index}.csv` serve, and what the chunker groups
+into rows-with-header chunks. It works on a stored DoclingDocument too (haiku.rag
+databases, documents ingested before tables were kept).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import zstandard
+from docling_core.types.doc import ContentLayer, DoclingDocument, TableItem
+
+from mcp_analysis.ingest.formats.base import TableRows
+from mcp_analysis.ingest.formats.cells import CsvLines, csv_text, parse_lines, written_cell
+
+
+@dataclass
+class ExtractedTable:
+    index: int
+    self_ref: str
+    name: str
+    columns: int
+    lines: list[str]  # every row, RFC 4180, header (the first row) first
+    page_numbers: list[int] = field(default_factory=list)
+    partial_in_document: bool = False  # the DoclingDocument shows only the first rows
+
+    @property
+    def header(self) -> list[str]:
+        return parse_lines(self.lines[:1])[0] if self.lines else []
+
+    @property
+    def rows(self) -> int:
+        return len(self.lines)
+
+
+def _caption(item: TableItem, doc: DoclingDocument) -> str:
+    try:
+        return " ".join(item.caption_text(doc).split())[:200]
+    except Exception:  # a caption ref that does not resolve is no reason to lose the table
+        return ""
+
+
+def table_lines(item: TableItem) -> tuple[list[str], int]:
+    """A TableItem's cells as CSV lines (text at each cell's top-left position) and its width."""
+    data = item.data
+    rows, width = data.num_rows, data.num_cols
+    grid = [[""] * width for _ in range(rows)]
+    for cell in data.table_cells:
+        r, c = cell.start_row_offset_idx, cell.start_col_offset_idx
+        if 0 <= r < rows and 0 <= c < width:
+            grid[r][c] = written_cell(cell.text or "")
+    encoder = CsvLines()
+    lines = []
+    for row in grid:
+        while row and not row[-1]:
+            row.pop()
+        lines.append(encoder.line(row) if row else "")
+    while lines and not lines[-1]:
+        lines.pop()
+    return lines, width
+
+
+def extract_tables(doc: DoclingDocument, read_as_rows: Sequence[TableRows] = ()) -> list[ExtractedTable]:
+    """The document's tables in reading order (see module docs)."""
+    known = {t.self_ref: t for t in read_as_rows}
+    out: list[ExtractedTable] = []
+    for item, _level in doc.iterate_items(included_content_layers={ContentLayer.BODY}):
+        if not isinstance(item, TableItem) or not item.data.table_cells:
+            continue
+        pages = sorted({p.page_no for p in item.prov or []})
+        rows = known.get(item.self_ref)
+        if rows is not None:
+            table = ExtractedTable(len(out), item.self_ref, rows.name, rows.columns, rows.lines, pages, rows.partial)
+        else:
+            lines, width = table_lines(item)
+            if not lines:
+                continue
+            name = _caption(item, doc) or f"Table {len(out) + 1}"
+            table = ExtractedTable(len(out), item.self_ref, name, width, lines, pages)
+        out.append(table)
+    return out
+
+
+def table_records(tables: list[ExtractedTable]) -> list[dict[str, Any]]:
+    """The tables as rows of the store's ``document_tables`` (the pipeline adds the document id):
+    every table's lines as one zstd-compressed RFC 4180 text, made in the conversion worker so
+    the ingest holds 100,000 rows as a few MB of bytes, not as strings."""
+    compressor = zstandard.ZstdCompressor(level=6)
+    return [
+        {
+            "index": t.index,
+            "self_ref": t.self_ref,
+            "name": t.name,
+            "rows": t.rows,
+            "columns": t.columns,
+            "header": json.dumps(t.header, ensure_ascii=False),
+            "page_numbers": t.page_numbers,
+            "csv": compressor.compress(csv_text(t.lines).encode("utf-8")),
+        }
+        for t in tables
+    ]
+
+
+MAX_TABLE_CHUNKS = 200  # a table becomes at most this many chunks, however many rows it has
+_SAMPLE_ROWS = 200
+
+
+@dataclass
+class RowGroup:
+    """One chunk of a table's rows: `text` (the header line, then every row of the group) is what
+    the full-text index and the passage hold; `lead` (the header line, then the group's first
+    rows that fit the token budget) is what the embedder is given: a group of 500 rows
+    would otherwise be tokenized whole only for its first 256 tokens to be kept, and a
+    remote embedder would be sent (and refuse or bill) the whole group."""
+
+    text: str
+    lead: str
+
+
+def row_groups(
+    table: ExtractedTable, count_tokens: Callable[[Sequence[str]], list[int]], max_tokens: int, max_chunks: int
+) -> list[RowGroup]:
+    """The table as chunks: its header line, then as many rows as fit `max_tokens`.
+
+    Rows are sized from a sample (tokenizing 100,000 rows one by one costs more than it
+    tells); past `max_chunks` chunks the groups grow instead, so a huge sheet stays a
+    bounded number of chunks (the full-text index still sees every row; the embedder
+    sees each group's lead).
+    """
+    if len(table.lines) <= 1:
+        return [RowGroup(table.lines[0], table.lines[0])] if table.lines else []
+    header, body = table.lines[0], table.lines[1:]
+    sample = body[:: max(1, len(body) // _SAMPLE_ROWS)][:_SAMPLE_ROWS]
+    per_row = max(1.0, sum(count_tokens(sample)) / len(sample))
+    room = max(1.0, max_tokens - count_tokens([header])[0])
+    fits = max(1, int(room // per_row))
+    per_chunk = max(fits, math.ceil(len(body) / max(1, max_chunks)))
+    starts = range(0, len(body), per_chunk)
+    leads = _leads(header, [body[i : i + min(fits, per_chunk)] for i in starts], count_tokens, max_tokens)
+    return [
+        RowGroup("\n".join([header, *body[i : i + per_chunk]]), lead) for i, lead in zip(starts, leads, strict=True)
+    ]
+
+
+def _leads(
+    header: str, firsts: list[list[str]], count_tokens: Callable[[Sequence[str]], list[int]], max_tokens: int
+) -> list[str]:
+    """Each group's header and first rows, rows dropped from the end while over `max_tokens`
+    (the rows were sized from a sample; a long row is measured here), keeping at least one."""
+    leads = ["\n".join([header, *rows]) for rows in firsts]
+    over = [i for i, size in enumerate(count_tokens(leads)) if size > max_tokens]
+    for i in over:
+        rows = firsts[i]
+        while len(rows) > 1 and count_tokens(["\n".join([header, *rows])])[0] > max_tokens:
+            rows = rows[:-1]
+        leads[i] = "\n".join([header, *rows])
+    return leads
