@@ -20,7 +20,8 @@ from mcp.client.subscriptions import ResourcesListChanged
 from tests.conftest import REPO, run_cli
 from tests.mcp_helpers import HttpServer, http_server
 
-pytestmark = pytest.mark.anyio
+# A server, three commands and a stdio host: about a minute on an idle machine; the limit is for loaded ones.
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(900)]
 
 DEADLINE = 90.0  # seconds; generous for a loaded machine, only reached when something is broken
 
@@ -61,9 +62,6 @@ def synced(place: Path, env: dict[str, str]) -> tuple[Path, Path]:
     assert "2 added, 0 replaced, 0 unchanged, 0 removed, 1 failed" in result.stdout
     assert run_cli("--db", str(kb), "add", str(outside), env=env).returncode == 0
     (folder / "empty.md").unlink()
-    again = run_cli("--db", str(kb), "sync", str(folder), "--json", env=env)
-    assert again.returncode == 0, again.stderr
-    assert '"unchanged": [' in again.stdout and '"failed": []' in again.stdout
     return folder, kb
 
 
