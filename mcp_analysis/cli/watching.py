@@ -47,10 +47,15 @@ def sync(
     options = command_options(ctx)
 
     async def go() -> int:
-        from mcp_analysis.watch.run import sync_once
+        from mcp_analysis.watch.lock import watcher_lock
+        from mcp_analysis.watch.rules import check_folders
 
         settings = options.settings()
-        report = await sync_once(settings, watch_arguments(folders, settings))
+        chosen = check_folders(watch_arguments(folders, settings))
+        async with watcher_lock(settings):  # before the heavy imports: a refusal is immediate
+            from mcp_analysis.watch.run import sync_once
+
+            report = await sync_once(settings, chosen)
         if as_json:
             print_json(report.__dict__)
         else:

@@ -78,6 +78,7 @@ class FolderWatcher:
     async def _events(self, send: MemoryObjectSendStream[set[Path]], *, task_status: TaskStatus[None]) -> None:
         import watchfiles
 
+        logging.getLogger("watchfiles").setLevel(logging.WARNING)  # it logs every batch at INFO; we log what we did
         step = max(1, int(self.settings.debounce_seconds * 1000))
         changes = watchfiles.awatch(
             *self.mirror.folders,

@@ -9,7 +9,6 @@ import anyio
 
 from mcp_analysis.config import Settings
 from mcp_analysis.corpus import KnowledgeBase
-from mcp_analysis.watch.lock import watcher_lock
 from mcp_analysis.watch.mirror import FolderMirror, SyncReport
 from mcp_analysis.watch.rules import FileRules, check_folders
 
@@ -30,11 +29,9 @@ async def open_mirror(settings: Settings, folders: Sequence[Path]) -> FolderMirr
 
 
 async def sync_once(settings: Settings, folders: Sequence[Path]) -> SyncReport:
-    """`mcp-analysis sync`: mirror the folders once, holding the watcher lock meanwhile."""
-    folders = check_folders(folders)
-    async with watcher_lock(settings):
-        mirror = await open_mirror(settings, folders)
-        try:
-            return await mirror.sync()
-        finally:
-            await mirror.kb.close()
+    """`mcp-analysis sync`: mirror the folders once (the caller holds the watcher lock)."""
+    mirror = await open_mirror(settings, folders)
+    try:
+        return await mirror.sync()
+    finally:
+        await mirror.kb.close()
