@@ -132,6 +132,13 @@ async def test_created_changed_renamed_and_deleted_files_reach_the_client(
         assert "keep.md" in after
         assert not await found(client, "narwhal")
 
+        incoming = note(folder.parent / "incoming" / "box" / "epsilon.md", "Epsilon", "Moved in whole: capybaras.")
+        incoming.parent.rename(folder / "box")  # a folder moved in from outside
+        await eventually(lambda: found(client, "capybaras"), "the files of a folder moved in are searchable")
+        shutil.rmtree(folder / "box")
+        after = await eventually(lambda: _lacks(client, "epsilon.md"), "a deleted folder's documents go")
+        assert {"alpha.md", "delta.md", "keep.md"} <= after
+
 
 async def test_a_file_still_being_written_is_only_read_once_complete(
     server: HttpServer, synced: tuple[Path, Path]
