@@ -99,8 +99,10 @@ async def found(client: Client, word: str) -> bool:
 
 async def test_at_start_the_folder_is_mirrored_and_other_documents_stay(server: HttpServer) -> None:
     async with server.client() as client:
-        seen = await eventually(lambda: _has(client, {"beta.md"}), "the file written before start is added")
-        assert seen == {"alpha.md", "beta.md", "keep.md"}  # gone.md removed; hidden, draft never; keep.md kept
+        # gone.md removed, beta.md added; the hidden file and the draft never; keep.md (from elsewhere) kept.
+        mirrored = {"alpha.md", "beta.md", "keep.md"}
+        seen = await eventually(lambda: _moved(client, "gone.md", "beta.md"), "beta.md in and gone.md out")
+        assert seen == mirrored
         assert await found(client, "narwhal")
 
 
