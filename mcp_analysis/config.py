@@ -217,6 +217,32 @@ class ServerSettings(_Section):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
 
+class WatchSettings(_Section):
+    directories: list[Path] = Field(
+        default_factory=list, description="Folders `serve` keeps in sync (as `serve --watch DIR`) and `sync` mirrors."
+    )
+    include: list[str] = Field(
+        default_factory=list,
+        description="Gitignore-style patterns of the files to follow (relative to the folder); empty = every file.",
+    )
+    ignore: list[str] = Field(
+        default_factory=list,
+        description="Gitignore-style patterns of files never followed, besides hidden and editor temp files.",
+    )
+    hidden: bool = Field(False, description="Follow hidden files and folders (names starting with a dot) too.")
+    debounce_seconds: float = Field(
+        0.3, gt=0, le=60, description="Quiet time after the last file event before changes are applied."
+    )
+    settle_seconds: float = Field(
+        0.5, gt=0, le=600, description="A file is read once its size and mtime held still this long (not mid-write)."
+    )
+
+    @field_validator("directories", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str | Path) else value
+
+
 class AnalysisSettings(_Section):
     model: str = Field("anthropic:claude-sonnet-4-20250514", description="pydantic-ai model for `analyze`.")
     max_executions: int = Field(15, ge=1, le=200, description="execute_code calls per analysis.")
@@ -303,6 +329,7 @@ class Settings(BaseSettings):
     sessions: SessionSettings = Field(default_factory=SessionSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
     analysis: AnalysisSettings = Field(default_factory=AnalysisSettings)
+    watch: WatchSettings = Field(default_factory=WatchSettings)
 
     # Set by load_settings; not a user setting.
     _config_path: Path | None = None

@@ -1,4 +1,4 @@
-"""Command line: ``mcp-analysis serve | add | rm | list | search | info | exec | analyze``.
+"""Command line: ``mcp-analysis serve | add | rm | sync | list | search | info | exec | analyze``.
 
 The contract: errors are one line on stderr and exit code 1 (``--debug`` shows the
 traceback, Ctrl-C exits 130); human output goes to the terminal, ``--json`` prints

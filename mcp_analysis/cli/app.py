@@ -14,6 +14,7 @@ from mcp_analysis.cli.errors import fail
 from mcp_analysis.cli.options import LOG_LEVELS, LogLevelOption, Options, SampleOption
 from mcp_analysis.cli.query import analyze, exec_code, search
 from mcp_analysis.cli.serve import serve
+from mcp_analysis.cli.watching import sync
 from mcp_analysis.logging_setup import configure_logging
 
 app = typer.Typer(
@@ -52,6 +53,7 @@ def main_options(
 app.command()(serve)
 app.command()(add)
 app.command()(rm)
+app.command()(sync)
 app.command("list")(list_documents)
 app.command()(search)
 app.command()(info)

@@ -16,6 +16,8 @@ import typer
 
 from mcp_analysis.cli.errors import fail
 from mcp_analysis.cli.options import FilterOption, LogLevelOption, SampleOption, command_options
+from mcp_analysis.cli.watching import WatchOption, serve_watching, watch_arguments
+from mcp_analysis.errors import AnalysisError
 from mcp_analysis.logging_setup import configure_logging
 
 
@@ -34,10 +36,11 @@ def serve(
     allowed_origin: Annotated[
         list[str] | None, typer.Option("--allowed-origin", help="Extra Origin header to accept (repeatable).")
     ] = None,
+    watch: WatchOption = None,
     sample: SampleOption = False,
     log_level: LogLevelOption = None,
 ) -> None:
-    """Run the MCP server (stdio by default) on the knowledge base."""
+    """Run the MCP server (stdio by default) on the knowledge base; --watch DIR keeps folders in sync."""
     options = command_options(ctx, sample)
     if log_level:
         options.log_level = log_level
@@ -58,6 +61,12 @@ def serve(
     except Exception as exc:
         raise fail(exc, options.debug) from None
     configure_logging(settings.server.log_level)
+    folders = watch_arguments(watch, settings)
+    if folders:  # the folder watcher runs beside the server, in this process
+        if options.sample:
+            raise fail(AnalysisError("--watch writes to the knowledge base; use --db, not --sample."), options.debug)
+        options.run(partial(serve_watching, settings, folders, http=http))
+        return
     from mcp_analysis.server.runner import run_server
 
     opener = None

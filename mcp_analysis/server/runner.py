@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -21,6 +22,9 @@ from mcp_analysis.paths import is_local_path
 
 if TYPE_CHECKING:
     from mcp_analysis.corpus import KnowledgeBase
+    from mcp_analysis.server.runtime import Runtime
+
+    RuntimeHook = Callable[[Runtime], None]
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +63,10 @@ def check_database(settings: Settings) -> None:
         )
 
 
-def build_http_app(settings: Settings, opener: KnowledgeBaseOpener | None = None) -> object:
-    """The ASGI app of `serve --http`; `opener` as for `run_server`."""
+def build_http_app(
+    settings: Settings, opener: KnowledgeBaseOpener | None = None, on_runtime: RuntimeHook | None = None
+) -> object:
+    """The ASGI app of `serve --http`; `opener` and `on_runtime` as for `run_server`."""
     from starlette.middleware import Middleware
 
     from mcp_analysis.server.app import create_server
@@ -72,6 +78,8 @@ def build_http_app(settings: Settings, opener: KnowledgeBaseOpener | None = None
     server = create_server(config=settings, http=True)
     if opener is not None:
         server.runtime.opener = opener
+    if on_runtime is not None:
+        on_runtime(server.runtime)
     tokens = settings.server.tokens_file is not None
     Observability(server, server.runtime, details_need_token=tokens).install()  # GET /healthz, GET /metrics
     app = server.streamable_http_app(
@@ -102,12 +110,19 @@ def build_http_app(settings: Settings, opener: KnowledgeBaseOpener | None = None
     return app
 
 
-async def run_server(settings: Settings, *, http: bool = False, opener: KnowledgeBaseOpener | None = None) -> None:
+async def run_server(
+    settings: Settings,
+    *,
+    http: bool = False,
+    opener: KnowledgeBaseOpener | None = None,
+    on_runtime: RuntimeHook | None = None,
+) -> None:
     """Serve until the client (stdio) or the process (HTTP) ends.
 
     `opener` opens the knowledge base in the background once the server answers (its
     `open(settings)` returns a `KnowledgeBase`), e.g. building the sample first; without
-    one, a missing local knowledge base is an error before anything starts.
+    one, a missing local knowledge base is an error before anything starts. `on_runtime`
+    is handed the server's runtime (a folder watcher in this process tells it of changes).
     """
     from mcp_analysis.server.app import create_server
 
@@ -126,12 +141,14 @@ async def run_server(settings: Settings, *, http: bool = False, opener: Knowledg
         server = create_server(config=settings)
         if opener is not None:
             server.runtime.opener = opener
+        if on_runtime is not None:
+            on_runtime(server.runtime)
         await serve_stdio(server)  # every malformed line is answered (server/jsonrpc_screen.py)
         return
 
     import uvicorn
 
-    app = build_http_app(settings, opener)
+    app = build_http_app(settings, opener, on_runtime)
     server_settings = settings.server
     if server_settings.host in ("0.0.0.0", "::") and not server_settings.allowed_hosts:
         log.warning(

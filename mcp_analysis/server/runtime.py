@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+_RECHECK_SECONDS = 1.05  # LanceDB's read-consistency interval (1 s) and a little
+
 
 class Runtime:
     def __init__(self, settings: Settings, bus: InMemorySubscriptionBus) -> None:
@@ -48,6 +50,8 @@ class Runtime:
         self._legacy_connections: dict[int, Any] = {}
         #: Why the knowledge base cannot be read now (None while it can); for /healthz.
         self.kb_error: str | None = None
+        self._changed = anyio.Event()  # set by a writer in this process: check the documents now
+        self._recheck = False
 
     @asynccontextmanager
     async def use(self) -> AsyncIterator[Runtime]:
@@ -207,14 +211,14 @@ class Runtime:
                 if self.kb_error is None:
                     log.warning("The knowledge base at %s cannot be read: %s", self.settings.db, exc)
                 self.kb_error = " ".join(str(exc).split())[:500] or type(exc).__name__
-                await anyio.sleep(self.settings.server.watch_interval)
+                await self._nap()
                 continue
             if self.kb_error is not None:
                 log.info("The knowledge base at %s is readable again", self.settings.db)
                 self.kb_error = None
             if last is None or version == last:
                 last = version
-                await anyio.sleep(self.settings.server.watch_interval)
+                await self._nap()
                 continue
             last = version
             log.info(
@@ -226,4 +230,19 @@ class Runtime:
             for connection in list(self._legacy_connections.values()):
                 # Best effort, never raises; a closed connection leaves the table via its exit stack.
                 await connection.notify("notifications/resources/list_changed", None)
-            await anyio.sleep(self.settings.server.watch_interval)
+            await self._nap()
+
+    def documents_changed(self) -> None:
+        """A writer in this process (a folder watcher) committed: check now, not at the next interval."""
+        self._changed.set()
+
+    async def _nap(self) -> None:
+        """Sleep `watch_interval`; after `documents_changed`, check at once and again once LanceDB's
+        1 s read-consistency interval has passed, by when that commit is surely visible here."""
+        wait = min(_RECHECK_SECONDS, self.settings.server.watch_interval) if self._recheck else None
+        self._recheck = False
+        with anyio.move_on_after(wait or self.settings.server.watch_interval):
+            await self._changed.wait()
+        if self._changed.is_set():
+            self._changed = anyio.Event()
+            self._recheck = True

@@ -1,0 +1,130 @@
+"""Follow file events in watched folders and apply them, debounced, once files hold still.
+
+The OS watcher starts before the first full mirror, so nothing saved meanwhile is missed.
+Events are grouped until `watch.debounce_seconds` pass without a new one; each path is then
+applied only once its size and mtime (a folder's: those of every file under it) held still
+for `watch.settle_seconds`, so a file still being written or copied is never read; a path
+still moving waits for the next round.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import anyio
+from anyio.abc import TaskStatus
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from mcp_analysis.config import WatchSettings
+from mcp_analysis.watch.mirror import FolderMirror, SyncReport
+from mcp_analysis.watch.rules import relative_to_any
+
+log = logging.getLogger(__name__)
+
+Signature = tuple[object, ...] | None
+
+
+def signature(path: Path) -> Signature:
+    """What changes while a file (or any file under a folder) is written; None when gone."""
+    try:
+        if path.is_dir():
+            entries = []
+            for root, _dirs, names in os.walk(path):
+                for name in names:
+                    stat = (Path(root) / name).stat()
+                    entries.append((root, name, stat.st_size, stat.st_mtime_ns))
+            return tuple(sorted(entries))
+        stat = path.stat()
+        return (stat.st_size, stat.st_mtime_ns)
+    except OSError:  # gone (or going) now: a later event or round tells
+        return None
+
+
+def log_report(report: SyncReport, when: str) -> None:
+    for path, reason in report.failed:
+        log.warning("watch: could not add %s: %s", path, reason)
+    if report.changed or report.failed:
+        log.info("watch (%s): %s", when, report.summary())
+
+
+class FolderWatcher:
+    """Mirrors folders at start, then follows them until cancelled."""
+
+    def __init__(
+        self, mirror: FolderMirror, settings: WatchSettings, on_change: Callable[[], None] | None = None
+    ) -> None:
+        self.mirror = mirror
+        self.settings = settings
+        self.on_change = on_change
+
+    async def run(self, *, task_status: TaskStatus[SyncReport] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Start watching, mirror every folder (reported through `task_status`), then follow events."""
+        send, receive = anyio.create_memory_object_stream[set[Path]](max_buffer_size=math.inf)
+        async with anyio.create_task_group() as tg:
+            await tg.start(self._events, send)
+            report = await self.mirror.sync()
+            self._applied(report, "start")
+            task_status.started(report)
+            await self._follow(receive)
+
+    def _wanted(self, _change: object, raw: str) -> bool:
+        found = relative_to_any(Path(raw), self.mirror.folders)
+        return found is not None and not self.mirror.rules.ignored(found[1])
+
+    async def _events(self, send: MemoryObjectSendStream[set[Path]], *, task_status: TaskStatus[None]) -> None:
+        import watchfiles
+
+        logging.getLogger("watchfiles").setLevel(logging.WARNING)  # it logs every batch at INFO; we log what we did
+        step = max(1, int(self.settings.debounce_seconds * 1000))
+        changes = watchfiles.awatch(
+            *self.mirror.folders,
+            watch_filter=self._wanted,
+            step=step,
+            debounce=max(1600, 4 * step),
+            recursive=True,
+            ignore_permission_denied=True,
+        )
+        task_status.started()  # the OS watcher is set up by the first step of the loop below
+        async with send:
+            async for batch in changes:
+                await send.send({Path(raw) for _, raw in batch})
+
+    async def _follow(self, receive: MemoryObjectReceiveStream[set[Path]]) -> None:
+        pending: set[Path] = set()
+        while True:
+            if not pending:
+                pending |= await receive.receive()
+            while True:
+                try:
+                    pending |= receive.receive_nowait()
+                except anyio.WouldBlock:
+                    break
+            ready = await self._settled(pending)
+            pending -= ready
+            if ready:
+                await self._apply(ready)
+
+    async def _settled(self, paths: Iterable[Path]) -> set[Path]:
+        """The paths whose signature did not change over `settle_seconds`."""
+        paths = list(paths)
+        before = await anyio.to_thread.run_sync(lambda: [signature(p) for p in paths])
+        await anyio.sleep(self.settings.settle_seconds)
+        after = await anyio.to_thread.run_sync(lambda: [signature(p) for p in paths])
+        return {p for p, a, b in zip(paths, before, after, strict=True) if a == b}
+
+    async def _apply(self, paths: set[Path]) -> None:
+        try:
+            report = await self.mirror.apply(sorted(paths))
+        except Exception as exc:  # the server keeps serving; the next event on these paths retries
+            log.error("watch: could not apply changes to %d path(s): %s", len(paths), exc, exc_info=True)
+            return
+        self._applied(report, "change")
+
+    def _applied(self, report: SyncReport, when: str) -> None:
+        log_report(report, when)
+        if report.changed and self.on_change is not None:
+            self.on_change()

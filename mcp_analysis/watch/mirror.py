@@ -1,0 +1,140 @@
+"""Mirror watched folders into the knowledge base: the whole folder at start, or one changed path.
+
+Every change goes through `Ingestor.add`, the path `mcp-analysis add` takes (same readers,
+bounds, ingest lock, atomic batches, unchanged bytes skipped by hash). Only documents whose
+uri lies inside a watched folder are ever removed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+
+from mcp_analysis.corpus import KnowledgeBase
+from mcp_analysis.errors import UnsupportedFormatError
+from mcp_analysis.ingest.converters import detect_format
+from mcp_analysis.ingest.pipeline import Ingestor, IngestReport, ingest_lock
+from mcp_analysis.store.models import DocumentMeta
+from mcp_analysis.watch.rules import FileRules, relative_to_any
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class SyncReport:
+    """What one mirroring pass did; `failed` holds (path, reason) of files that could not be read."""
+
+    added: list[str] = field(default_factory=list)
+    replaced: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    unsupported: list[str] = field(default_factory=list)
+    chunks: int = 0
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.replaced or self.removed)
+
+    def take(self, ingest: IngestReport) -> None:
+        self.added += ingest.added
+        self.replaced += ingest.replaced
+        self.unchanged += ingest.unchanged + ingest.metadata_updated
+        self.failed += ingest.skipped
+        self.chunks += ingest.chunks
+
+    def summary(self) -> str:
+        parts = [
+            f"{len(self.added)} added",
+            f"{len(self.replaced)} replaced",
+            f"{len(self.unchanged)} unchanged",
+            f"{len(self.removed)} removed",
+            f"{len(self.failed)} failed",
+        ]
+        if self.unsupported:
+            parts.append(f"{len(self.unsupported)} of an unsupported type")
+        return ", ".join(parts) + f" ({self.chunks} chunks written)"
+
+
+def _inside(uri: str, scope_uri: str) -> bool:
+    return uri == scope_uri or uri.startswith(scope_uri.rstrip("/") + "/")
+
+
+class FolderMirror:
+    """Keeps the documents of some folders equal to their followed files."""
+
+    def __init__(self, kb: KnowledgeBase, folders: Sequence[Path], rules: FileRules) -> None:
+        self.kb = kb
+        self.folders = list(folders)
+        self.rules = rules
+        self.ingestor = Ingestor(kb)
+
+    async def sync(self) -> SyncReport:
+        """Mirror every folder whole (at start, and for `mcp-analysis sync`)."""
+        return await self.apply(self.folders)
+
+    async def apply(self, paths: Iterable[Path]) -> SyncReport:
+        """Bring the documents under each path (file or folder, present or gone) in line with the disk."""
+        report = SyncReport()
+        scopes = [p for p in dict.fromkeys(paths) if relative_to_any(p, self.folders) is not None]
+        if not scopes:
+            return report
+        files, unsupported = await anyio.to_thread.run_sync(self._followed, scopes)
+        report.unsupported += [str(p) for p in unsupported]
+        if files:
+            report.take(await self.ingestor.add(files))
+        present = {p.resolve().as_uri() for p in files + unsupported}
+        scope_uris = [p.as_uri() for p in scopes]
+        metas = await self.kb.store.all_meta() if self.kb.store.ready else []
+        stale = [m for m in metas if m.uri not in present and any(_inside(m.uri, s) for s in scope_uris)]
+        await self._remove(stale, report)
+        return report
+
+    def _followed(self, scopes: Sequence[Path]) -> tuple[list[Path], list[Path]]:
+        """(followed files of a supported type, followed files of an unsupported one) under the scopes."""
+        files: list[Path] = []
+        for scope in scopes:
+            folder, relative = relative_to_any(scope, self.folders) or (scope, Path())
+            if scope.is_file():
+                if self.rules.follows(relative):
+                    files.append(scope)
+            elif scope.is_dir() and not self.rules.ignored(relative):
+                files += self._walk(folder, scope)
+        supported, unsupported = [], []
+        for path in dict.fromkeys(files):
+            try:
+                detect_format(path)
+            except UnsupportedFormatError:
+                unsupported.append(path)
+                continue
+            except OSError:
+                pass  # vanished or unreadable: the ingest reports it with its reason
+            supported.append(path)
+        return supported, unsupported
+
+    def _walk(self, folder: Path, top: Path) -> list[Path]:
+        found: list[Path] = []
+        for root, dirs, names in os.walk(top):
+            base = Path(root)
+            dirs[:] = sorted(d for d in dirs if not self.rules.ignored((base / d).relative_to(folder)))
+            for name in sorted(names):
+                path = base / name
+                if self.rules.follows(path.relative_to(folder)) and path.is_file():
+                    found.append(path)
+        return found
+
+    async def _remove(self, stale: list[DocumentMeta], report: SyncReport) -> None:
+        if not stale:
+            return
+        store = self.kb.store
+        store.check_writable()
+        with ingest_lock(store.path):
+            for meta in stale:
+                await store.delete_document(meta.id)
+                report.removed.append(meta.uri)
+        await self.kb.refresh()

@@ -1,0 +1,37 @@
+"""Open a knowledge base for mirroring: the store (created if new) and the mirror; `sync` once."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+
+from mcp_analysis.config import Settings
+from mcp_analysis.corpus import KnowledgeBase
+from mcp_analysis.watch.mirror import FolderMirror, SyncReport
+from mcp_analysis.watch.rules import FileRules, check_folders
+
+
+async def open_mirror(settings: Settings, folders: Sequence[Path]) -> FolderMirror:
+    """The mirror of `folders` on an opened, initialised store (the caller holds the watcher lock
+    and closes `mirror.kb`). A new knowledge base gets its tables first: servers need them."""
+    kb = await KnowledgeBase.open(settings, create=True)
+    try:
+        rules = FileRules(settings.watch.include, settings.watch.ignore, settings.watch.hidden)
+        mirror = await anyio.to_thread.run_sync(FolderMirror, kb, check_folders(folders), rules)
+        if not kb.store.ready:
+            await mirror.ingestor.add([])
+    except BaseException:
+        await kb.close()
+        raise
+    return mirror
+
+
+async def sync_once(settings: Settings, folders: Sequence[Path]) -> SyncReport:
+    """`mcp-analysis sync`: mirror the folders once (the caller holds the watcher lock)."""
+    mirror = await open_mirror(settings, folders)
+    try:
+        return await mirror.sync()
+    finally:
+        await mirror.kb.close()
