@@ -24,9 +24,8 @@ _COLUMNS = ["id", "document_id", "content", "metadata", "order"]
 class Evidence:
     """What each leg of a hybrid query measured for one chunk."""
 
-    cosine: float  # of the chunk's vector and the query's (exact, whatever index found it)
+    cosine: float  # of the chunk's vector and the query's (exact, whichever leg found the chunk)
     keyword: float | None  # BM25 score of the full-text leg; None when that leg did not return it
-    vector: np.ndarray  # the chunk's unit vector (near-duplicate checks)
 
 
 @dataclass
@@ -88,7 +87,7 @@ async def hybrid_search(
         unit = query_vector / max(float(np.linalg.norm(query_vector)), 1e-12)
         for hit, row in zip(hits, rows, strict=True):
             chunk_vector = np.asarray(row["vector"], dtype=np.float32)
-            chunk_vector = chunk_vector / max(float(np.linalg.norm(chunk_vector)), 1e-12)
+            cosine = float(chunk_vector @ unit) / max(float(np.linalg.norm(chunk_vector)), 1e-12)
             score = row.get("_score")
-            hit.evidence = Evidence(float(chunk_vector @ unit), None if score is None else float(score), chunk_vector)
+            hit.evidence = Evidence(cosine, None if score is None else float(score))
     return hits

@@ -13,7 +13,10 @@ class SearchResult(BaseModel):
     document_id: str
     document_title: str
     document_uri: str
-    score: float = Field(description="Reciprocal-rank-fusion score of vector and full-text ranks.")
+    score: float = Field(
+        description="Relevance, higher is better: the fused re-ranking score (search.rerank), else the "
+        "reciprocal-rank-fusion score of vector and full-text ranks."
+    )
     rank: int = Field(description="1 = best.")
     page_numbers: list[int] = Field(default_factory=list)
     headings: list[str] = Field(default_factory=list)

@@ -44,7 +44,7 @@ async def search_passages(
     ranked = rerank(candidates, query, lambda doc_id: meta.title if (meta := visible.get(doc_id)) else "")
     return await expand_hits(
         store,
-        distinct(ranked[:head]),
+        distinct(ranked[:head], limit + 2),
         visible.get,
         settings.max_context_chars,
         limit,

@@ -31,11 +31,11 @@ class Weights:
 
     vector: float = 0.5
     keyword: float = 0.2
-    title: float = 0.3
+    title: float = 0.2
 
 
 WEIGHTS = Weights()
-DUPLICATE_OVERLAP = 0.6  # share of a chunk's word 5-grams found in a better hit: a near-duplicate passage
+DUPLICATE_OVERLAP = 0.5  # share of a chunk's word 5-grams found in a better hit: a near-duplicate passage
 _TOKEN = re.compile(r"[a-z]+|\d+(?:\.\d+)*")
 _VERSIONED = re.compile(r"([a-z]{2,})v(\d)")  # "gplv3" -> "gpl 3"
 _WORD = re.compile(r"[a-z]+")
@@ -97,19 +97,21 @@ def rerank(hits: Sequence[Hit], query: str, title_of: Callable[[str], str], weig
 
 def _shingles(text: str) -> set[tuple[str, ...]]:
     words = _WORD.findall(text.lower())
-    return {tuple(words[i : i + 5]) for i in range(max(1, len(words) - 4))}
+    return set(zip(words, words[1:], words[2:], words[3:], words[4:], strict=False)) or {tuple(words)}
 
 
-def distinct(hits: Sequence[Hit]) -> list[Hit]:
+def distinct(hits: Sequence[Hit], wanted: int) -> list[Hit]:
     """`hits` in order, except that one repeating a better hit of another document (most of its
-    word 5-grams) moves after every hit that repeats nothing."""
+    word 5-grams) moves after the others. Checks stop once `wanted` hits repeat nothing."""
     kept: list[Hit] = []
     repeats: list[Hit] = []
     seen: list[tuple[str, set[tuple[str, ...]]]] = []
-    for hit in hits:
+    for index, hit in enumerate(hits):
+        if len(kept) >= wanted:
+            return kept + list(hits[index:]) + repeats
         grams = _shingles(hit.chunk.content)
         if any(
-            doc_id != hit.chunk.document_id and len(grams & other) >= DUPLICATE_OVERLAP * len(grams)
+            doc_id != hit.chunk.document_id and len(grams & other) >= DUPLICATE_OVERLAP * min(len(grams), len(other))
             for doc_id, other in seen
         ):
             repeats.append(hit)
