@@ -41,29 +41,41 @@ _VERSIONED = re.compile(r"([a-z]{2,})v(\d)")  # "gplv3" -> "gpl 3"
 _WORD = re.compile(r"[a-z]+")
 
 
-def _tokens(text: str) -> set[str]:
-    out = set()
-    for token in _TOKEN.findall(_VERSIONED.sub(r"\1 \2", text.lower())):
-        while token.endswith(".0"):  # "2.0" names the same version as "2"
-            token = token[:-2]
-        out.add(token)
-    return out
+@dataclass(frozen=True)
+class Names:
+    """What a text can name a document by: its words and numbers ("gplv3" -> gpl, 3; "2.0" -> 2),
+    and the initials of each run of 2-4 words with the words they stand for ("mpl": Mozilla
+    Public License)."""
+
+    words: frozenset[str]
+    acronyms: dict[str, frozenset[str]]
+
+    @classmethod
+    def of(cls, text: str) -> Names:
+        text = _VERSIONED.sub(r"\1 \2", text.lower())
+        words = set()
+        for token in _TOKEN.findall(text):
+            while token.endswith(".0"):  # "2.0" names the same version as "2"
+                token = token[:-2]
+            words.add(token)
+        plain = _WORD.findall(text)
+        acronyms = {
+            "".join(w[0] for w in plain[i : i + n]): frozenset(plain[i : i + n])
+            for n in (2, 3, 4)
+            for i in range(len(plain) - n + 1)
+        }
+        return cls(frozenset(words), acronyms)
 
 
-def query_names(query: str) -> set[str]:
-    """The query's words and numbers, plus the initials of each run of 2-4 words
-    ("Mozilla Public License" also names "mpl")."""
-    names = _tokens(query)
-    words = _WORD.findall(query.lower())
-    for n in (2, 3, 4):
-        names.update("".join(w[0] for w in words[i : i + n]) for i in range(len(words) - n + 1))
-    return names
-
-
-def title_match(names: set[str], title: set[str], idf: Callable[[str], float]) -> float:
-    """Share of the title's information (idf-weighted tokens) that the query names, 0..1."""
-    total = sum(idf(t) for t in title)
-    return sum(idf(t) for t in title if t in names) / total if total else 0.0
+def title_match(query: Names, title: Names, idf: Callable[[str], float]) -> float:
+    """Share of the title's information (idf-weighted words) that the query names, 0..1: a title word
+    the query says or abbreviates, or the words of a title abbreviation the query says."""
+    named = {w for w in title.words if w in query.words or w in query.acronyms}
+    for acronym, words in title.acronyms.items():
+        if acronym in query.words:
+            named |= words & title.words
+    total = sum(idf(w) for w in title.words)
+    return sum(idf(w) for w in named) / total if total else 0.0
 
 
 def rerank(hits: Sequence[Hit], query: str, title_of: Callable[[str], str], weights: Weights = WEIGHTS) -> list[Hit]:
@@ -71,17 +83,17 @@ def rerank(hits: Sequence[Hit], query: str, title_of: Callable[[str], str], weig
     scored = [h for h in hits if h.evidence is not None]
     if not scored:
         return list(hits)
-    titles = {doc_id: _tokens(title_of(doc_id)) for doc_id in {h.chunk.document_id for h in scored}}
+    titles = {doc_id: Names.of(title_of(doc_id)) for doc_id in {h.chunk.document_id for h in scored}}
     frequency: dict[str, int] = {}
-    for tokens in titles.values():
-        for token in tokens:
-            frequency[token] = frequency.get(token, 0) + 1
+    for title in titles.values():
+        for word in title.words:
+            frequency[word] = frequency.get(word, 0) + 1
 
     def idf(token: str) -> float:
         return math.log(1.0 + len(titles) / frequency.get(token, 1))
 
-    names = query_names(query)
-    match = {doc_id: title_match(names, tokens, idf) for doc_id, tokens in titles.items()}
+    names = Names.of(query)
+    match = {doc_id: title_match(names, title, idf) for doc_id, title in titles.items()}
     best_keyword = max((h.evidence.keyword or 0.0 for h in scored if h.evidence), default=0.0) or 1.0
     for hit in scored:
         evidence = hit.evidence
