@@ -113,8 +113,9 @@ def _shingles(text: str) -> set[tuple[str, ...]]:
 
 
 def distinct(hits: Sequence[Hit], wanted: int) -> list[Hit]:
-    """`hits` in order, except that one repeating a better hit of another document (most of its
-    word 5-grams) moves after the others. Checks stop once `wanted` hits repeat nothing."""
+    """`hits` in order, except that one repeating a better kept hit of another document (half the
+    word 5-grams of the shorter of the two) moves after the others. Checks stop once `wanted`
+    hits repeat nothing."""
     kept: list[Hit] = []
     repeats: list[Hit] = []
     seen: list[tuple[str, set[tuple[str, ...]]]] = []
@@ -129,5 +130,5 @@ def distinct(hits: Sequence[Hit], wanted: int) -> list[Hit]:
             repeats.append(hit)
         else:
             kept.append(hit)
-        seen.append((hit.chunk.document_id, grams))
+            seen.append((hit.chunk.document_id, grams))
     return kept + repeats
