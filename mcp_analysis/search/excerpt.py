@@ -1,10 +1,14 @@
 """The part of a search hit worth showing: a window of its passage around the match.
 
 A hit's passage (the chunk grown with its section, see expand.py) is up to
-``search.max_context_chars`` long; a model judging five hits needs far less of each. The
-window is chosen where the query's words are densest, preferring the matched chunk itself
-(the anchor), and cut at line, sentence or word boundaries. No index or model is involved:
-it is a few hundred string comparisons per hit.
+``search.max_context_chars`` long; a model judging five hits needs far less of each. With
+scored anchors (every re-ranked candidate inside the passage, see rerank.py) the window goes
+where the best-scoring chunks are, that is where the passage is closest to the question in
+meaning (their vectors' cosine weighs most in that score), and the query's words place it
+within them; a question in other words than the passage's still gets its answering chunk.
+Without them it goes where the query's words are densest, preferring the matched chunk.
+Cuts fall at line, sentence or word boundaries. No model is involved here: it is a few
+hundred string comparisons per hit.
 """
 
 from __future__ import annotations
@@ -39,8 +43,9 @@ def query_terms(query: str) -> list[str]:
     return list(dict.fromkeys(_stem(w) for w in words))
 
 
+# Tuned on bench/data/passages_queries.json's tune split (bench/passages.py measures them).
 ANCHOR_TEMPERATURE = 0.02  # a scored hit this much below the best one counts 1/e as much
-ANCHOR_WEIGHT = 24.0  # of scored anchors, against 4 per distinct query word in view
+ANCHOR_WEIGHT = 24.0  # of a wholly shown best anchor, against 4 per distinct query word in view
 
 
 def excerpt(
@@ -85,8 +90,9 @@ def excerpt(
         first, last = bisect.bisect_left(hits, start), bisect.bisect_left(hits, end)
         distinct = sum(weight[k] for k in set(kinds[first:last]))
         overlap = sum(w * max(0, min(end, b) - max(start, a)) / max(1, min(room, b - a)) for a, b, w in weighted)
-        # Distinct query words (weighted by rarity) matter most, then how much of the matched
-        # chunk is in view, then repeated words; starting near the chunk breaks ties.
+        # With scored anchors, how much of the best-scoring chunks is in view matters most, then the
+        # distinct query words (weighted by rarity); without, the words matter most, then the matched
+        # chunk. Then repeated words; starting near the (best) chunk breaks ties.
         score = 4.0 * distinct + (ANCHOR_WEIGHT if anchors else 3.0) * overlap + min(last - first, 2 * len(terms)) * 0.5
         score -= abs(start - lo) / (10.0 * len(text))
         if score > best_score:

@@ -35,7 +35,7 @@ class Weights:
 
 
 WEIGHTS = Weights()
-DUPLICATE_OVERLAP = 0.5  # share of a chunk's word 5-grams found in a better hit: a near-duplicate passage
+DUPLICATE_OVERLAP = 0.5  # share of the shorter chunk's word 5-grams two chunks share: near-duplicates
 _TOKEN = re.compile(r"[a-z]+|\d+(?:\.\d+)*")
 _VERSIONED = re.compile(r"([a-z]{2,})v(\d)")  # "gplv3" -> "gpl 3"
 _WORD = re.compile(r"[a-z]+")
