@@ -14,7 +14,7 @@ For each query set (easy: shares the documents' words; hard tune / hard held-out
 detail-seeking, near-duplicate documents; with --context45 also the 45 queries of bench/context.py
 over 51 manuals, on a second knowledge base): hit@5 and MRR@5 by document, answer@5 (the text the
 model is shown for a relevant hit contains the answer phrase) and the median characters of a
-search result's text. Then answer@5 against the `context` argument (the size curve), search p50
+search result's text (and WordPiece tokens). Then answer@5 against the `context` argument (the size curve), search p50
 over interleaved calls (several rounds) and each server's RSS at the end.
 
     python bench/passages.py [--rounds 3] [--context45] [--rebuild] [--out bench/results]
@@ -44,11 +44,16 @@ from _machine import describe, machine
 from context import build_kb, contains_answer, document_names, hit_blocks, side_env, text_of, write_corpus
 from mcp import Client, StdioServerParameters
 
+from mcp_analysis.embed import load_tokenizer
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "bench" / "data" / "passages_queries.json"
 CONTEXT45 = ROOT / "bench" / "data" / "context_queries.json"
 SIDES = {"rrf": "false", "rerank": "true"}
 CONTEXTS = (300, 600, 900, 1200, 2000, 4000)
+# Result size in tokens too, counted by the bundled WordPiece tokenizer (no truncation): a proxy for
+# the host model's tokenizer, which ships in no PyPI package usable offline.
+TOKENIZER = load_tokenizer(max_tokens=10**7)
 
 
 def copy_corpus(spec: dict[str, Any], target: Path) -> str:
@@ -91,7 +96,7 @@ async def search(client: Client, query: str, context: int) -> Any:
 async def score(client: Client, queries: list[dict[str, Any]], names: dict[str, str], context: int) -> dict[str, float]:
     """hit@5 and MRR@5 by document, answer@5 in the shown text, median result text size."""
     hit = shown = 0
-    reciprocal, sizes = [], []
+    reciprocal, sizes, tokens = [], [], []
     for query in queries:
         result = await search(client, query["q"], context)
         text = text_of(result)
@@ -102,6 +107,7 @@ async def score(client: Client, queries: list[dict[str, Any]], names: dict[str, 
         blocks = hit_blocks(text, [h["chunk_id"] for h in hits])
         shown += any(contains_answer(blocks.get(hits[r - 1]["chunk_id"], ""), query) for r in ranks)
         sizes.append(len(text))
+        tokens.append(len(TOKENIZER.encode(text, add_special_tokens=False).ids))
     n = len(queries)
     return {
         "n": n,
@@ -109,6 +115,7 @@ async def score(client: Client, queries: list[dict[str, Any]], names: dict[str, 
         "mrr@5": sum(reciprocal) / n,
         "answer@5": shown / n,
         "text_p50": statistics.median(sizes),
+        "tokens_p50": statistics.median(tokens),
     }
 
 
@@ -177,12 +184,13 @@ async def measure_context45(db: Path, work: Path, spec: dict[str, Any]) -> dict[
 
 def _row(name: str, a: dict[str, float], b: dict[str, float]) -> str:
     cells = [f"{a[k]:>5.3f} > {b[k]:<5.3f}" for k in ("hit@5", "mrr@5", "answer@5")]
-    return f"{name:<15}{b['n']:>4}  " + "  ".join(cells) + f"  {a['text_p50']:>6,.0f} > {b['text_p50']:<6,.0f}"
+    sizes = f"  {a['text_p50']:>6,.0f} > {b['text_p50']:<6,.0f}  {a['tokens_p50']:>5,.0f} > {b['tokens_p50']:<5,.0f}"
+    return f"{name:<15}{b['n']:>4}  " + "  ".join(cells) + sizes
 
 
 def report(r: dict[str, Any]) -> None:
     print(f"\nsearch, limit 5, context 900, {r['documents']} documents; rrf (search.rerank=false) > rerank (default)")
-    print(f"{'set':<15}{'n':>4}  {'hit@5':>13}  {'MRR@5':>13}  {'answer@5':>13}  {'text p50':>15}")
+    print(f"{'set':<15}{'n':>4}  {'hit@5':>13}  {'MRR@5':>13}  {'answer@5':>13}  {'text p50':>15}  {'tokens p50':>13}")
     for name, sides in r["sets"].items():
         print(_row(name, sides["rrf"], sides["rerank"]))
     if "context45" in r:
