@@ -44,7 +44,7 @@ from _machine import describe, machine
 from context import build_kb, contains_answer, document_names, hit_blocks, side_env, text_of, write_corpus
 from mcp import Client, StdioServerParameters
 
-from mcp_analysis.embed import load_tokenizer
+from mcp_analysis.embed.onnx_model import load_tokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "bench" / "data" / "passages_queries.json"
