@@ -163,12 +163,12 @@ def hit_ids(result: Any) -> list[str]:
     return [r["chunk_id"] for r in result.structured_content["results"]]
 
 
-async def document_names(rec: Recorder) -> dict[str, str]:
+async def document_names(client: Client) -> dict[str, str]:
     """document id -> file name, paging through list_documents."""
     names: dict[str, str] = {}
     offset: int | None = 0
     while offset is not None:
-        page = (await rec.client.call_tool("list_documents", {"offset": offset, "limit": 1000})).structured_content
+        page = (await client.call_tool("list_documents", {"offset": offset, "limit": 1000})).structured_content
         for doc in page["documents"]:
             names[doc["id"]] = doc["uri"].rsplit("/", 1)[-1]
         offset = page.get("next_offset")
@@ -194,7 +194,7 @@ def check_labels(spec: dict[str, Any], sources: Path) -> list[str]:
 
 
 async def query_set(rec: Recorder, spec: dict[str, Any]) -> dict[str, Any]:
-    names = await document_names(rec)
+    names = await document_names(rec.client)
     hit1 = hit5 = shown = 0
     reciprocal = []
     latencies = []
@@ -211,7 +211,7 @@ async def query_set(rec: Recorder, spec: dict[str, Any]) -> dict[str, Any]:
         reciprocal.append(1 / first if first else 0.0)
         # Is the answer phrase in what the model reads about a relevant hit? Hits are blocks of the
         # text starting with their chunk_id's line; take each relevant hit's block.
-        blocks = _hit_blocks(text_of(result), [h["chunk_id"] for h in hits])
+        blocks = hit_blocks(text_of(result), [h["chunk_id"] for h in hits])
         shown += any(contains_answer(blocks.get(hits[r - 1]["chunk_id"], ""), query) for r in ranks)
         await rec.call("cite", {"chunk_ids": hit_ids(result)[:3]})
     n = len(spec["queries"])
@@ -225,7 +225,7 @@ async def query_set(rec: Recorder, spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _hit_blocks(text: str, chunk_ids: list[str]) -> dict[str, str]:
+def hit_blocks(text: str, chunk_ids: list[str]) -> dict[str, str]:
     """Split a search result's text into one block per hit (from its chunk_id to the next one's).
 
     A block starts at the line before the chunk id (the title line) in both renderings.

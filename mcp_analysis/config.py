@@ -58,6 +58,11 @@ class SearchSettings(_Section):
     mode: Literal["hybrid", "keyword"] = Field(
         "hybrid", description="hybrid = vectors + full text; keyword = full text only (no embedder needed)."
     )
+    rerank: bool = Field(
+        True,
+        description="Re-rank hybrid candidates by vector, keyword and title scores and show each passage where the "
+        "best-scoring hits are; false = reciprocal-rank fusion and keyword-placed passages only.",
+    )
 
 
 class SandboxSettings(_Section):

@@ -26,9 +26,8 @@ import anyio
 from mcp_analysis.config import Settings
 from mcp_analysis.embed.embedder import TextEmbedder, create_embedder
 from mcp_analysis.errors import AnalysisError, DocumentNotFoundError, EmbedderError
-from mcp_analysis.search.expand import expand_hits
-from mcp_analysis.search.hybrid import hybrid_search
 from mcp_analysis.search.models import SearchResult
+from mcp_analysis.search.passages import search_passages
 from mcp_analysis.store.database import Store
 from mcp_analysis.store.filters import combine_filters, sql_in
 from mcp_analysis.store.models import ChunkRecord, DocumentItem, DocumentMeta
@@ -340,17 +339,7 @@ class Corpus:
                 raise self.kb.embedder_unavailable(exc) from None
         async with self.kb.search_slots:
             with self.kb.storage_errors():
-                # Over-fetch a little: merged neighbours and unfinished documents drop out below.
-                hits = await hybrid_search(
-                    self.kb.store,
-                    vector,
-                    query,
-                    2 * limit + 5,
-                    prefilter,
-                    ef=settings.ann_ef,
-                    refine_factor=settings.ann_refine_factor,
-                )
-                return await expand_hits(self.kb.store, hits, visible.get, settings.max_context_chars, limit)
+                return await search_passages(self.kb.store, vector, query, limit, prefilter, visible, settings)
 
     async def chunks(self, chunk_ids: Iterable[str]) -> list[tuple[ChunkRecord, DocumentMeta]]:
         """Chunks by id, only those of visible documents."""

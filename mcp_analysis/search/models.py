@@ -13,7 +13,10 @@ class SearchResult(BaseModel):
     document_id: str
     document_title: str
     document_uri: str
-    score: float = Field(description="Reciprocal-rank-fusion score of vector and full-text ranks.")
+    score: float = Field(
+        description="Relevance, higher is better: the fused re-ranking score (search.rerank), else the "
+        "reciprocal-rank-fusion score of vector and full-text ranks."
+    )
     rank: int = Field(description="1 = best.")
     page_numbers: list[int] = Field(default_factory=list)
     headings: list[str] = Field(default_factory=list)
@@ -21,6 +24,7 @@ class SearchResult(BaseModel):
     labels: list[str] = Field(default_factory=list)
     picture_refs: list[str] = Field(default_factory=list)
     _anchor: tuple[int, int] | None = PrivateAttr(None)
+    _anchors: list[tuple[int, int, float]] = PrivateAttr(default_factory=list)
 
     @property
     def anchor(self) -> tuple[int, int] | None:
@@ -31,9 +35,18 @@ class SearchResult(BaseModel):
     def anchor(self, value: tuple[int, int] | None) -> None:
         self._anchor = value
 
+    @property
+    def anchors(self) -> list[tuple[int, int, float]]:
+        """Where each scored hit inside `content` lies, with its score (empty: only `anchor` is known)."""
+        return self._anchors
+
+    @anchors.setter
+    def anchors(self, value: list[tuple[int, int, float]]) -> None:
+        self._anchors = value
+
     def excerpt(self, query: str, size: int) -> str:
         """At most `size` characters of `content` around the match (see search/excerpt.py)."""
-        return excerpt(self.content, query, size, self._anchor)
+        return excerpt(self.content, query, size, self._anchor, anchors=self._anchors)
 
     @property
     def heading_path(self) -> list[str]:

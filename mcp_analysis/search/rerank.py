@@ -1,0 +1,134 @@
+"""Re-ranking hybrid candidates by what each leg measured, and by the document a query names.
+
+RRF (hybrid.py) fuses ranks only: a chunk the full-text leg ranks first for a common word
+beats one whose meaning is much closer, and two versions of one text (GPL-2 and GPL-3,
+v1 and v2 of a manual) rank by chance. The fused score here weighs, for each candidate:
+
+- its vector's cosine to the query's (meaning),
+- its full-text score relative to the best candidate's (the words; 0 when that leg missed it),
+- how much of its document's title the query names (a version, a product: "MPL 2.0",
+  "GPLv3", "libffi closures"), title words weighted by how rare they are among the candidates'
+  titles, so "license" in every title counts for little and "2.0" for much.
+
+Candidates whose text repeats a better one of another document almost word for word are
+moved after the others, so the first hits are distinct passages, each under its own title.
+Costs no model call: the vectors and scores come with the query's rows.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from mcp_analysis.search.hybrid import Hit
+
+
+@dataclass(frozen=True)
+class Weights:
+    """How much each signal counts in the fused score (tuned on bench/data/passages_queries.json's tune split)."""
+
+    vector: float = 0.5
+    keyword: float = 0.2
+    title: float = 0.2
+
+
+WEIGHTS = Weights()
+DUPLICATE_OVERLAP = 0.5  # share of the shorter chunk's word 5-grams two chunks share: near-duplicates
+_TOKEN = re.compile(r"[a-z]+|\d+(?:\.\d+)*")
+_VERSIONED = re.compile(r"([a-z]{2,})v(\d)")  # "gplv3" -> "gpl 3"
+_WORD = re.compile(r"[a-z]+")
+
+
+@dataclass(frozen=True)
+class Names:
+    """What a text can name a document by: its words and numbers ("gplv3" -> gpl, 3; "2.0" -> 2),
+    and the initials of each run of 2-4 words with the words they stand for ("mpl": Mozilla
+    Public License)."""
+
+    words: frozenset[str]
+    acronyms: dict[str, frozenset[str]]
+
+    @classmethod
+    def of(cls, text: str) -> Names:
+        text = _VERSIONED.sub(r"\1 \2", text.lower())
+        words = set()
+        for token in _TOKEN.findall(text):
+            while token.endswith(".0"):  # "2.0" names the same version as "2"
+                token = token[:-2]
+            words.add(token)
+        plain = _WORD.findall(text)
+        acronyms = {
+            "".join(w[0] for w in plain[i : i + n]): frozenset(plain[i : i + n])
+            for n in (2, 3, 4)
+            for i in range(len(plain) - n + 1)
+        }
+        return cls(frozenset(words), acronyms)
+
+
+def title_match(query: Names, title: Names, idf: Callable[[str], float]) -> float:
+    """Share of the title's information (idf-weighted words) that the query names, 0..1: a title word
+    the query says or abbreviates, or the words of a title abbreviation the query says."""
+    named = {w for w in title.words if w in query.words or w in query.acronyms}
+    for acronym, words in title.acronyms.items():
+        if acronym in query.words:
+            named |= words & title.words
+    total = sum(idf(w) for w in title.words)
+    return sum(idf(w) for w in named) / total if total else 0.0
+
+
+def rerank(hits: Sequence[Hit], query: str, title_of: Callable[[str], str], weights: Weights = WEIGHTS) -> list[Hit]:
+    """`hits` (with evidence) best-first by fused score; each hit's score becomes that score."""
+    scored = [h for h in hits if h.evidence is not None]
+    if not scored:
+        return list(hits)
+    titles = {doc_id: Names.of(title_of(doc_id)) for doc_id in {h.chunk.document_id for h in scored}}
+    frequency: dict[str, int] = {}
+    for title in titles.values():
+        for word in title.words:
+            frequency[word] = frequency.get(word, 0) + 1
+
+    def idf(token: str) -> float:
+        return math.log(1.0 + len(titles) / frequency.get(token, 1))
+
+    names = Names.of(query)
+    match = {doc_id: title_match(names, title, idf) for doc_id, title in titles.items()}
+    best_keyword = max((h.evidence.keyword or 0.0 for h in scored if h.evidence), default=0.0) or 1.0
+    for hit in scored:
+        evidence = hit.evidence
+        assert evidence is not None
+        hit.score = (
+            weights.vector * evidence.cosine
+            + weights.keyword * (evidence.keyword or 0.0) / best_keyword
+            + weights.title * match[hit.chunk.document_id]
+        )
+    order = sorted(range(len(scored)), key=lambda i: (-scored[i].score, i))
+    return [scored[i] for i in order]
+
+
+def _shingles(text: str) -> set[tuple[str, ...]]:
+    words = _WORD.findall(text.lower())
+    return set(zip(words, words[1:], words[2:], words[3:], words[4:], strict=False)) or {tuple(words)}
+
+
+def distinct(hits: Sequence[Hit], wanted: int) -> list[Hit]:
+    """`hits` in order, except that one repeating a better kept hit of another document (half the
+    word 5-grams of the shorter of the two) moves after the others. Checks stop once `wanted`
+    hits repeat nothing."""
+    kept: list[Hit] = []
+    repeats: list[Hit] = []
+    seen: list[tuple[str, set[tuple[str, ...]]]] = []
+    for index, hit in enumerate(hits):
+        if len(kept) >= wanted:
+            return kept + list(hits[index:]) + repeats
+        grams = _shingles(hit.chunk.content)
+        if any(
+            doc_id != hit.chunk.document_id and len(grams & other) >= DUPLICATE_OVERLAP * min(len(grams), len(other))
+            for doc_id, other in seen
+        ):
+            repeats.append(hit)
+        else:
+            kept.append(hit)
+            seen.append((hit.chunk.document_id, grams))
+    return kept + repeats

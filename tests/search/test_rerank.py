@@ -1,0 +1,58 @@
+"""Fused re-ranking and near-duplicate ordering, on hand-made candidates (pure functions)."""
+
+from __future__ import annotations
+
+from mcp_analysis.search.hybrid import Evidence, Hit
+from mcp_analysis.search.rerank import Names, Weights, distinct, rerank, title_match
+from mcp_analysis.store.models import ChunkRecord
+
+TITLES = {"gpl2": "license-GPL-2", "gpl3": "license-GPL-3", "mpl2": "Mozilla Public License Version 2.0"}
+
+
+def hit(doc: str, cosine: float, keyword: float | None, content: str = "") -> Hit:
+    chunk = ChunkRecord(id=f"{doc}-{cosine}-{keyword}", document_id=doc, content=content or f"text of {doc}", order=0)
+    return Hit(chunk, 0.0, Evidence(cosine, keyword))
+
+
+def test_versions_and_abbreviations_are_names() -> None:
+    assert {"gpl", "3"} <= Names.of("GPLv3: may I").words
+    assert {"mpl", "2"} <= Names.of("MPL-2.0").words  # "2.0" is version 2
+    # The query abbreviates the title, or spells out the title's abbreviation.
+    assert Names.of("Mozilla Public License 2.0").acronyms["mpl"] == {"mozilla", "public", "license"}
+    flat = lambda _: 1.0  # noqa: E731
+    spelled = title_match(Names.of("MPL 2.0 courts"), Names.of(TITLES["mpl2"]), flat)
+    other_version = title_match(Names.of("MPL 2.0 courts"), Names.of("license-MPL-1.1"), flat)
+    assert spelled > other_version > 0
+    assert title_match(Names.of("Mozilla Public License 2.0"), Names.of("license-MPL-2.0"), flat) == 1.0
+    assert title_match(Names.of("how do closures work"), Names.of("license-GPL-2"), flat) == 0.0
+
+
+def test_the_document_a_query_names_wins_a_close_call() -> None:
+    # Two versions of one clause, nearly as close in meaning and words: the named version comes first.
+    hits = [hit("gpl3", 0.62, 10.0), hit("gpl2", 0.60, 9.5)]
+    ranked = rerank(hits, "GPLv2: can I charge for copies?", TITLES.__getitem__)
+    assert [h.chunk.document_id for h in ranked] == ["gpl2", "gpl3"]
+    assert ranked[0].score > ranked[1].score
+    # Without a name in the query, meaning and words decide.
+    plain = rerank(hits, "can I charge for copies?", TITLES.__getitem__)
+    assert [h.chunk.document_id for h in plain] == ["gpl3", "gpl2"]
+
+
+def test_a_much_closer_meaning_beats_a_title_match_and_keyword_scores_are_relative() -> None:
+    hits = [hit("gpl2", 0.30, 2.0), hit("gpl3", 0.75, None), hit("notice", 0.40, 20.0)]
+    titles = {**TITLES, "notice": "Mozilla notice"}.__getitem__
+    ranked = rerank(hits, "GPL 2 fee for copies", titles, Weights(vector=0.5, keyword=0.2, title=0.2))
+    assert [h.chunk.document_id for h in ranked] == ["gpl3", "notice", "gpl2"]
+    # 0.5 * 0.40 + 0.2 * 20/20: the best keyword score among the candidates counts as 1.
+    assert abs(ranked[1].score - 0.40) < 1e-9
+
+
+def test_a_clause_repeated_by_another_document_moves_after_distinct_hits() -> None:
+    clause = "you must give the recipients all the rights that you have and show them these terms " * 2
+    first, repeat = hit("gpl2", 0.7, 5.0, clause), hit("gpl3", 0.69, 5.0, "Preamble. " + clause)
+    same_document = hit("gpl2", 0.65, 4.0, clause + " more")
+    other = hit("mpl2", 0.5, 1.0, "Mozilla Foundation is the license steward of this text")
+    ordered = distinct([first, repeat, same_document, other], wanted=5)
+    assert ordered == [first, same_document, other, repeat]
+    # Checks stop once enough hits are distinct: the rest keeps its order.
+    assert distinct([first, other, repeat], wanted=2) == [first, other, repeat]
