@@ -172,6 +172,7 @@ class AnalysisSession:
             )
         assert self.fs is not None and self.host is not None
         result = await interpreter.execute(code, os_handler=self.fs, functions=self.host.mapping())
+        result.charts = self.host.charts.take()
         self.state.execution_counter += 1
         self.state.record_execution(
             CodeExecutionEntry(
