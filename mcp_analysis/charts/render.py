@@ -149,7 +149,7 @@ class ChartRenderer:
         return header, reader.frame(), reader.frame()
 
     def _stop(self) -> None:
-        process, self._process = self._process, None
+        process = self._process
         if process is None:
             return
         with contextlib.suppress(OSError):
@@ -160,6 +160,7 @@ class ChartRenderer:
             with contextlib.suppress(OSError):
                 if stream is not None:
                     stream.close()
+        self._process = None  # only now: `pid` is None once the process is gone
 
     def _schedule_idle_stop(self) -> None:
         if self._process is None:

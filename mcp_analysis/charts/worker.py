@@ -80,7 +80,10 @@ def _palette_png(png: bytes) -> bytes:
     from PIL import Image
 
     with Image.open(io.BytesIO(png)) as image:
-        paletted = image.quantize(colors=PNG_COLORS, method=Image.Quantize.FASTOCTREE)
+        # Flattened onto white first: a transparent background would otherwise turn black in
+        # viewers that ignore a palette's transparency, and images for models need no alpha.
+        opaque = Image.alpha_composite(Image.new("RGBA", image.size, "white"), image.convert("RGBA"))
+        paletted = opaque.convert("RGB").quantize(colors=PNG_COLORS, method=Image.Quantize.FASTOCTREE)
     out = io.BytesIO()
     paletted.save(out, format="PNG", optimize=True)
     return out.getvalue()
