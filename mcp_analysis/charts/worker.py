@@ -20,7 +20,6 @@ import io
 import json
 import os
 import re
-import resource
 import sys
 from typing import Any, BinaryIO
 
@@ -111,7 +110,9 @@ def serve(requests: BinaryIO, replies: BinaryIO) -> None:
 
 def main() -> None:
     memory_mb = int(sys.argv[1]) if len(sys.argv) > 1 else 0
-    if memory_mb:
+    if memory_mb and sys.platform != "win32":
+        import resource
+
         resource.setrlimit(resource.RLIMIT_DATA, (memory_mb * 1024 * 1024, memory_mb * 1024 * 1024))
     # The frames own the original stdout; anything printed (by us or native code) goes to stderr.
     replies = os.fdopen(os.dup(1), "wb")

@@ -69,10 +69,12 @@ class ChartDrawer:
     def __init__(self, settings: ChartSettings) -> None:
         self.settings = settings
         self._drawn: list[Chart] = []
+        self._asked = 0  # chart() calls in this execute_code call, counted before they run (gather)
 
     async def chart(self, spec: Any = None) -> dict[str, Any]:
         """chart(spec: dict) -> dict: draw a Vega-Lite chart (inline data) into this call's result."""
-        if len(self._drawn) >= self.settings.max_per_call:
+        self._asked += 1
+        if self._asked > self.settings.max_per_call:
             raise ValueError(
                 f"chart(): one execute_code call may draw at most {self.settings.max_per_call} charts "
                 "(charts.max_per_call); draw the rest in the next call."
@@ -111,8 +113,9 @@ class ChartDrawer:
     def begin_call(self) -> None:
         """Forget charts a cancelled call left behind: what follows belongs to a new call."""
         self._drawn = []
+        self._asked = 0
 
     def take(self) -> list[Chart]:
         """The charts drawn since `begin_call`, in order (and forget them)."""
-        charts, self._drawn = self._drawn, []
+        charts, self._drawn, self._asked = self._drawn, [], 0
         return charts

@@ -9,6 +9,7 @@ import signal
 import socket
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -184,3 +185,10 @@ async def test_an_idle_renderer_exits_and_gives_its_memory_back() -> None:
         assert idle.starts == 2
     finally:
         idle.close()
+
+
+async def test_the_renderer_process_runs_under_its_memory_cap(renderer: ChartRenderer) -> None:
+    await renderer.render(checked(TINY))
+    limits = Path(f"/proc/{renderer.pid}/limits").read_text()
+    line = next(row for row in limits.splitlines() if row.startswith("Max data size"))
+    assert line.split()[3:5] == [str(1536 * 1024 * 1024)] * 2  # charts.renderer_memory_mb, soft and hard

@@ -127,10 +127,15 @@ async def test_a_call_draws_at_most_max_per_call_charts(sample_db: Path, tmp_pat
     try:
         async with AnalysisSession(kb) as session:
             result = await session.execute("\n".join([f"await chart({spec})"] * 3))
+        async with AnalysisSession(kb) as session:
+            calls = ", ".join([f"chart({spec})"] * 3)
+            together = await session.execute(f"import asyncio\nawait asyncio.gather({calls})")
     finally:
         await kb.close()
     assert "at most 2 charts (charts.max_per_call)" in result.error
     assert len(result.charts) == 2
+    assert "at most 2 charts (charts.max_per_call)" in together.error  # counted before they run
+    assert len(together.charts) <= 2
 
 
 async def test_a_chart_that_renders_too_long_is_a_timeout_error_in_the_code(sample_db: Path, tmp_path: Path) -> None:
