@@ -48,31 +48,34 @@ def svg_size(svg: str) -> tuple[int, int]:
     return round(float(match.group(1))), round(float(match.group(2)))
 
 
-def render(request: dict[str, Any]) -> tuple[dict[str, Any], bytes, bytes]:
+Reply = tuple[dict[str, Any], bytes, bytes]
+
+
+def render(request: dict[str, Any]) -> Reply:
     import vl_convert  # here, not at import: the process starts before its first chart
 
     try:
         svg = vl_convert.vegalite_to_svg(request["spec"], allowed_base_urls=[], show_warnings=False)
     except ValueError as exc:
-        return {"ok": False, "error": _first_line(exc)}, b"", b""
+        return refusal(_first_line(exc))
     width, height = svg_size(svg)
     most = request["max_size_px"]
     if width > most or height > most:
-        return (
-            {"ok": False, "error": f"the chart would be {width}x{height} pixels; at most {most}x{most} "
-             "(charts.max_size_px). Set a smaller width/height, or show fewer categories or facets."},
-            b"",
-            b"",
-        )  # fmt: skip
+        return refusal(
+            f"the chart would be {width}x{height} pixels; at most {most}x{most} (charts.max_size_px). "
+            "Set a smaller width/height, or show fewer categories or facets."
+        )
     png = _palette_png(vl_convert.svg_to_png(svg))
     if len(png) > request["max_png_bytes"]:
-        return (
-            {"ok": False, "error": f"the chart's PNG is {len(png):,} bytes; at most {request['max_png_bytes']:,} "
-             "(charts.max_png_bytes). Draw fewer points or a smaller chart."},
-            b"",
-            b"",
-        )  # fmt: skip
+        return refusal(
+            f"the chart's PNG is {len(png):,} bytes; at most {request['max_png_bytes']:,} (charts.max_png_bytes). "
+            "Draw fewer points or a smaller chart."
+        )
     return {"ok": True, "width": width, "height": height}, svg.encode(), png
+
+
+def refusal(error: str) -> Reply:
+    return {"ok": False, "error": error}, b"", b""
 
 
 def _palette_png(png: bytes) -> bytes:
@@ -100,7 +103,7 @@ def serve(requests: BinaryIO, replies: BinaryIO) -> None:
         try:
             header, svg, png = render(json.loads(body))
         except Exception as exc:  # a reply, never a dead renderer, for anything a spec can provoke
-            header, svg, png = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:1000]}, b"", b""
+            header, svg, png = refusal(f"{type(exc).__name__}: {exc}"[:1000])
         write_frame(replies, json.dumps(header).encode())
         if header["ok"]:
             write_frame(replies, svg)
