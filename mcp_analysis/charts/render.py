@@ -5,7 +5,7 @@ a large chart made it allocate (a 50,000-point chart left it at 370 MB), and a r
 cannot be interrupted from Python. In a child process the server's own memory never
 grows, a render that overruns `charts.render_timeout` is ended by killing the child,
 and the memory goes back when the child exits after `charts.renderer_idle_seconds`
-without charts. The child starts on the first chart (about 2-3 s with the engine's
+without charts. The child starts on the first chart (2-6 s with the engine's
 first render), so a server that never draws a chart never pays for it.
 
 Requests are served one at a time (one child, a thread lock); the blocking pipe I/O
