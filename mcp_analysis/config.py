@@ -97,6 +97,15 @@ class ChartSettings(_Section):
     max_size_px: int = Field(2000, ge=100, description="Width and height of a rendered chart, in pixels.")
     max_png_bytes: int = Field(1_000_000, ge=10_000, description="Size of one chart's PNG (palette-compressed).")
     max_per_call: int = Field(10, ge=1, description="Charts one execute_code call may draw.")
+    max_kept: int = Field(
+        20, ge=1, description="Charts a session keeps as resources (its latest; older ones are dropped)."
+    )
+    max_kept_mb: int = Field(
+        8,
+        ge=1,
+        description="Size of the charts a session keeps (PNG + SVG + spec), in MB; with its variables at most "
+        "sandbox.max_state_mb. The oldest charts are dropped first.",
+    )
     render_timeout: float = Field(20.0, gt=0, description="Seconds one chart may take to render.")
     renderer_idle_seconds: float = Field(
         120.0, gt=0, description="The renderer process exits after this long without charts (its memory goes back)."

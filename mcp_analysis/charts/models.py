@@ -1,16 +1,19 @@
-"""A drawn chart as the layers above receive it: the checked spec and both renderings."""
+"""A drawn chart as the layers above receive and keep it: the checked spec and both renderings."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 
 class Chart(BaseModel):
+    # Bytes as base64 in JSON: a session's stored record keeps its charts this way.
     model_config = ConfigDict(ser_json_bytes="base64", val_json_bytes="base64")
 
-    index: int = Field(description="1-based, in the order one execute_code call drew its charts.")
+    index: int = Field(description="The chart's number in its session (1, 2, ... in the order drawn).")
+    execution: int = Field(0, description="The execute_code call that drew it (0 until the session records it).")
     title: str | None = None
     spec: dict[str, Any] = Field(description="The Vega-Lite spec as checked and rendered (plain JSON).")
     rows: int = Field(0, description="Data rows in the spec.")
@@ -30,3 +33,8 @@ class Chart(BaseModel):
             "rows": self.rows,
             "png_bytes": len(self.png),
         }
+
+    @property
+    def kept_bytes(self) -> int:
+        """What keeping this chart costs a session: its PNG, its SVG and its spec as JSON."""
+        return len(self.png) + len(self.svg.encode()) + len(json.dumps(self.spec, ensure_ascii=False).encode())

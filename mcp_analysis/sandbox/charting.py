@@ -70,6 +70,7 @@ class ChartDrawer:
         self.settings = settings
         self._drawn: list[Chart] = []
         self._asked = 0  # chart() calls in this execute_code call, counted before they run (gather)
+        self._first = 1  # the number the call's first chart gets (charts are numbered per session)
 
     async def chart(self, spec: Any = None) -> dict[str, Any]:
         """chart(spec: dict) -> dict: draw a Vega-Lite chart (inline data) into this call's result."""
@@ -89,7 +90,7 @@ class ChartDrawer:
         except ChartError as exc:
             raise ValueError(str(exc)) from None
         chart = Chart(
-            index=len(self._drawn) + 1,
+            index=self._first + len(self._drawn),
             title=checked.title,
             spec=checked.spec,
             rows=checked.rows,
@@ -110,10 +111,12 @@ class ChartDrawer:
         """The host functions: `_mcp_*` for the prelude, `chart` for a state saved without it."""
         return {"_mcp_chart": self.chart, "_mcp_chart_limits": self.limits, "chart": self.chart}
 
-    def begin_call(self) -> None:
-        """Forget charts a cancelled call left behind: what follows belongs to a new call."""
+    def begin_call(self, first: int = 1) -> None:
+        """Forget charts a cancelled call left behind: what follows belongs to a new call, whose
+        first chart is number `first` (the session's next)."""
         self._drawn = []
         self._asked = 0
+        self._first = first
 
     def take(self) -> list[Chart]:
         """The charts drawn since `begin_call`, in order (and forget them)."""

@@ -70,11 +70,12 @@ class HostFunctions:
         self.bounds.check_result("list_documents", listing)
         return listing
 
-    def mapping(self) -> dict[str, Any]:
+    def mapping(self, first_chart: int = 1) -> dict[str, Any]:
+        """The host functions for one call, whose first chart is number `first_chart`."""
         # The prelude's search()/list_documents() call the _mcp_ names; the plain names serve an
         # interpreter state saved without the prelude (they return the dicts as they are).
         functions = {"search": self.search, "list_documents": self.list_documents}
-        self.charts.begin_call()  # a mapping is taken for each call: charts drawn from now on are its own
+        self.charts.begin_call(first_chart)  # a mapping is taken for each call: charts drawn from now on are its own
         return functions | {f"_mcp_{name}": fn for name, fn in functions.items()} | self.charts.functions()
 
 
