@@ -1,7 +1,8 @@
 """A real browser hosting the MCP App view: Debian's headless Chromium driven by Playwright.
 
-`hosted_view(read_resource, host_context)` opens app_host.html (the host side of MCP Apps)
-with the view inside it under the restrictive default CSP the extension prescribes, binds
+`chromium()` starts one browser (a module shares it: a launch costs seconds, a page almost
+nothing); `hosted_view(browser, read_resource, host_context)` opens app_host.html (the host
+side of MCP Apps) in a fresh page with the view inside it under the restrictive default CSP the extension prescribes, binds
 `resources/read` to `read_resource` (a real MCP client's), waits for the view's handshake
 and yields a `ViewHost` to feed tool results and look at what a person would see. No
 browser is downloaded: Chromium comes from the system (`.ci/install-chromium`).
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.async_api import FrameLocator, Page, async_playwright
+from playwright.async_api import Browser, FrameLocator, Page, async_playwright
 
 from mcp_analysis.ui import view_html
 
@@ -82,27 +82,33 @@ class ViewHost:
 
 
 @asynccontextmanager
-async def hosted_view(read_resource: ReadResource, host_context: dict[str, Any]) -> AsyncIterator[ViewHost]:
+async def chromium() -> AsyncIterator[Browser]:
+    """Debian's Chromium, headless and offline-safe; closed (with every page) on exit."""
     executable = chromium_path()
-    with tempfile.TemporaryDirectory(prefix="view-browser-") as profile:
-        async with async_playwright() as playwright:
-            browser = await playwright.chromium.launch_persistent_context(
-                profile,
-                executable_path=executable,
-                headless=True,
-                args=CHROMIUM_FLAGS,
-                viewport={"width": 800, "height": 2400},
-            )
-            try:
-                page = browser.pages[0] if browser.pages else await browser.new_page()
-                host = ViewHost(page)
-                page.on("request", lambda request: host.requests.append(request.url))
-                await page.expose_function("mcpReadResource", read_resource)
-                await page.set_content(HOST_PAGE.read_text())
-                await page.evaluate(
-                    "([html, context]) => window.loadView(html, context)", [view_with_csp(view_html()), host_context]
-                )
-                await page.wait_for_function("window.hostLog.some(m => m.method === 'ui/notifications/initialized')")
-                yield host
-            finally:
-                await browser.close()
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_FLAGS)
+        try:
+            yield browser
+        finally:
+            await browser.close()
+
+
+@asynccontextmanager
+async def hosted_view(
+    browser: Browser, read_resource: ReadResource, host_context: dict[str, Any]
+) -> AsyncIterator[ViewHost]:
+    """A fresh page (its own context: no state shared with other tests) hosting the view."""
+    context = await browser.new_context(viewport={"width": 800, "height": 2400})
+    try:
+        page = await context.new_page()
+        host = ViewHost(page)
+        page.on("request", lambda request: host.requests.append(request.url))
+        await page.expose_function("mcpReadResource", read_resource)
+        await page.set_content(HOST_PAGE.read_text())
+        await page.evaluate(
+            "([html, context]) => window.loadView(html, context)", [view_with_csp(view_html()), host_context]
+        )
+        await page.wait_for_function("window.hostLog.some(m => m.method === 'ui/notifications/initialized')")
+        yield host
+    finally:
+        await context.close()
