@@ -41,7 +41,6 @@ def test_exec_writes_each_chart_as_png_and_svg_and_says_where(sample_db: Path, t
     assert png_size(charts / "1.png") == (listed["width"], listed["height"])
 
 
-
 def test_exec_without_charts_dir_says_how_to_write_them(sample_db: Path) -> None:
     # In process (CliRunner): the subprocess run above already covers the real streams.
     unsaved = CliRunner().invoke(app, ["--db", str(sample_db), "exec", REVENUE_CHART])
@@ -92,5 +91,5 @@ def test_the_analyze_command_writes_the_agents_charts(
     ran = CliRunner().invoke(app, ["--db", str(sample_db), "analyze", "Revenue?", "--charts", str(charts)])
     assert ran.exit_code == 0, ran.output
     assert "Revenue grew every quarter (chart 1)." in ran.stdout
-    assert f"chart 1 (Revenue per quarter, 2025, " in ran.stderr and str(charts / "1.svg") in ran.stderr
+    assert "chart 1 (Revenue per quarter, 2025, " in ran.stderr and str(charts / "1.svg") in ran.stderr
     assert png_size(charts / "1.png")[0] > 480 and "Q4 2025" in (charts / "1.svg").read_text()

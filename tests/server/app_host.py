@@ -2,10 +2,11 @@
 
 `chromium()` starts one browser (a module shares it: a launch costs seconds, a page almost
 nothing); `hosted_view(browser, read_resource, host_context)` opens app_host.html (the host
-side of MCP Apps) in a fresh page with the view inside it under the restrictive default CSP the extension prescribes, binds
-`resources/read` to `read_resource` (a real MCP client's), waits for the view's handshake
-and yields a `ViewHost` to feed tool results and look at what a person would see. No
-browser is downloaded: Chromium comes from the system (`.ci/install-chromium`).
+side of MCP Apps) in a fresh page with the view inside it under the restrictive default
+CSP the extension prescribes, binds `resources/read` to `read_resource` (a real MCP
+client's), waits for the view's handshake and yields a `ViewHost` to feed tool results and
+look at what a person would see. No browser is downloaded: Chromium comes from the system
+(`.ci/install-chromium`).
 """
 
 from __future__ import annotations
