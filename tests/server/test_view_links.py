@@ -42,6 +42,7 @@ async def test_one_server_points_only_the_clients_that_declare_the_extension_at_
             view = await client.read_resource(VIEW_URI)
         async with server.client() as client:
             without = await client.list_tools()
+            unlisted = await client.list_resources()
         # The extension without the view's MIME type is not "renders the view".
         async with server.client(extensions=[advertise(EXTENSION, {"mimeTypes": ["text/html"]})]) as client:
             other_mime = await client.list_tools()
@@ -49,6 +50,7 @@ async def test_one_server_points_only_the_clients_that_declare_the_extension_at_
     assert {name for name, ui in linked(with_view).items() if ui} == VIEW_TOOLS
     assert all(ui == {"resourceUri": VIEW_URI} for name, ui in linked(with_view).items() if name in VIEW_TOOLS)
     assert all(t.meta is None for t in without.tools) and all(t.meta is None for t in other_mime.tools)
+    assert not [r for r in unlisted.resources if str(r.uri).startswith("ui://")]
     [content] = view.contents
     assert content.uri == VIEW_URI and content.mime_type == VIEW_MIME and content.text == view_html()
 
@@ -61,12 +63,15 @@ async def test_a_host_without_the_extension_sees_tools_and_results_byte_for_byte
     for view in (True, False):
         async with Client(create_server(config=settings, view=view)) as client:
             tools = await client.list_tools()
+            listed = await client.list_resources()
             found = await client.call_tool("search", {"query": "total revenue", "limit": 3})
             cited = await client.call_tool("cite", {"chunk_ids": [found.structured_content["results"][0]["chunk_id"]]})
             session = found.structured_content["session"]
-            seen[view] = [wire(tools)] + [wire(r).replace(session.encode(), b"SESSION") for r in (found, cited)]
+            seen[view] = [wire(tools), wire(listed)] + [
+                wire(r).replace(session.encode(), b"SESSION") for r in (found, cited)
+            ]
     assert seen[True] == seen[False]
-    assert b"resourceUri" not in seen[True][0] and b"passage" not in seen[True][2]
+    assert b"resourceUri" not in seen[True][0] and b"ui://" not in seen[True][1] and b"passage" not in seen[True][3]
 
 
 async def test_a_host_that_renders_the_view_gets_citations_it_can_open(sample_db: Path, tmp_path: Path) -> None:
