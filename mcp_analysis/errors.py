@@ -54,6 +54,10 @@ class SandboxError(AnalysisError):
     """The sandbox could not run the code (not an error *in* the code)."""
 
 
+class ChartError(AnalysisError):
+    """A chart spec was refused (unsafe or too large) or could not be rendered."""
+
+
 class SessionNotFoundError(AnalysisError):
     """An analysis session handle is unknown or expired."""
 

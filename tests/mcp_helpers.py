@@ -75,3 +75,37 @@ def metric_samples(body: str) -> dict[str, float]:
             name, _, value = line.rpartition(" ")
             out[name] = float(value)
     return out
+
+
+#: A program that charts revenue per quarter from the sample's four quarterly reports.
+REVENUE_CHART = """
+import re
+from pathlib import Path
+revenue = []
+for doc in await list_documents():
+    if 'Quarterly Financial Report' not in doc['title']:
+        continue
+    text = Path('/documents/' + doc['id'] + '/content.txt').read_text()
+    m = re.search(r'Total revenue\\s*\\|\\s*\\$([\\d,]+)', text)
+    revenue.append({'quarter': doc['title'][-7:], 'revenue': int(m.group(1).replace(',', ''))})
+revenue.sort(key=lambda r: r['quarter'])
+print(revenue)
+drawn = await chart({
+    'title': 'Revenue per quarter, 2025',
+    'data': {'values': revenue},
+    'mark': 'bar',
+    'width': 480,
+    'height': 300,
+    'encoding': {
+        'x': {'field': 'quarter', 'type': 'nominal', 'sort': None},
+        'y': {'field': 'revenue', 'type': 'quantitative', 'title': 'Revenue (USD)'},
+    },
+})
+"""
+#: What REVENUE_CHART finds in the sample reports.
+REVENUE_ROWS = [
+    {"quarter": "Q1 2025", "revenue": 12400000},
+    {"quarter": "Q2 2025", "revenue": 13100000},
+    {"quarter": "Q3 2025", "revenue": 14600000},
+    {"quarter": "Q4 2025", "revenue": 15300000},
+]

@@ -2,7 +2,7 @@
 
     async with AnalysisClient("kb.lancedb") as client:
         result = await client.analyze("How many documents mention 'security'?", filter="title LIKE '%Advisory%'")
-        result.answer, result.citations
+        result.answer, result.citations, result.charts   # charts: PNG and SVG of each `await chart(spec)`
         client.last_state.executions     # the programs that were run
 
 A pydantic-ai agent drives the very same tools the MCP server exposes (see toolset.py).
@@ -26,6 +26,7 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.usage import UsageLimits
 
 from mcp_analysis.agent.toolset import AnalysisToolset
+from mcp_analysis.charts.models import Chart
 from mcp_analysis.config import Settings, load_settings, with_db
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.errors import ModelConfigError
@@ -49,6 +50,9 @@ answer short and name the documents it relies on."""
 class AnalysisResult(BaseModel):
     answer: str
     citations: list[Citation] = Field(default_factory=list)
+    charts: list[Chart] = Field(
+        default_factory=list, description="Charts the analysis drew (its latest charts.max_kept), PNG and SVG."
+    )
 
 
 def resolve_model(model: str | Model, base_url: str | None = None) -> Model:
@@ -172,4 +176,4 @@ class AnalysisClient:
             raise
         state = session.state
         citations = [state.citation_index[c] for c in state.citations if c in state.citation_index]
-        return AnalysisResult(answer=str(run.output), citations=citations)
+        return AnalysisResult(answer=str(run.output), citations=citations, charts=list(state.charts))

@@ -32,8 +32,8 @@ from mcp_analysis.session.state import AnalysisState
 SKILL_NAME = "analysis"
 SKILL_DESCRIPTION = (
     "Computational analysis of the knowledge base: writes and runs Python in a sandbox over the documents "
-    "(/documents/{id}/content.txt, items.jsonl, ...), with search and citations. For counting, aggregation, "
-    "multi-document comparison and data extraction."
+    "(/documents/{id}/content.txt, items.jsonl, ...), with search, citations and charts (`await chart(spec)`, "
+    "Vega-Lite). For counting, aggregation, multi-document comparison, data extraction and charts of the results."
 )
 
 

@@ -123,6 +123,8 @@ class AnalysisToolset(FunctionToolset[Any]):
                 out[key] = value
         if result.truncated:
             out["note"] = "output was truncated; print a smaller summary"
+        if result.charts:
+            out["charts"] = [c.summary() for c in result.charts]
         return out
 
     async def cite(self, chunk_ids: ChunkIds) -> dict[str, Any]:

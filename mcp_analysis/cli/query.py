@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
+from mcp_analysis.cli.charts import ChartsOption, save_charts
 from mcp_analysis.cli.errors import fail
 from mcp_analysis.cli.options import (
     FilterOption,
@@ -84,10 +85,11 @@ def exec_code(
     code: Annotated[str | None, typer.Argument(help="Python code (or use -f).")] = None,
     file: Annotated[Path | None, typer.Option("--file", "-f", help="Read the code from a file ('-' = stdin).")] = None,
     filter: FilterOption = None,
+    charts: ChartsOption = None,
     as_json: JsonOption = False,
     sample: SampleOption = False,
 ) -> None:
-    """Run sandboxed Python against the knowledge base (the /documents tree, search, list_documents)."""
+    """Run sandboxed Python against the knowledge base (the /documents tree, search, list_documents, chart)."""
     options = command_options(ctx, sample)
     if (code is None) == (file is None):
         err.print("[red]error:[/red] give CODE or --file (exactly one).")
@@ -102,8 +104,9 @@ def exec_code(
 
         async with knowledge_base(options) as kb, AnalysisSession(kb, filter=filter) as session:
             result = await session.execute(source)
+        drawn = save_charts(result.charts, charts)
         if as_json:
-            print_json(result.model_dump())
+            print_json(result.model_dump() | ({"charts": drawn} if drawn else {}))
         else:
             if result.stdout:
                 sys.stdout.write(result.stdout)
@@ -124,6 +127,7 @@ def analyze(
     filter: FilterOption = None,
     model: Annotated[str | None, typer.Option("--model", help="pydantic-ai model (overrides analysis.model).")] = None,
     show_code: Annotated[bool, typer.Option("--show-code", help="Also print the programs that were run.")] = False,
+    charts: ChartsOption = None,
     as_json: JsonOption = False,
     sample: SampleOption = False,
 ) -> None:
@@ -142,8 +146,9 @@ def analyze(
             else:
                 result = await client.analyze(question, filter=filter)
             executions = list(client.last_state.executions) if client.last_state else []
+        drawn = save_charts(result.charts, charts)
         if as_json:
-            data = result.model_dump()
+            data = result.model_dump(exclude={"charts"}) | ({"charts": drawn} if drawn else {})
             if show_code:
                 data["executions"] = [e.model_dump() for e in executions]
             print_json(data)

@@ -1,4 +1,4 @@
-"""Functions the sandboxed code can call: ``await search(...)``, ``await list_documents()``.
+"""Functions the sandboxed code can call: ``await search(...)``, ``await list_documents()``, ``await chart(spec)``.
 
 They return plain dicts and lists (monty rejects pydantic models), validate their
 arguments with messages written for the model, bound what they return by the
@@ -17,6 +17,7 @@ import anyio
 from mcp_analysis.corpus import Corpus
 from mcp_analysis.errors import AnalysisError
 from mcp_analysis.sandbox.bounds import HostBounds
+from mcp_analysis.sandbox.charting import ChartDrawer
 from mcp_analysis.sandbox.presentation import hit_fields
 from mcp_analysis.search.models import SearchResult
 
@@ -31,6 +32,7 @@ class HostFunctions:
         self.on_search = on_search
         self.max_limit = corpus.kb.settings.search.max_limit
         self.bounds = HostBounds.of(corpus.kb.settings.sandbox)
+        self.charts = ChartDrawer(corpus.kb.settings.charts)
 
     async def search(self, query: Any = None, limit: Any = None) -> list[dict[str, Any]]:
         """search(query: str, limit: int = 10) -> list[dict]: hybrid search with context expansion."""
@@ -68,11 +70,13 @@ class HostFunctions:
         self.bounds.check_result("list_documents", listing)
         return listing
 
-    def mapping(self) -> dict[str, Any]:
+    def mapping(self, first_chart: int = 1) -> dict[str, Any]:
+        """The host functions for one call, whose first chart is number `first_chart`."""
         # The prelude's search()/list_documents() call the _mcp_ names; the plain names serve an
         # interpreter state saved without the prelude (they return the dicts as they are).
         functions = {"search": self.search, "list_documents": self.list_documents}
-        return functions | {f"_mcp_{name}": fn for name, fn in functions.items()}
+        self.charts.begin_call(first_chart)  # a mapping is taken for each call: charts drawn from now on are its own
+        return functions | {f"_mcp_{name}": fn for name, fn in functions.items()} | self.charts.functions()
 
 
 def _public(documents: list[Any]) -> list[dict[str, Any]]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from mcp_analysis.charts.models import Chart
+
 
 class ExecutionResult(BaseModel):
     success: bool = Field(description="False when the code raised or was stopped.")
@@ -17,3 +19,5 @@ class ExecutionResult(BaseModel):
     state_restored: bool = Field(
         False, description="The call was stopped and the interpreter rolled back to its state before it."
     )
+    # Left out of model_dump(): each front door decides how a chart reaches its client.
+    charts: list[Chart] = Field(default_factory=list, exclude=True, description="Drawn by `await chart(spec)`.")

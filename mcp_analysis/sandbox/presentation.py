@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic_monty import MontyClassProxy
 
+from mcp_analysis.sandbox.charting import CHART_PRELUDE
 from mcp_analysis.search.models import SearchResult
 from mcp_analysis.store.models import INGEST_METADATA
 
@@ -101,6 +102,7 @@ async def list_documents(offset=0, limit=None):
     """list_documents(offset=0, limit=None) -> list of documents (doc.id, doc["title"], doc.to_dict(), ...)."""
     return [_Record("document", fields) for fields in await _mcp_list_documents(offset, limit)]
 '''
+    + CHART_PRELUDE
 )
 
 _host: dict[str, Any] = {}

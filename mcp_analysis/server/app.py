@@ -1,4 +1,4 @@
-"""The MCP server, assembled: settings, auth, runtime, middleware, tools, resources, prompt.
+"""The MCP server, assembled: settings, auth, runtime, middleware, tools, resources, prompt, view.
 
 Each part lives in its own module (server/tools.py, resources.py, middleware.py, uris.py);
 this one only puts them together. The `Runtime` (knowledge base, worker pool, sessions) is
@@ -23,6 +23,7 @@ from mcp_analysis.server.middleware import MIDDLEWARE
 from mcp_analysis.server.resources import register_resources
 from mcp_analysis.server.runtime import Runtime
 from mcp_analysis.server.tools import register_tools
+from mcp_analysis.server.view import link_view, view_extension
 from mcp_analysis.tooling.descriptions import ANALYZE_PROMPT, INSTRUCTIONS
 from mcp_analysis.version import __version__
 
@@ -75,14 +76,21 @@ def create_server(
     config: Settings | None = None,
     *,
     http: bool = False,
+    view: bool = True,
 ) -> AnalysisServer:
-    """Build the MCP server for a knowledge base (stdio by default; ``http=True`` adds bearer auth)."""
+    """Build the MCP server for a knowledge base (stdio by default; ``http=True`` adds bearer auth).
+
+    ``view=False`` leaves out the MCP App view (server/view.py), which only hosts that declare
+    the extension ever see."""
     settings = config or load_settings()
     if db_path is not None:
         settings = with_db(settings, db_path)
     runtime = Runtime(settings, InMemorySubscriptionBus())
-    server = AnalysisServer(runtime, **(bearer_auth(settings) if http else {}))
+    extensions = {"extensions": [view_extension()]} if view else {}
+    server = AnalysisServer(runtime, **(bearer_auth(settings) if http else {}), **extensions)
     server.middleware.extend(MIDDLEWARE)
+    if view:
+        server.middleware.append(link_view)
     register_tools(server)
     register_resources(server, runtime)
     server.prompt(name="analyze", title="Analyse a question", description="The analysis workflow for a question.")(

@@ -10,17 +10,19 @@ result budget) and ends with `ToolCall.reply`, which wraps a shaped result for M
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context
-from mcp_types import CallToolResult, TextContent
+from mcp_types import CallToolResult, ImageContent, TextContent
 from pydantic import BaseModel
 
 from mcp_analysis.errors import AnalysisError
 from mcp_analysis.server.identity import session_for
 from mcp_analysis.server.runtime import Runtime
+from mcp_analysis.server.view import renders_view
 from mcp_analysis.tooling.fitting import cost
 
 if TYPE_CHECKING:
@@ -49,14 +51,16 @@ def session_note(session_id: str, must_pass: bool) -> str:
     )
 
 
-def reply(model: BaseModel, text: str, budget: int) -> CallToolResult:
-    """A shaped result as MCP sends it: the text for the model, the model as structured content."""
+def reply(model: BaseModel, text: str, budget: int, pngs: Sequence[str] = ()) -> CallToolResult:
+    """A shaped result as MCP sends it: the text for the model, the model as structured content,
+    and PNGs (base64) as image content, each counted by its base64 length."""
     structured = model.model_dump(mode="json")
-    over = cost(structured, text) - budget
+    over = cost(structured, text) + sum(map(len, pngs)) - budget
     if over > 0:  # the shapers prevent this; never send more than the budget anyway
         log.warning("tool result over budget by %d characters; cutting its text", over)
         text = text[: max(0, len(text) - over)]
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
+    images = [ImageContent(type="image", data=png, mime_type="image/png") for png in pngs]
+    return CallToolResult(content=[TextContent(type="text", text=text), *images], structured_content=structured)
 
 
 @dataclass(frozen=True)
@@ -66,19 +70,21 @@ class ToolCall:
     analysis: AnalysisSession
     note: str
     settings: Settings
+    #: The host renders the MCP App view (server/view.py): results may carry what only it shows.
+    view: bool = False
 
     @property
     def budget(self) -> int:
         """Characters one result may cost (text + structured content)."""
         return self.settings.server.max_result_chars
 
-    def reply(self, shaped: tuple[BaseModel, str]) -> CallToolResult:
+    def reply(self, shaped: tuple[BaseModel, str], pngs: Sequence[str] = ()) -> CallToolResult:
         model, text = shaped
-        return reply(model, text, self.budget)
+        return reply(model, text, self.budget, pngs)
 
 
 async def tool_call(ctx: Context, handle: str | None) -> ToolCall:
     """Resolve the caller's session (by `handle`, or by who is calling) for one tool call."""
     runtime = await runtime_of(ctx).ready()
     analysis, must_pass = await session_for(ctx, handle)
-    return ToolCall(analysis, session_note(analysis.id, must_pass), runtime.settings)
+    return ToolCall(analysis, session_note(analysis.id, must_pass), runtime.settings, renders_view(ctx))

@@ -1,4 +1,4 @@
-"""The resources (each document's /documents files, each session's state and executions) and completion.
+"""The resources (each document's /documents files, each session's state, executions and charts) and completion.
 
 Everything here reads through `caller_corpus` or `caller_session`, so the caller's
 document filter (the server's ``--filter`` and the token's) can never be forgotten.
@@ -38,6 +38,11 @@ DOCUMENT_FILE_DESCRIPTIONS = {
     "items.jsonl": "A document's items (one JSON object per line, with self_ref and label).",
     "toc.json": "A document's section tree with item ranges and chunk ids.",
     "tables.json": "A document's tables: index, name, rows, columns, header, pages, chunk ids, path.",
+}
+CHART_DESCRIPTIONS = {
+    "png": "A chart drawn by `await chart(spec)` in execute_code, as PNG (numbered per session).",
+    "svg": "A chart drawn by `await chart(spec)` in execute_code, as SVG.",
+    "json": "The Vega-Lite spec of a chart drawn in execute_code, its data rows included.",
 }
 COMPLETIONS = 100  # document ids offered at most
 
@@ -137,9 +142,11 @@ def decode_cursor(cursor: str | None) -> int:
 
 
 async def session_state(session_id: str, ctx: Context) -> str:
-    """Executions (code and output), searches and citations of a session, as JSON."""
+    """Executions (code and output), searches, citations and charts (by resource) of a session, as JSON."""
     analysis = await caller_session(ctx, session_id)
-    state = analysis.state.model_dump(mode="json")
+    state = analysis.state.model_dump(mode="json", exclude={"charts": {"__all__": {"png", "svg", "spec"}}})
+    for chart in state["charts"]:
+        chart["resources"] = [uris.session_chart(analysis.id, chart["index"], e) for e in uris.SESSION_CHART_FILES]
     state["session"] = analysis.id
     return json.dumps(state, ensure_ascii=False, indent=2)
 
@@ -152,6 +159,32 @@ async def session_execution(session_id: str, index: str, ctx: Context) -> str:
             return entry.model_dump_json(indent=2)
     missing = label(index, 20)  # as given: it may be anything
     raise ResourceNotFoundError(f"Session {analysis.id} has no execution {missing} in its current analysis.")
+
+
+async def session_chart(session_id: str, n: str, extension: str, ctx: Context) -> str | bytes:
+    """One file of a chart the session keeps: the PNG's bytes, the SVG, or the spec as JSON."""
+    analysis = await caller_session(ctx, session_id)
+    chart = analysis.state.chart(int(n)) if n.isdecimal() and len(n) < 10 else None
+    if chart is None:
+        charts = analysis.kb.settings.charts
+        raise ResourceNotFoundError(
+            f"Session {analysis.id} keeps no chart {label(n, 20)}: it keeps the latest {charts.max_kept} charts "
+            f"of its current analysis (charts.max_kept, charts.max_kept_mb: older ones are dropped), numbered "
+            f"from 1; new_analysis clears them. Draw it again with `await chart(spec)` in execute_code."
+        )
+    if extension == "png":
+        return chart.png
+    if extension == "svg":
+        return chart.svg
+    return json.dumps(chart.spec, ensure_ascii=False)
+
+
+def session_chart_reader(extension: str) -> Callable[[str, str, Context], Awaitable[str | bytes]]:
+    async def read(session_id: str, n: str, ctx: Context) -> str | bytes:
+        return await session_chart(session_id, n, extension, ctx)
+
+    read.__name__ = f"read_chart_{extension}"
+    return read
 
 
 # ----------------------------------------------------------------------------- completion
@@ -199,5 +232,13 @@ def register_resources(server: MCPServer[Any], runtime: Runtime) -> None:
         description="The code of one execution and its full, untruncated output.",
         mime_type="application/json",
     )(user_errors(ResourceError)(session_execution))
+    for extension, mime in uris.SESSION_CHART_FILES.items():
+        server.resource(
+            uris.session_chart_template(extension),
+            name=f"analysis-chart-{extension}",
+            title=f"A chart, {extension.upper()}",
+            description=CHART_DESCRIPTIONS[extension],
+            mime_type=mime,
+        )(user_errors(ResourceError)(session_chart_reader(extension)))
     # The SDK hands a completion handler no request context: the runtime is bound to it here.
     server.completion()(functools.partial(user_errors(protocol_error)(complete_document_id), runtime))

@@ -9,10 +9,11 @@ Any of them can be registered alone, on any server whose lifespan yields a `Runt
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Annotated, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, TypeVar
 
 import anyio
 from mcp.server import MCPServer
@@ -26,6 +27,7 @@ from mcp_analysis.server import uris
 from mcp_analysis.server.calls import tool_call
 from mcp_analysis.server.errors import user_errors
 from mcp_analysis.tooling import descriptions as text
+from mcp_analysis.tooling.chart_output import ChartOut, ChartResource, png_data
 from mcp_analysis.tooling.citing import CiteOutput, cite_result
 from mcp_analysis.tooling.descriptions import (
     DOCUMENTS_PAGE,
@@ -41,6 +43,9 @@ from mcp_analysis.tooling.document_list import DocumentInfo, ListDocumentsOutput
 from mcp_analysis.tooling.execution import ExecuteOutput, execution_result
 from mcp_analysis.tooling.search_hits import SearchOutput, search_result
 from mcp_analysis.tooling.state_summary import NewAnalysisOutput, StateOutput, new_analysis_result, state_result
+
+if TYPE_CHECKING:
+    from mcp_analysis.session.analysis import AnalysisSession
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -100,9 +105,19 @@ async def execute_code(
     analysis = call.analysis
     result = await with_progress(ctx, call.settings.sandbox.code_timeout, analysis.execute(code))
     index = analysis.state.execution_counter
-    model = ExecuteOutput.of(analysis.id, index, result)
+    charts = [ChartOut.of(c, chart_resource(analysis, c.index)) for c in result.charts]
+    model = ExecuteOutput.of(analysis.id, index, result, charts)
     full_output = uris.session_execution(analysis.id, index)
-    return call.reply(execution_result(model, full_output, call.note, call.budget))
+    pngs = [png_data(c) for c in result.charts]
+    model, text, attached = execution_result(model, full_output, call.note, call.budget, pngs)
+    return call.reply((model, text), attached)
+
+
+def chart_resource(analysis: AnalysisSession, index: int) -> ChartResource:
+    """Where the session keeps chart `index`, by file extension (None: it did not keep it)."""
+    if analysis.state.chart(index) is None:
+        return None
+    return functools.partial(uris.session_chart, analysis.id, index)
 
 
 async def cite(
@@ -112,7 +127,7 @@ async def cite(
     call = await tool_call(ctx, session)
     analysis = call.analysis
     outcome = await analysis.cite(chunk_ids)
-    model = CiteOutput.of(analysis.id, outcome, total_cited=len(analysis.state.citations))
+    model = CiteOutput.of(analysis.id, outcome, total_cited=len(analysis.state.citations), passages=call.view)
     return call.reply(cite_result(model, uris.session_state(analysis.id), call.note, call.budget))
 
 

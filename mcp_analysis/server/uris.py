@@ -19,6 +19,8 @@ DOCUMENT_TABLE_CSV = "documents:///{document_id}/tables/{index}.csv"
 
 SESSION_STATE = "analysis://sessions/{session_id}/state"
 SESSION_EXECUTION = "analysis://sessions/{session_id}/executions/{index}"
+#: A chart a session keeps, by its number: the PNG, the SVG, and the Vega-Lite spec with its rows.
+SESSION_CHART_FILES = {"png": "image/png", "svg": "image/svg+xml", "json": "application/json"}
 
 
 def document_file_template(name: str) -> str:
@@ -36,3 +38,12 @@ def session_state(session_id: str) -> str:
 
 def session_execution(session_id: str, index: int | str) -> str:
     return SESSION_EXECUTION.format(session_id=session_id, index=index)
+
+
+def session_chart_template(extension: str) -> str:
+    """The template of a chart file, e.g. ``analysis://sessions/{session_id}/charts/{n}.png``."""
+    return "analysis://sessions/{session_id}/charts/{n}." + extension
+
+
+def session_chart(session_id: str, n: int | str, extension: str) -> str:
+    return session_chart_template(extension).format(session_id=session_id, n=n)

@@ -15,6 +15,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from mcp_analysis.charts.models import Chart
 from mcp_analysis.corpus import Corpus, KnowledgeBase
 from mcp_analysis.errors import SandboxError
 from mcp_analysis.sandbox.host import HostFunctions
@@ -171,8 +172,11 @@ class AnalysisSession:
                 "Keep data in variables across calls, or read it from /documents, instead of pasting it into code."
             )
         assert self.fs is not None and self.host is not None
-        result = await interpreter.execute(code, os_handler=self.fs, functions=self.host.mapping())
+        functions = self.host.mapping(first_chart=self.state.chart_counter + 1)
+        result = await interpreter.execute(code, os_handler=self.fs, functions=functions)
+        result.charts = self.host.charts.take()
         self.state.execution_counter += 1
+        self._keep_charts(result.charts)
         self.state.record_execution(
             CodeExecutionEntry(
                 index=self.state.execution_counter,
@@ -182,6 +186,14 @@ class AnalysisSession:
         )
         await self._changed()
         return result
+
+    def _keep_charts(self, charts: list[Chart]) -> None:
+        """Charts stay with the session within charts.max_kept / max_kept_mb, and together with
+        the variables within sandbox.max_state_mb: the oldest charts go first."""
+        settings = self.kb.settings
+        variables = len(self._interpreter_state or b"")
+        most_bytes = max(0, min(settings.charts.max_kept_mb * 2**20, settings.sandbox.max_state_mb * 2**20 - variables))
+        self.state.record_charts(charts, self.state.execution_counter, settings.charts.max_kept, most_bytes)
 
     async def search(self, query: str, limit: int | None = None) -> list[SearchResult]:
         corpus, _ = self._ready()

@@ -4,7 +4,8 @@
 - executions: every execute_code call of the current analysis (code, output, success);
 - citation_index: every citation ever resolved in this session (accumulates);
 - citations: chunk ids cited for the current answer (deduplicated, per analysis);
-- searches: results of tool and sandbox searches of the current analysis, by query.
+- searches: results of tool and sandbox searches of the current analysis, by query;
+- charts: the latest charts drawn in the current analysis (PNG, SVG, spec), numbered per session.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, Field
 
+from mcp_analysis.charts.models import Chart
 from mcp_analysis.search.models import SearchResult
 from mcp_analysis.store.models import ChunkRecord, DocumentMeta
 
@@ -84,6 +86,8 @@ class AnalysisState(BaseModel):
     searches: dict[str, list[SearchResult]] = Field(default_factory=dict)
     execution_counter: int = 0
     analysis_number: int = 1
+    charts: list[Chart] = Field(default_factory=list)
+    chart_counter: int = 0
 
     def record_search(self, query: str, results: list[SearchResult]) -> None:
         self.searches.pop(query, None)
@@ -101,11 +105,27 @@ class AnalysisState(BaseModel):
         ):
             size -= _execution_chars(self.executions.pop(0))
 
+    def record_charts(self, charts: list[Chart], execution: int, most: int, most_bytes: int) -> None:
+        """Keep `charts` (drawn by `execution`); the oldest go first past `most` charts or `most_bytes`.
+
+        A chart that alone exceeds `most_bytes` is not kept at all."""
+        for chart in charts:
+            chart.execution = execution
+            self.chart_counter = max(self.chart_counter, chart.index)
+        self.charts.extend(charts)
+        size = sum(c.kept_bytes for c in self.charts)
+        while self.charts and (len(self.charts) > most or size > most_bytes):
+            size -= self.charts.pop(0).kept_bytes
+
+    def chart(self, index: int) -> Chart | None:
+        return next((c for c in self.charts if c.index == index), None)
+
     def start_new_analysis(self) -> None:
-        """Clear executions, citations and searches; keep citation_index and the filter."""
+        """Clear executions, citations, searches and charts; keep citation_index and the filter."""
         self.executions.clear()
         self.citations.clear()
         self.searches.clear()
+        self.charts.clear()
         self.analysis_number += 1
 
 

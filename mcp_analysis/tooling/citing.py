@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializeAsAny
 
 from mcp_analysis.search.excerpt import label
 from mcp_analysis.session.state import Citation
@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # session.citations reads the corpus (LanceDB): not imported 
     from mcp_analysis.session.citations import CiteOutcome
 
 ECHOED_ID_CHARS = 60  # of a given id echoed back (repaired or ignored): it may be anything
+VIEW_PASSAGE_CHARS = 600  # of a cited passage sent for the view: enough to find and highlight it
 
 
 class CitationOut(BaseModel):
@@ -40,9 +41,25 @@ class CitationOut(BaseModel):
         return f"- {self.chunk_id} · {self.document_title}{section}{page_span(self.page_numbers)} · {self.document_uri}"
 
 
+class ViewCitation(CitationOut):
+    """A citation as the MCP App view opens it: its document and the start of its passage.
+
+    Only hosts that render the view get these (the tool's output schema stays `CitationOut`'s)."""
+
+    document_id: str
+    passage: str
+
+    @classmethod
+    def of(cls, citation: Citation) -> ViewCitation:
+        text = citation.content.strip()
+        passage = text if len(text) <= VIEW_PASSAGE_CHARS else text[:VIEW_PASSAGE_CHARS].rstrip() + "…"
+        return cls(**CitationOut.of(citation).model_dump(), document_id=citation.document_id, passage=passage)
+
+
 class CiteOutput(BaseModel):
     session: str
-    citations: list[CitationOut]
+    # SerializeAsAny: a ViewCitation is sent with its own fields, the schema stays CitationOut's.
+    citations: list[SerializeAsAny[CitationOut]]
     repaired: dict[str, str] = Field(default_factory=dict, description="Given id -> the id it was matched to.")
     ignored: list[str] = Field(default_factory=list, description="Ids that could not be resolved.")
     no_evidence: bool = Field(False, description="cite([]) was called: the answer is not from the knowledge base.")
@@ -51,11 +68,13 @@ class CiteOutput(BaseModel):
     resource: str | None = Field(None, description="Lists every citation, when some are omitted.")
 
     @classmethod
-    def of(cls, session: str, outcome: CiteOutcome, total_cited: int) -> CiteOutput:
-        """What one cite call did; the ids the caller gave are echoed as labels."""
+    def of(cls, session: str, outcome: CiteOutcome, total_cited: int, passages: bool = False) -> CiteOutput:
+        """What one cite call did; the ids the caller gave are echoed as labels. With `passages`,
+        each citation carries its document id and passage (`ViewCitation`)."""
+        shape = ViewCitation if passages else CitationOut
         return cls(
             session=session,
-            citations=[CitationOut.of(c) for c in outcome.citations],
+            citations=[shape.of(c) for c in outcome.citations],
             repaired={label(given, ECHOED_ID_CHARS): fixed for given, fixed in outcome.repaired.items()},
             ignored=[label(given, ECHOED_ID_CHARS) for given in outcome.ignored],
             no_evidence=outcome.no_evidence,

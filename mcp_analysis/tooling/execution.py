@@ -1,12 +1,20 @@
-"""The `execute_code` result: the output, or each field's head and tail and where the whole output is."""
+"""The `execute_code` result: the output, or each field's head and tail and where the whole output is.
+
+Charts share the result budget with the output: when both do not fit, the charts take at most
+half of it, in the first of their forms that fits there (tooling/chart_output.py: rows, then
+PNGs, then specs left out), and the output is shortened into the rest.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
+from pydantic.json_schema import SkipJsonSchema
 
 from mcp_analysis.sandbox.output import clip
+from mcp_analysis.tooling.chart_output import ChartOut, chart_forms
 from mcp_analysis.tooling.fitting import size
 
 if TYPE_CHECKING:
@@ -27,10 +35,21 @@ class ExecuteOutput(BaseModel):
     truncated: bool = False
     state_restored: bool = Field(False, description="The call was stopped; variables from before it are kept.")
     full_output: str | None = Field(None, description="Resource with the untruncated output, when cut here.")
+    # Charts drawn by `await chart(spec)` (each PNG attached as image content when `image`). Left out
+    # when empty, so a program that draws nothing returns what it always did, and left out of the
+    # output schema, which every host reads in tools/list (docs/tools.md describes the entries).
+    charts: SkipJsonSchema[list[ChartOut]] = Field(default_factory=list, exclude_if=lambda charts: not charts)
 
     @classmethod
-    def of(cls, session: str, execution: int, result: ExecutionResult) -> ExecuteOutput:
-        return cls(session=session, execution=execution, **result.model_dump(exclude={"output_chars"}))
+    def of(
+        cls, session: str, execution: int, result: ExecutionResult, charts: Sequence[ChartOut] = ()
+    ) -> ExecuteOutput:
+        fields = result.model_dump(exclude={"output_chars"})
+        return cls(session=session, execution=execution, charts=list(charts), **fields)
+
+
+#: A PNG as image content carries it: base64 text (what it costs the budget).
+ImageData = str
 
 
 def render_execution(out: ExecuteOutput) -> str:
@@ -46,10 +65,31 @@ def render_execution(out: ExecuteOutput) -> str:
         parts.append("error:\n" + out.error)
     if out.full_output:
         parts.append(f"(output shortened; the whole output is in resource {out.full_output})")
+    parts += [c.line() for c in out.charts]
     return "\n".join(parts)
 
 
-def execution_result(out: ExecuteOutput, full_output_uri: str, note: str, budget: int) -> tuple[ExecuteOutput, str]:
+def execution_result(
+    out: ExecuteOutput, full_output_uri: str, note: str, budget: int, pngs: Sequence[ImageData] = ()
+) -> tuple[ExecuteOutput, str, list[ImageData]]:
+    """The output and charts within `budget` (see module docs); `pngs[i]` is `out.charts[i]`'s PNG.
+
+    Returns the model, its text and the PNGs to attach (those of charts whose `image` held)."""
+    plain = out.model_copy(update={"charts": []})
+    bare = size(plain, render_execution(plain) + note)
+    for charts in chart_forms(out.charts):
+        images = [png for png, chart in zip(pngs, charts, strict=True) if chart.image]
+        model = out.model_copy(update={"charts": charts})
+        whole = size(model, render_execution(model) + note) + sum(map(len, images))
+        if whole <= budget:
+            return model, render_execution(model) + note, images
+        if whole - bare <= budget // 2:
+            break
+    fitted, text = fit_output(model, full_output_uri, note, budget - sum(map(len, images)))
+    return fitted, text, images
+
+
+def fit_output(out: ExecuteOutput, full_output_uri: str, note: str, budget: int) -> tuple[ExecuteOutput, str]:
     """The output, or each field's head and tail with a marker naming the resource that holds all of it."""
     text = render_execution(out) + note
     if size(out, text) <= budget:

@@ -111,6 +111,6 @@ async def test_the_registered_templates_are_the_ones_uris_builds(sample_db: Path
         uris.DOCUMENT_TABLE_CSV,
         uris.SESSION_STATE,
         uris.SESSION_EXECUTION,
-    }
+    } | {uris.session_chart_template(e) for e in uris.SESSION_CHART_FILES}
     assert first.uri == uris.document_file(document_id, first.name.split("/")[1])
     assert f'"id": "{document_id}"' in read.contents[0].text

@@ -1,0 +1,267 @@
+"""`ChartRenderer`: the server's handle on its renderer process (charts/worker.py).
+
+Why a process: vl-convert's JavaScript engine costs ~85 MB once loaded and keeps what
+a large chart made it allocate (a 50,000-point chart left it at 370 MB), and a render
+cannot be interrupted from Python. In a child process the server's own memory never
+grows, a render that overruns `charts.render_timeout` is ended by killing the child,
+and the memory goes back when the child exits after `charts.renderer_idle_seconds`
+without charts. The child starts on the first chart (2-6 s with the engine's
+first render), so a server that never draws a chart never pays for it.
+
+Requests are served one at a time (one child, a thread lock); the blocking pipe I/O
+runs in a worker thread so the event loop never waits on it, and works from any event
+loop. A caller that is cancelled stops waiting at once; the render it started still
+ends within its timeout.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import logging
+import os
+import select
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import IO
+
+import anyio
+
+from mcp_analysis.charts.spec import CheckedSpec
+from mcp_analysis.charts.worker import HEADER
+from mcp_analysis.config import ChartSettings
+from mcp_analysis.errors import ChartError
+
+log = logging.getLogger(__name__)
+
+RECYCLE_RSS_MB = 400  # a child that grew past this (a large chart) is replaced after its render
+_QUEUE_FACTOR = 3  # a caller waits at most this many render timeouts for the renderer to be free
+
+
+@dataclass(frozen=True)
+class RenderedChart:
+    svg: str
+    png: bytes
+    width: int
+    height: int
+    render_ms: float
+
+
+class ChartRenderer:
+    """One renderer process, started when needed; see the module docs."""
+
+    def __init__(self, settings: ChartSettings) -> None:
+        self.settings = settings
+        self._lock = threading.Lock()
+        self._process: subprocess.Popen[bytes] | None = None
+        self._idle_timer: threading.Timer | None = None
+        self.renders = 0  # rendered since this object was made (for tests and metrics)
+        self.starts = 0  # child processes started
+
+    @property
+    def pid(self) -> int | None:
+        process = self._process
+        return process.pid if process is not None and process.poll() is None else None
+
+    async def render(self, checked: CheckedSpec) -> RenderedChart:
+        request = json.dumps(
+            {
+                "spec": checked.spec,
+                "max_size_px": self.settings.max_size_px,
+                "max_png_bytes": self.settings.max_png_bytes,
+            },
+            ensure_ascii=False,
+        ).encode()
+        return await anyio.to_thread.run_sync(self._render_blocking, request, abandon_on_cancel=True)
+
+    def close(self) -> None:
+        """Stop the child process (the next render starts a new one)."""
+        with self._lock:
+            self._stop()
+
+    # ------------------------------------------------------------------ the child process
+
+    def _render_blocking(self, request: bytes) -> RenderedChart:
+        timeout = self.settings.render_timeout
+        if not self._lock.acquire(timeout=timeout * _QUEUE_FACTOR):
+            raise RendererUnavailable(
+                f"chart(): the chart renderer is busy with other charts (waited {timeout * _QUEUE_FACTOR:g} s); "
+                "try again."
+            )
+        try:
+            self._cancel_idle_timer()
+            started = time.perf_counter()
+            process = self._ensure_started()
+            try:
+                header, svg, png = self._exchange(process, request, started + timeout)
+            except _RendererGone as exc:
+                self._stop()
+                error = RendererTimeout if exc.timed_out else RendererUnavailable
+                raise error(f"chart(): {exc}") from None
+            self.renders += 1
+            if _rss_mb(process.pid) > RECYCLE_RSS_MB:
+                self._stop()  # give a large chart's memory back now rather than at idle
+            if not header.get("ok"):
+                raise ChartError(f"chart(): the chart could not be drawn: {header.get('error')}")
+            return RenderedChart(
+                svg=svg.decode(),
+                png=png,
+                width=int(header["width"]),
+                height=int(header["height"]),
+                render_ms=round((time.perf_counter() - started) * 1000, 1),
+            )
+        finally:
+            self._schedule_idle_stop()
+            self._lock.release()
+
+    def _ensure_started(self) -> subprocess.Popen[bytes]:
+        if self._process is not None and self._process.poll() is None:
+            return self._process
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "mcp_analysis.charts.worker", str(self.settings.renderer_memory_mb)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=None,  # the server's stderr: the renderer's own messages are log lines
+            close_fds=True,
+            start_new_session=True,  # a terminal's Ctrl-C goes to the server, which stops the child
+        )
+        self.starts += 1
+        _LIVE.add(self)
+        return self._process
+
+    def _exchange(
+        self, process: subprocess.Popen[bytes], request: bytes, deadline: float
+    ) -> tuple[dict[str, object], bytes, bytes]:
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            process.stdin.write(len(request).to_bytes(HEADER, "big") + request)
+            process.stdin.flush()
+        except OSError as exc:
+            raise _RendererGone(f"the chart renderer stopped unexpectedly ({exc}); try again") from None
+        reader = _Reader(process, self.settings.render_timeout, deadline)
+        header = json.loads(reader.frame())
+        if not header.get("ok"):
+            return header, b"", b""
+        return header, reader.frame(), reader.frame()
+
+    def _stop(self) -> None:
+        process = self._process
+        if process is None:
+            return
+        with contextlib.suppress(OSError):
+            process.kill()
+        with contextlib.suppress(Exception):
+            process.wait(timeout=5)
+        for stream in (process.stdin, process.stdout):
+            with contextlib.suppress(OSError):
+                if stream is not None:
+                    stream.close()
+        self._process = None  # only now: `pid` is None once the process is gone
+
+    def _schedule_idle_stop(self) -> None:
+        if self._process is None:
+            return
+        timer = threading.Timer(self.settings.renderer_idle_seconds, self._stop_if_idle)
+        timer.daemon = True
+        self._idle_timer = timer
+        timer.start()
+
+    def _cancel_idle_timer(self) -> None:
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
+
+    def _stop_if_idle(self) -> None:
+        if self._lock.acquire(blocking=False):  # busy means not idle: the render reschedules
+            try:
+                self._stop()
+            finally:
+                self._lock.release()
+
+
+class RendererUnavailable(ChartError):
+    """The renderer could not draw the chart: busy, or its process died."""
+
+
+class RendererTimeout(RendererUnavailable):
+    """The render overran `charts.render_timeout`; its process was killed."""
+
+
+class _RendererGone(Exception):
+    """The child died, or overran its time and was killed."""
+
+    def __init__(self, message: str, timed_out: bool = False) -> None:
+        super().__init__(message)
+        self.timed_out = timed_out
+
+
+class _Reader:
+    """Reads reply frames from the child until a deadline; past it the child is killed."""
+
+    def __init__(self, process: subprocess.Popen[bytes], timeout: float, deadline: float) -> None:
+        assert process.stdout is not None
+        self.process = process
+        self.stream: IO[bytes] = process.stdout
+        self.timeout = timeout
+        self.deadline = deadline
+
+    def frame(self) -> bytes:
+        size = int.from_bytes(self._exactly(HEADER), "big")
+        return self._exactly(size)
+
+    def _exactly(self, size: int) -> bytes:
+        fd = self.stream.fileno()
+        parts: list[bytes] = []
+        left = size
+        while left:
+            wait = self.deadline - time.perf_counter()
+            if wait <= 0 or not select.select([fd], [], [], wait)[0]:
+                raise _RendererGone(
+                    f"rendering took longer than {self.timeout:g} s (charts.render_timeout) and was stopped. "
+                    "Draw fewer points, fewer views or simpler transforms.",
+                    timed_out=True,
+                )
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                code = self.process.wait()
+                raise _RendererGone(f"the chart renderer stopped unexpectedly (exit {code}); the chart was not drawn")
+            parts.append(chunk)
+            left -= len(chunk)
+        return b"".join(parts)
+
+
+def _rss_mb(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+_LIVE: set[ChartRenderer] = set()  # stopped at exit (a child also exits when its stdin closes)
+_SHARED: dict[str, ChartRenderer] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_renderer(settings: ChartSettings) -> ChartRenderer:
+    """The process-wide renderer for these settings (one child process serves every session)."""
+    key = settings.model_dump_json()
+    with _SHARED_LOCK:
+        renderer = _SHARED.get(key)
+        if renderer is None:
+            renderer = _SHARED[key] = ChartRenderer(settings.model_copy())
+        return renderer
+
+
+@atexit.register
+def _stop_all() -> None:
+    for renderer in list(_LIVE):
+        with contextlib.suppress(Exception):
+            renderer._stop()
