@@ -88,6 +88,12 @@ class OnnxMiniLMEmbeddingModel(EmbeddingModel):
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3
+        # Texts are not padded, so nearly every call has a new input shape: a memory pattern
+        # (planned per shape, kept for reuse) would only hold ~20 MB more and never be reused.
+        options.enable_mem_pattern = False
+        # Idle pool threads sleep instead of spinning: the cores are shared with the event
+        # loop, the interpreter workers and other processes.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
             session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         except Exception as exc:

@@ -90,10 +90,23 @@ async def test_model_preparation_reports_progress(tmp_path: Path) -> None:
     finally:
         logger.removeHandler(handler)
         logger.setLevel(level)
-    assert path.parent == tmp_path and path.stat().st_size > 1_000_000
+    assert path.parent == tmp_path
     assert lines[0] == f"Preparing the offline embedding model (one time per machine, cached in {tmp_path})..."
     assert re.fullmatch(r"Preparing the offline embedding model .*: done in \d+\.\d s", lines[1])
-    assert list(tmp_path.iterdir()) == [path]  # no leftovers from the derivation
+    # The model and its weights, no leftovers from the derivation.
+    assert sorted(tmp_path.iterdir()) == sorted([path, model_files.weights_path(path)])
+    assert model_files.weights_path(path).stat().st_size > 40_000_000  # the weights live beside the graph
+    assert path.stat().st_size < 1_000_000
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads Linux's /proc/self/maps")
+async def test_default_model_weights_are_memory_mapped_not_copied() -> None:
+    embedder = create_embedder("onnx:all-MiniLM-L6-v2")
+    assert isinstance(embedder.model, OnnxMiniLMEmbeddingModel)
+    await embedder.embed_query("which rows of the embedding table are read")
+    weights = model_files.weights_path(model_files.derived_model_path())
+    # Mapped from the cache file: untouched rows of the word-embedding table never enter memory.
+    assert str(weights) in Path("/proc/self/maps").read_text()
 
 
 async def test_int8_variant_tracks_exact_model() -> None:
