@@ -23,18 +23,6 @@ DOCUMENT_ITEMS = "document_items"
 SETTINGS = "settings"
 TABLES = (DOCUMENTS, DOCUMENT_META, CHUNKS, DOCUMENT_ITEMS, SETTINGS)
 
-# Columns a document filter may use (SQL WHERE over document metadata).
-FILTER_COLUMNS = (
-    "id",
-    "uri",
-    "title",
-    "metadata",
-    "created_at",
-    "updated_at",
-    "content_hash",
-    "content_size",
-)
-
 DOCUMENTS_SCHEMA = pa.schema(
     [
         pa.field("id", pa.string(), nullable=False),
