@@ -1,9 +1,10 @@
-"""`TextEmbedder`: text embeddings through pydantic-ai's ``Embedder``.
+"""`TextEmbedder`: text embeddings from the offline model or any pydantic-ai embedding model.
 
 ``onnx:all-MiniLM-L6-v2`` (the default) runs offline from files inside installed
-packages. Any other ``provider:model`` name pydantic-ai knows (``openai:...``,
-``ollama:...``, ``sentence-transformers:...``, ``cohere:...``) works too; its
-vector dimension is learned from the first embedding and checked against the
+packages, called directly (no pydantic-ai import on that path). Any other
+``provider:model`` name pydantic-ai knows (``openai:...``, ``ollama:...``,
+``sentence-transformers:...``, ``cohere:...``) goes through pydantic-ai's ``Embedder``;
+its vector dimension is learned from the first embedding and checked against the
 database.
 """
 
@@ -12,13 +13,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from pydantic_ai.embeddings import Embedder, EmbeddingModel
 
 from mcp_analysis.embed.names import MINILM_DIMENSION
 from mcp_analysis.embed.onnx_model import OnnxMiniLMEmbeddingModel
 from mcp_analysis.errors import EmbedderError
+
+if TYPE_CHECKING:
+    from pydantic_ai.embeddings import EmbeddingModel
 
 log = logging.getLogger(__name__)
 
@@ -28,11 +32,11 @@ _REMOTE_BATCH = 64
 class TextEmbedder:
     """An embedder plus what we need to know about it: its name and vector dimension."""
 
-    def __init__(self, name: str, model: EmbeddingModel, dimension: int | None) -> None:
+    def __init__(self, name: str, model: OnnxMiniLMEmbeddingModel | EmbeddingModel, dimension: int | None) -> None:
         self.name = name
         self.model = model
-        self.embedder = Embedder(model)
         self.dimension = dimension
+        self._embedder: Any = None  # pydantic-ai's Embedder over a remote model, made on first use
 
     @property
     def is_local(self) -> bool:
@@ -52,16 +56,11 @@ class TextEmbedder:
     async def _embed(self, texts: Sequence[str], kind: str) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension or 0), dtype=np.float32)
-        batch = len(texts) if self.is_local else _REMOTE_BATCH
-        parts = []
         try:
-            for start in range(0, len(texts), batch):
-                chunk = list(texts[start : start + batch])
-                if kind == "query":
-                    result = await self.embedder.embed_query(chunk)
-                else:
-                    result = await self.embedder.embed_documents(chunk)
-                parts.append(np.asarray(result.embeddings, dtype=np.float32))
+            if isinstance(self.model, OnnxMiniLMEmbeddingModel):
+                vectors = await self.model.embed(list(texts))
+            else:
+                vectors = await self._remote(texts, kind)
         except EmbedderError:
             raise
         except Exception as exc:
@@ -69,7 +68,6 @@ class TextEmbedder:
                 f"Embedding with '{self.name}' failed: {exc}. Check the `embedder` setting, the provider's "
                 "API key/base URL, and that the model is reachable."
             ) from exc
-        vectors = np.concatenate(parts)
         if self.dimension is None:
             self.dimension = int(vectors.shape[1])
         elif vectors.shape[1] != self.dimension:
@@ -77,6 +75,21 @@ class TextEmbedder:
                 f"Embedder '{self.name}' returned {vectors.shape[1]}-dim vectors, expected {self.dimension}."
             )
         return vectors
+
+    async def _remote(self, texts: Sequence[str], kind: str) -> np.ndarray:
+        if self._embedder is None:
+            from pydantic_ai.embeddings import Embedder
+
+            self._embedder = Embedder(self.model)
+        parts = []
+        for start in range(0, len(texts), _REMOTE_BATCH):
+            chunk = list(texts[start : start + _REMOTE_BATCH])
+            if kind == "query":
+                result = await self._embedder.embed_query(chunk)
+            else:
+                result = await self._embedder.embed_documents(chunk)
+            parts.append(np.asarray(result.embeddings, dtype=np.float32))
+        return np.concatenate(parts)
 
 
 _LOCAL: dict[str, TextEmbedder] = {}
@@ -103,7 +116,7 @@ def create_embedder(name: str, cache_dir: Path | None = None, *, base_url: str |
 
         from mcp_analysis.embed.providers import provider_factory
 
-        remote: EmbeddingModel = infer_embedding_model(name, provider_factory=provider_factory(base_url))
+        remote = infer_embedding_model(name, provider_factory=provider_factory(base_url))
     except Exception as exc:
         raise EmbedderError(
             f"Cannot use embedder {name!r}: {exc}. Set `embedder` to 'onnx:all-MiniLM-L6-v2' (offline) or a "

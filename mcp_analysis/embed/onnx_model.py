@@ -1,4 +1,4 @@
-"""all-MiniLM-L6-v2 on onnxruntime as a pydantic-ai ``EmbeddingModel``.
+"""all-MiniLM-L6-v2 on onnxruntime: the offline embedding model.
 
 Fast because inference runs in a worker thread (onnxruntime releases the GIL) on all
 cores, the default variant uses int8 matrix products (see model_files), and texts
@@ -6,6 +6,9 @@ are not padded: the int8 variant runs one text per call (its activation scales a
 computed per call, so batching would make a text's vector depend on its neighbours;
 one at a time is also the fastest on 2 cores), the exact variant batches short texts
 of similar length up to `batch_tokens`.
+
+It needs only onnxruntime, tokenizers and numpy: serving searches with it never imports
+pydantic-ai (~300 modules, ~20 MB; embed/embedder.py uses pydantic-ai for remote models).
 """
 
 from __future__ import annotations
@@ -20,8 +23,6 @@ from typing import Any
 
 import anyio.to_thread
 import numpy as np
-from pydantic_ai.embeddings import EmbeddingModel, EmbeddingResult, EmbeddingSettings
-from pydantic_ai.embeddings.result import EmbedInputType
 
 from mcp_analysis.embed import model_files
 from mcp_analysis.embed.names import LOCAL_VARIANTS as VARIANTS
@@ -42,7 +43,7 @@ def load_tokenizer(max_tokens: int = MAX_TOKENS) -> Any:
 
 
 @dataclass(eq=False)
-class OnnxMiniLMEmbeddingModel(EmbeddingModel):
+class OnnxMiniLMEmbeddingModel:
     """Local, offline sentence embeddings (384 dims, cosine)."""
 
     variant: str = "all-MiniLM-L6-v2"
@@ -52,7 +53,6 @@ class OnnxMiniLMEmbeddingModel(EmbeddingModel):
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
-        super().__init__()
         if self.variant not in VARIANTS:
             raise EmbedderError(
                 f"Unknown local embedding model 'onnx:{self.variant}'. Available: "
@@ -88,6 +88,12 @@ class OnnxMiniLMEmbeddingModel(EmbeddingModel):
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3
+        # Texts are not padded, so nearly every call has a new input shape: a memory pattern
+        # (planned per shape, kept for reuse) would only hold ~20 MB more and never be reused.
+        options.enable_mem_pattern = False
+        # Idle pool threads sleep instead of spinning: the cores are shared with the event
+        # loop, the interpreter workers and other processes.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
             session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         except Exception as exc:
@@ -136,30 +142,14 @@ class OnnxMiniLMEmbeddingModel(EmbeddingModel):
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
 
-    async def embed(
-        self,
-        inputs: str | Sequence[str],
-        *,
-        input_type: EmbedInputType,
-        settings: EmbeddingSettings | None = None,
-    ) -> EmbeddingResult:
-        texts, _ = self.prepare_embed(inputs, settings)
+    async def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """`embed_sync` in a worker thread, one inference at a time (each already uses every core)."""
 
         def run() -> np.ndarray:
-            with self._lock:  # one inference at a time: it already uses every core
+            with self._lock:
                 return self.embed_sync(texts)
 
-        vectors = await anyio.to_thread.run_sync(run)
-        return EmbeddingResult(
-            embeddings=vectors.tolist(),
-            inputs=texts,
-            input_type=input_type,
-            model_name=self.model_name,
-            provider_name=self.system,
-        )
+        return await anyio.to_thread.run_sync(run)
 
-    async def max_input_tokens(self) -> int | None:
-        return MAX_TOKENS
-
-    async def count_tokens(self, text: str) -> int:
+    def count_tokens(self, text: str) -> int:
         return len(self.tokenizer.encode(text).ids)

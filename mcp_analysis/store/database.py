@@ -16,8 +16,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import lancedb
-
 from mcp_analysis.errors import (
     AnalysisError,
     DatabaseMismatchError,
@@ -29,6 +27,7 @@ from mcp_analysis.errors import (
 from mcp_analysis.paths import is_local_path
 from mcp_analysis.store import schema
 from mcp_analysis.store.identify import SUPPORTED, identify
+from mcp_analysis.store.lance import lancedb
 from mcp_analysis.store.layout import EmbedderChoice
 from mcp_analysis.store.maintenance import StoreMaintenance
 from mcp_analysis.store.writes import StoreWrites

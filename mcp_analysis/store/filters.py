@@ -11,7 +11,19 @@ import re
 from collections.abc import Iterable
 
 from mcp_analysis.errors import FilterError
-from mcp_analysis.store.schema import FILTER_COLUMNS
+
+# Columns of `document_meta` (store/schema.py) a document filter may use. Kept here, not beside
+# the pyarrow schemas, so that checking a filter at start-up does not import pyarrow.
+FILTER_COLUMNS = (
+    "id",
+    "uri",
+    "title",
+    "metadata",
+    "created_at",
+    "updated_at",
+    "content_hash",
+    "content_size",
+)
 
 _HELP = (
     "A filter is one SQL WHERE expression over document metadata; columns: "

@@ -9,10 +9,9 @@ import logging
 from datetime import timedelta
 from typing import Any
 
-from lancedb.index import FTS, BTree, HnswSq
-
 from mcp_analysis.store import schema
 from mcp_analysis.store.base import StoreBase
+from mcp_analysis.store.lance import FTS, BTree, HnswSq
 
 log = logging.getLogger(__name__)
 

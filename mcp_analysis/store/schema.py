@@ -30,18 +30,6 @@ REQUIRED_TABLES = (DOCUMENTS, DOCUMENT_META, CHUNKS, DOCUMENT_ITEMS, SETTINGS)
 # tables are read from the stored DoclingDocument (store/tables.py).
 TABLES = (*REQUIRED_TABLES, DOCUMENT_TABLES)
 
-# Columns a document filter may use (SQL WHERE over document metadata).
-FILTER_COLUMNS = (
-    "id",
-    "uri",
-    "title",
-    "metadata",
-    "created_at",
-    "updated_at",
-    "content_hash",
-    "content_size",
-)
-
 DOCUMENTS_SCHEMA = pa.schema(
     [
         pa.field("id", pa.string(), nullable=False),

@@ -1,9 +1,15 @@
 from __future__ import annotations
 
+import http.server
+import json
 import logging
 import re
 import shutil
+import subprocess
+import sys
+import threading
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -90,10 +96,23 @@ async def test_model_preparation_reports_progress(tmp_path: Path) -> None:
     finally:
         logger.removeHandler(handler)
         logger.setLevel(level)
-    assert path.parent == tmp_path and path.stat().st_size > 1_000_000
+    assert path.parent == tmp_path
     assert lines[0] == f"Preparing the offline embedding model (one time per machine, cached in {tmp_path})..."
     assert re.fullmatch(r"Preparing the offline embedding model .*: done in \d+\.\d s", lines[1])
-    assert list(tmp_path.iterdir()) == [path]  # no leftovers from the derivation
+    # The model and its weights, no leftovers from the derivation.
+    assert sorted(tmp_path.iterdir()) == sorted([path, model_files.weights_path(path)])
+    assert model_files.weights_path(path).stat().st_size > 40_000_000  # the weights live beside the graph
+    assert path.stat().st_size < 1_000_000
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads Linux's /proc/self/maps")
+async def test_default_model_weights_are_memory_mapped_not_copied() -> None:
+    embedder = create_embedder("onnx:all-MiniLM-L6-v2")
+    assert isinstance(embedder.model, OnnxMiniLMEmbeddingModel)
+    await embedder.embed_query("which rows of the embedding table are read")
+    weights = model_files.weights_path(model_files.derived_model_path())
+    # Mapped from the cache file: untouched rows of the word-embedding table never enter memory.
+    assert str(weights) in Path("/proc/self/maps").read_text()
 
 
 async def test_int8_variant_tracks_exact_model() -> None:
@@ -125,3 +144,60 @@ def test_tampered_model_file_is_refused(tmp_path: Path, monkeypatch: pytest.Monk
 def test_unknown_provider_is_a_clear_error() -> None:
     with pytest.raises(EmbedderError, match="Cannot use embedder"):
         create_embedder("nosuchprovider:model")
+
+
+class _EmbeddingsEndpoint(http.server.BaseHTTPRequestHandler):
+    """An OpenAI-compatible ``/v1/embeddings`` answering 3-dim vectors derived from each text."""
+
+    batches: ClassVar[list[int]] = []
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        type(self).batches.append(len(texts))
+        data = [{"object": "embedding", "index": i, "embedding": [len(t), 1.0, 0.5]} for i, t in enumerate(texts)]
+        reply = json.dumps(
+            {"object": "list", "data": data, "model": body["model"], "usage": {"prompt_tokens": 1, "total_tokens": 1}}
+        )
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(reply)))
+        self.end_headers()
+        self.wfile.write(reply.encode())
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+async def test_remote_embedder_goes_through_pydantic_ai_in_batches_and_learns_its_dimension(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _EmbeddingsEndpoint)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local-test")
+    _EmbeddingsEndpoint.batches = []
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        embedder = create_embedder("openai:text-embedding-3-small", base_url=url)
+        assert not embedder.is_local and embedder.dimension is None
+        texts = [f"text number {'x' * i}" for i in range(70)]
+        vectors = await embedder.embed_documents(texts)
+        assert _EmbeddingsEndpoint.batches == [64, 6]  # split into the remote batch size, order kept
+        assert vectors.shape == (70, 3) and embedder.dimension == 3
+        assert [row[0] for row in vectors] == [float(len(t)) for t in texts]
+        assert list(await embedder.embed_query("four")) == [4.0, 1.0, 0.5]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_local_model_serves_without_importing_pydantic_ai() -> None:
+    program = (
+        "import asyncio, sys\n"
+        "from mcp_analysis.embed.embedder import create_embedder\n"
+        "vector = asyncio.run(create_embedder('onnx:all-MiniLM-L6-v2').embed_query('harbour depth'))\n"
+        "print(vector.shape[0], sorted(m for m in sys.modules if m.split('.')[0] == 'pydantic_ai'))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.split("\n")[0] == "384 []"
