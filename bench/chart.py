@@ -36,7 +36,7 @@ from _machine import describe, machine
 
 from mcp_analysis.charts.render import ChartRenderer
 from mcp_analysis.charts.spec import validate_spec
-from mcp_analysis.config import ChartSettings
+from mcp_analysis.charts.limits import ChartSettings
 from mcp_analysis.ui import view_html
 
 MB = 1024 * 1024

@@ -24,12 +24,14 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from mcp_analysis.charts.limits import ChartSettings
 from mcp_analysis.embed.names import DEFAULT_EMBEDDER
 from mcp_analysis.errors import ConfigError
 from mcp_analysis.haiku import config_file as haiku_config_file
 from mcp_analysis.ingest.limits import IngestSettings
 from mcp_analysis.paths import data_home
 from mcp_analysis.redact import ambiguous, redact_url
+from mcp_analysis.watch.settings import WatchSettings
 
 CONFIG_ENV = "MCP_ANALYSIS_CONFIG"
 DEFAULT_CONFIG_FILE = "mcp-analysis.yaml"
@@ -83,37 +85,6 @@ class SandboxSettings(_Section):
     checkout_timeout: float = Field(30.0, gt=0, description="Seconds to wait for a free worker.")
     idle_release_seconds: float = Field(
         30.0, ge=0, description="An idle session hands its worker back after this long."
-    )
-
-
-class ChartSettings(_Section):
-    """Bounds of `await chart(spec)` in the sandbox: what a spec may hold and what rendering may cost."""
-
-    max_rows: int = Field(5000, ge=1, le=1_000_000, description="Data rows one chart may hold, all datasets together.")
-    max_values: int = Field(
-        200_000, ge=100, description="Values in one spec (numbers, strings, list items, keys), data included."
-    )
-    max_text_chars: int = Field(1000, ge=10, description="Characters of any one string in a spec (a title, a label).")
-    max_depth: int = Field(24, ge=4, le=200, description="Nesting depth of a spec (objects and lists).")
-    max_views: int = Field(16, ge=1, description="Views in one chart: layers, concatenated and repeated charts.")
-    max_size_px: int = Field(2000, ge=100, description="Width and height of a rendered chart, in pixels.")
-    max_png_bytes: int = Field(1_000_000, ge=10_000, description="Size of one chart's PNG (palette-compressed).")
-    max_per_call: int = Field(10, ge=1, description="Charts one execute_code call may draw.")
-    max_kept: int = Field(
-        20, ge=1, description="Charts a session keeps as resources (its latest; older ones are dropped)."
-    )
-    max_kept_mb: int = Field(
-        8,
-        ge=1,
-        description="Size of the charts a session keeps (PNG + SVG + spec), in MB; with its variables at most "
-        "sandbox.max_state_mb. The oldest charts are dropped first.",
-    )
-    render_timeout: float = Field(20.0, gt=0, description="Seconds one chart may take to render.")
-    renderer_idle_seconds: float = Field(
-        120.0, gt=0, description="The renderer process exits after this long without charts (its memory goes back)."
-    )
-    renderer_memory_mb: int = Field(
-        1536, ge=1024, description="Data-segment limit of the renderer process (its JavaScript engine needs ~1 GB)."
     )
 
 
@@ -251,32 +222,6 @@ class ServerSettings(_Section):
     resource_page_size: int = Field(500, ge=1, le=10_000)
     watch_interval: float = Field(2.0, gt=0, description="Seconds between checks for added documents.")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
-
-
-class WatchSettings(_Section):
-    directories: list[Path] = Field(
-        default_factory=list, description="Folders `serve` keeps in sync (as `serve --watch DIR`) and `sync` mirrors."
-    )
-    include: list[str] = Field(
-        default_factory=list,
-        description="Gitignore-style patterns of the files to follow (relative to the folder); empty = every file.",
-    )
-    ignore: list[str] = Field(
-        default_factory=list,
-        description="Gitignore-style patterns of files never followed, besides hidden and editor temp files.",
-    )
-    hidden: bool = Field(False, description="Follow hidden files and folders (names starting with a dot) too.")
-    debounce_seconds: float = Field(
-        0.3, gt=0, le=60, description="Quiet time after the last file event before changes are applied."
-    )
-    settle_seconds: float = Field(
-        0.5, gt=0, le=600, description="A file is read once its size and mtime held still this long (not mid-write)."
-    )
-
-    @field_validator("directories", mode="before")
-    @classmethod
-    def _one_or_many(cls, value: Any) -> Any:
-        return [value] if isinstance(value, str | Path) else value
 
 
 class AnalysisSettings(_Section):

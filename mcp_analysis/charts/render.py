@@ -31,9 +31,9 @@ from typing import IO
 
 import anyio
 
+from mcp_analysis.charts.limits import ChartSettings
 from mcp_analysis.charts.spec import CheckedSpec
 from mcp_analysis.charts.worker import HEADER
-from mcp_analysis.config import ChartSettings
 from mcp_analysis.errors import ChartError
 
 log = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_analysis.config import ChartSettings
+from mcp_analysis.charts.limits import ChartSettings
 from mcp_analysis.errors import ChartError
 
 MARKS = frozenset(

@@ -20,10 +20,10 @@ from typing import Any
 
 import anyio
 
+from mcp_analysis.charts.limits import ChartSettings
 from mcp_analysis.charts.models import Chart
 from mcp_analysis.charts.render import RendererTimeout, RendererUnavailable, shared_renderer
 from mcp_analysis.charts.spec import validate_spec
-from mcp_analysis.config import ChartSettings
 from mcp_analysis.errors import ChartError
 
 CHART_PRELUDE = '''

@@ -19,9 +19,9 @@ import anyio
 from anyio.abc import TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from mcp_analysis.config import WatchSettings
 from mcp_analysis.watch.mirror import FolderMirror, SyncReport
 from mcp_analysis.watch.rules import relative_to_any
+from mcp_analysis.watch.settings import WatchSettings
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,40 @@
+"""The `watch` settings: which folders `serve --watch` and `sync` follow, and how patiently.
+
+Kept free of other mcp_analysis imports (pydantic only), like ingest/limits.py: config.py
+attaches `WatchSettings` as the `watch` section.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class WatchSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    directories: list[Path] = Field(
+        default_factory=list, description="Folders `serve` keeps in sync (as `serve --watch DIR`) and `sync` mirrors."
+    )
+    include: list[str] = Field(
+        default_factory=list,
+        description="Gitignore-style patterns of the files to follow (relative to the folder); empty = every file.",
+    )
+    ignore: list[str] = Field(
+        default_factory=list,
+        description="Gitignore-style patterns of files never followed, besides hidden and editor temp files.",
+    )
+    hidden: bool = Field(False, description="Follow hidden files and folders (names starting with a dot) too.")
+    debounce_seconds: float = Field(
+        0.3, gt=0, le=60, description="Quiet time after the last file event before changes are applied."
+    )
+    settle_seconds: float = Field(
+        0.5, gt=0, le=600, description="A file is read once its size and mtime held still this long (not mid-write)."
+    )
+
+    @field_validator("directories", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str | Path) else value
