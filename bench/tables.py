@@ -110,7 +110,7 @@ def add(path: Path, db: Path) -> dict[str, Any]:
 
 def ungrouped_chunks(path: Path) -> int:
     """How many 256-token chunks the table would make without the per-table bound."""
-    from mcp_analysis.embed import load_tokenizer
+    from mcp_analysis.embed.onnx_model import load_tokenizer
     from mcp_analysis.ingest import formats
     from mcp_analysis.ingest.formats.base import Source
     from mcp_analysis.ingest.tables import extract_tables, row_groups
