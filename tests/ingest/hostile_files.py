@@ -1,7 +1,7 @@
 """Files an attacker (or bad luck) can put into a folder that is being added, built with real writers.
 
-Each builder writes one hostile entry at `path` and returns it; tests/ingest and bench/ingest_bounds.py
-use the same ones.
+Each builder writes one hostile entry at `path` and returns it; tests/adversarial/test_ingest_files.py,
+tests/ingest and bench/ingest_bounds.py use the same ones.
 """
 
 from __future__ import annotations

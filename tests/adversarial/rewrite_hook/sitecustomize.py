@@ -1,6 +1,6 @@
 """Changes one file at a chosen moment of ingest's read of it, in whichever process reads it.
 
-Active only when this directory is on PYTHONPATH (tests/ingest/test_hostile_files.py puts it
+Active only when this directory is on PYTHONPATH (tests/adversarial/test_ingest_files.py puts it
 there) and one of these is set:
 
 - MCP_ANALYSIS_TEST_REWRITE=PATH=NEW_TEXT: right after the read, PATH is saved anew (truncate +
