@@ -81,7 +81,7 @@ class ChartRenderer:
     def close(self) -> None:
         """Stop the child process (the next render starts a new one)."""
         with self._lock:
-            self._stop()
+            self.stop()
 
     # ------------------------------------------------------------------ the child process
 
@@ -99,12 +99,12 @@ class ChartRenderer:
             try:
                 header, svg, png = self._exchange(process, request, started + timeout)
             except _RendererGone as exc:
-                self._stop()
+                self.stop()
                 error = RendererTimeout if exc.timed_out else RendererUnavailable
                 raise error(f"chart(): {exc}") from None
             self.renders += 1
             if _rss_mb(process.pid) > RECYCLE_RSS_MB:
-                self._stop()  # give a large chart's memory back now rather than at idle
+                self.stop()  # give a large chart's memory back now rather than at idle
             if not header.get("ok"):
                 raise ChartError(f"chart(): the chart could not be drawn: {header.get('error')}")
             return RenderedChart(
@@ -148,7 +148,7 @@ class ChartRenderer:
             return header, b"", b""
         return header, reader.frame(), reader.frame()
 
-    def _stop(self) -> None:
+    def stop(self) -> None:
         process = self._process
         if process is None:
             return
@@ -178,7 +178,7 @@ class ChartRenderer:
     def _stop_if_idle(self) -> None:
         if self._lock.acquire(blocking=False):  # busy means not idle: the render reschedules
             try:
-                self._stop()
+                self.stop()
             finally:
                 self._lock.release()
 
@@ -264,4 +264,4 @@ def shared_renderer(settings: ChartSettings) -> ChartRenderer:
 def _stop_all() -> None:
     for renderer in list(_LIVE):
         with contextlib.suppress(Exception):
-            renderer._stop()
+            renderer.stop()

@@ -52,9 +52,8 @@ as one short line, every field is an attribute or a key: hit.content (the whole 
 hit.excerpt, hit.chunk_id, hit.document_id, hit.document_title, hit.headings, hit.page_numbers,
 hit.score, hit.to_dict(); doc.id, doc.title, doc.uri, doc.metadata. Example:
   for h in await search("warranty period"): print(h.document_title, h.content[:200])
-`await chart(spec)` draws a Vega-Lite chart, rows inline (aggregate first), shown in the result:
-  await chart({"data": {"values": rows}, "mark": "bar", "encoding": {"x": {"field": "quarter"},
-               "y": {"field": "revenue", "type": "quantitative"}}})
+`await chart({"mark": "bar", "data": {"values": rows}, "encoding": {...}})` draws a Vega-Lite
+chart into the result (rows inline: aggregate them first).
 
 A Python subset: no class inheritance, no generators (yield), no property/staticmethod;
 modules json re math pathlib datetime collections itertools functools csv hashlib base64

@@ -16,8 +16,7 @@ from pathlib import Path
 import anyio
 
 from mcp_analysis.corpus import KnowledgeBase
-from mcp_analysis.errors import UnsupportedFormatError
-from mcp_analysis.ingest.converters import detect_format
+from mcp_analysis.ingest import formats
 from mcp_analysis.ingest.pipeline import Ingestor, IngestReport, ingest_lock
 from mcp_analysis.store.models import DocumentMeta
 from mcp_analysis.watch.rules import FileRules, relative_to_any
@@ -107,13 +106,11 @@ class FolderMirror:
                 files += self._walk(folder, scope)
         supported, unsupported = [], []
         for path in dict.fromkeys(files):
-            try:
-                detect_format(path)
-            except UnsupportedFormatError:
+            # A known suffix or name, or none (the ingest sniffs those for text); an unknown suffix
+            # is counted, not failed. Never opened here: a FIFO would block the watcher.
+            if formats.find(path.name) is None and path.suffix:
                 unsupported.append(path)
                 continue
-            except OSError:
-                pass  # vanished or unreadable: the ingest reports it with its reason
             supported.append(path)
         return supported, unsupported
 

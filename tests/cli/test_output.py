@@ -43,13 +43,16 @@ def test_search_shows_the_passage_around_the_match(tmp_path: Path) -> None:
     db = str(tmp_path / "kb.lancedb")
     assert cli("--db", db, "add", str(docs)).returncode == 0
     query = "tide gauge drift after the storm surge"
-    whole = json.loads(cli("--db", db, "search", query, "-n", "3", "--json").stdout)
+    # Passages grown to whole sections (search.rerank off): the case where printing a passage
+    # whole would cost pages; the default's per-chunk passages are shorter still.
+    env = {"MCP_ANALYSIS_SEARCH__RERANK": "false"}
+    whole = json.loads(cli("--db", db, "search", query, "-n", "3", "--json", env=env).stdout)
     assert len(whole) == 3 and all(len(h["content"]) > 2000 for h in whole)
-    human = cli("--db", db, "search", query, "-n", "3")
+    human = cli("--db", db, "search", query, "-n", "3", env=env)
     assert human.returncode == 0, human.stderr
     passages = re.split(r"^─+ \d\. .*$", human.stdout, flags=re.MULTILINE)[1:]
     assert len(passages) == 3
     assert all(len(p) < 1200 and "tide gauge" in p for p in passages), [len(p) for p in passages]
     assert "--context 3600 shows more" in passages[-1]  # and says how to see more
-    wide = cli("--db", db, "search", query, "-n", "3", "--context", "100000")
+    wide = cli("--db", db, "search", query, "-n", "3", "--context", "100000", env=env)
     assert all(h["content"].strip().splitlines()[-1] in wide.stdout for h in whole)

@@ -69,4 +69,7 @@ def test_pdf_pages_without_a_text_layer_are_ocred_and_recorded(tmp_path: Path) -
     assert converted.warnings == ["page 3: no text layer and no recognisable text"]
     without = convert_file(pdf, ocr="off")
     assert without.ocr_pages == [] and {p for i in extract_items(without.document) for p in i.page_numbers} == {1}
-    assert without.warnings == ["page 2: no text layer (OCR is off)", "page 3: no text layer (OCR is off)"]
+    assert without.warnings == [
+        "page 2: no text layer (OCR is off: ingest.ocr)",
+        "page 3: no text layer (OCR is off: ingest.ocr)",
+    ]

@@ -104,7 +104,7 @@ async def test_readd_is_idempotent_and_changes_replace(tmp_path: Path) -> None:
     assert len(docs) == 1 and docs[0].id != old.id
     assert docs[0].created_at == old.created_at
     # The metadata given earlier with --meta stays with the changed file.
-    assert docs[0].metadata == {"format": "markdown", "file_name": "log.md", "team": "ops"}
+    assert docs[0].metadata == {"format": "markdown", "file_name": "log.md", "tables": 0, "team": "ops"}
     assert "icebreakers" in await kb.corpus().content(docs[0].id)
     assert await kb.store.chunks(f"document_id = '{old.id}'") == []
     assert await kb.store.orphan_ids() == set()

@@ -69,7 +69,7 @@ async def test_middleware_sees_method_params_and_wire_results(sample_db: Path, t
     _, init_result = methods["initialize"]
     assert isinstance(init_result, dict) and init_result["capabilities"]["resources"]["listChanged"] is True
     _, listed = methods["resources/list"]
-    assert isinstance(listed, dict) and len(listed["resources"]) == 48, (
+    assert isinstance(listed, dict) and len(listed["resources"]) == 60, (
         "mcp SDK changed: call_next no longer returns the wire dict of resources/list"
     )
 

@@ -234,7 +234,7 @@ def test_mcp_inspector_cli_against_the_stdio_server(sample_db: Path, tmp_path: P
     )
     assert called["structuredContent"]["value"] == "12"
     resources = _inspector("--method", "resources/list", db=sample_db, home=tmp_path)
-    assert len(resources["resources"]) == 48
+    assert len(resources["resources"]) == 60  # 12 documents x 5 files
     prompt = _inspector(
         "--method",
         "prompts/get",
