@@ -34,9 +34,9 @@ import anyio
 import psutil
 from _machine import describe, machine
 
+from mcp_analysis.charts.limits import ChartSettings
 from mcp_analysis.charts.render import ChartRenderer
 from mcp_analysis.charts.spec import validate_spec
-from mcp_analysis.charts.limits import ChartSettings
 from mcp_analysis.ui import view_html
 
 MB = 1024 * 1024

@@ -16,9 +16,9 @@ import anyio
 import pytest
 from PIL import Image
 
+from mcp_analysis.charts.limits import ChartSettings
 from mcp_analysis.charts.render import ChartRenderer, RendererTimeout, RendererUnavailable
 from mcp_analysis.charts.spec import CheckedSpec, validate_spec
-from mcp_analysis.charts.limits import ChartSettings
 from mcp_analysis.errors import ChartError
 
 pytestmark = pytest.mark.anyio

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from mcp_analysis.charts.spec import validate_spec
 from mcp_analysis.charts.limits import ChartSettings
+from mcp_analysis.charts.spec import validate_spec
 from mcp_analysis.errors import ChartError
 
 LIMITS = ChartSettings()
