@@ -30,7 +30,8 @@ def error_line(exc: BaseException) -> str:
     """One line for stderr: a user error's own message, else the unexpected error and the --debug hint."""
     exc = innermost(exc)
     if isinstance(exc, AnalysisError):
-        return one_line(str(exc))
+        # Our own messages end with what to do; a long path in front must not cut that off.
+        return one_line(str(exc), limit=2000)
     detail = one_line(str(exc)) or "(no message)"
     return f"unexpected {type(exc).__name__}: {detail} ({DEBUG_HINT})"
 

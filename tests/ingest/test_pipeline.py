@@ -113,7 +113,13 @@ async def test_readd_is_idempotent_and_changes_replace(tmp_path: Path) -> None:
     doc.write_text("# Harbour Log\n\nNow about tugboats.\n")
     await Ingestor(kb).add([doc], metadata={"team": "pilots", "shift": "night"})
     meta = (await kb.corpus().documents())[0]
-    assert meta.metadata == {"format": "markdown", "file_name": "log.md", "team": "pilots", "shift": "night"}
+    assert meta.metadata == {
+        "format": "markdown",
+        "file_name": "log.md",
+        "tables": 0,
+        "team": "pilots",
+        "shift": "night",
+    }
 
     removed = await remove_document(kb, str(doc))
     assert removed.id == meta.id
