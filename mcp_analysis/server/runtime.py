@@ -33,6 +33,9 @@ _RECHECK_SECONDS = 1.05  # LanceDB's read-consistency interval (1 s) and a littl
 
 
 class Runtime:
+    #: Seconds a call waits for the server to finish starting before it is told to retry.
+    startup_wait: float = 120.0
+
     def __init__(self, settings: Settings, bus: InMemorySubscriptionBus) -> None:
         self.settings = settings
         self.bus = bus
@@ -86,9 +89,15 @@ class Runtime:
                     self._stop.set()
 
     async def ready(self) -> Runtime:
-        """Wait until started; re-raise a startup failure as a clear error."""
-        with anyio.fail_after(120):
+        """Wait until started; re-raise a startup failure as a clear error, and a start that
+        takes longer than `startup_wait` as one saying to retry (never a bare timeout)."""
+        with anyio.move_on_after(self.startup_wait) as waited:
             await self._ready.wait()
+        if waited.cancelled_caught:
+            raise AnalysisError(
+                f"The server is still starting (opening the knowledge base and loading its libraries "
+                f"took over {self.startup_wait:.0f} s on this machine); nothing was run: retry in a moment."
+            )
         if self._failure is not None:
             if isinstance(self._failure, AnalysisError):
                 raise self._failure
