@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from subprocess import CompletedProcess
@@ -98,7 +98,7 @@ class HostileAdd:
 
 
 @pytest.fixture(scope="module")
-def hostile_add(tmp_path_factory: pytest.TempPathFactory) -> HostileAdd:
+def hostile_add(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostileAdd]:
     """One `add` of a folder holding good files beside every hostile entry of CASES."""
     root = tmp_path_factory.mktemp("hostile")
     folder = root / "docs"
@@ -108,8 +108,11 @@ def hostile_add(tmp_path_factory: pytest.TempPathFactory) -> HostileAdd:
     deep = hostile.deep_directories(folder, 1500)
     non_utf8 = hostile.non_utf8_name(folder)
     db = root / "kb.lancedb"
-    result, report = add(db, folder, timeout=840)
-    return HostileAdd(folder, db, entries, deep, non_utf8, result, report)
+    try:
+        result, report = add(db, folder, timeout=840)
+        yield HostileAdd(folder, db, entries, deep, non_utf8, result, report)
+    finally:
+        hostile.remove_deep_directories(folder)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import socket
 import zipfile
 from pathlib import Path
@@ -115,3 +116,17 @@ def deep_directories(folder: Path, levels: int, text: str = GOOD_TEXT) -> Path:
     finally:
         os.close(fd)
     return folder.joinpath(*["a"] * levels, "bottom.md")
+
+
+def remove_deep_directories(folder: Path) -> None:
+    """Undo `deep_directories` one level at a time: shutil.rmtree recurses once per level, and
+    pytest's clean-up of old temporary folders would fail on the tree with RecursionError."""
+    top = folder / "a"
+    lifted = folder / "a.lifted"
+    while top.is_dir():
+        inner = top / "a"
+        if inner.is_dir():
+            inner.rename(lifted)
+        shutil.rmtree(top)
+        if lifted.is_dir():
+            lifted.rename(top)
