@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -44,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from _machine import describe, machine  # noqa: E402
+from _serving import wait_listening  # noqa: E402
 from server import BARE, free_port, http_client  # noqa: E402
 
 QUERIES = [
@@ -106,15 +106,8 @@ def http_server(command: list[str], port: int, side: Side) -> Iterator[subproces
     """The server listening on `port` (run from the side's directory, so its code is the one imported)."""
     proc = subprocess.Popen(command, cwd=side.cwd, env=side.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError(f"server did not start: {command}") from None
-                time.sleep(0.05)
+        if wait_listening(proc, port, 120) is not None:
+            raise RuntimeError(f"server did not start: {command}")
         yield proc
     finally:
         proc.terminate()

@@ -23,7 +23,6 @@ p50/p95/p99 per tool, server RSS at start/peak/end, sessions restored, then one 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import random
@@ -43,6 +42,7 @@ import anyio
 import httpx2
 import psutil
 from _machine import describe, machine
+from _serving import wait_listening
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -93,14 +93,11 @@ class Server:
                 stdout=sink,
                 stderr=subprocess.STDOUT,
             )
-        deadline = time.monotonic() + 600
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise SystemExit(f"server exited:\n{self.log.read_text()[-3000:]}")
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                return
-            time.sleep(0.1)
-        raise SystemExit("server did not start")
+        why = wait_listening(self.process, self.port, 600)
+        if why == "exited":
+            raise SystemExit(f"server exited:\n{self.log.read_text()[-3000:]}")
+        if why == "timeout":
+            raise SystemExit("server did not start")
 
     def kill(self) -> None:
         assert self.process is not None

@@ -35,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from _machine import describe, machine  # noqa: E402
+from _serving import wait_listening  # noqa: E402
 
 from mcp_analysis.config import load_settings  # noqa: E402
 from mcp_analysis.sample import documents_dir, ensure_sample_kb  # noqa: E402
@@ -72,15 +73,8 @@ def p(values: list[float], q: float) -> float:
 def process(args: list[str], port: int, env: dict[str, str]) -> Any:
     proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError(f"server did not start: {args}") from None
-                time.sleep(0.05)
+        if wait_listening(proc, port, 60) is not None:
+            raise RuntimeError(f"server did not start: {args}")
         yield proc
     finally:
         proc.terminate()

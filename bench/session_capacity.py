@@ -46,6 +46,7 @@ import anyio
 import httpx2
 import psutil
 from _machine import describe, machine
+from _serving import wait_listening
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -77,14 +78,11 @@ class Server:
                 stdout=sink,
                 stderr=subprocess.STDOUT,
             )
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise SystemExit(f"server exited:\n{self.log.read_text()[-3000:]}")
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                return
-            time.sleep(0.1)
-        raise SystemExit("server did not start")
+        why = wait_listening(self.process, self.port, 300)
+        if why == "exited":
+            raise SystemExit(f"server exited:\n{self.log.read_text()[-3000:]}")
+        if why == "timeout":
+            raise SystemExit("server did not start")
 
     def rss(self) -> int:
         """RSS of the server and its interpreter workers, in bytes."""
