@@ -15,13 +15,12 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import logging
 import os
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,9 +34,9 @@ from mcp_analysis.ingest import formats
 from mcp_analysis.ingest.chunker import ChunkDraft
 from mcp_analysis.ingest.files import check_entry, collect_files, display_name, file_uri
 from mcp_analysis.ingest.items import ItemDraft
+from mcp_analysis.ingest.lock import ingest_lock
 from mcp_analysis.ingest.pool import ConversionPool, ConversionWorker
 from mcp_analysis.ingest.prepare import PreparedFile
-from mcp_analysis.paths import is_local_path
 from mcp_analysis.store.models import DocumentMeta
 from mcp_analysis.store.writes import DocumentRows
 
@@ -88,34 +87,6 @@ class _Prepared:
     chunks: list[ChunkDraft]
     replacing: bool
     tables: list[dict[str, Any]] = field(default_factory=list)  # document_tables rows without the document id
-
-
-@contextlib.contextmanager
-def ingest_lock(db_path: str) -> Iterator[None]:
-    """An exclusive lock file in the knowledge base directory (local paths, POSIX).
-
-    Object stores get none: ingests from several machines may run at once there, which LanceDB's
-    atomic commits allow; leftovers of a killed ingest are removed only once settled
-    (`Store.orphan_ids`), so one ingest never removes another's uncommitted batch."""
-    if not is_local_path(db_path):
-        yield
-        return
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
-        yield
-        return
-    lock_path = Path(db_path) / ".ingest.lock"
-    with open(lock_path, "a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            log.warning("Another ingest is writing to %s; waiting for it to finish...", db_path)
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _now() -> str:
@@ -209,7 +180,7 @@ class Ingestor:
     ) -> None:
         store = self.kb.store
         store.check_writable()  # before the lock file: a database we only read stays byte-identical
-        with ingest_lock(store.path):
+        async with ingest_lock(store.path):
             if not store.ready:
                 self._phase("loading the embedding model")
                 embedder = await self.kb.embedder()
@@ -386,7 +357,7 @@ async def remove_document(kb: KnowledgeBase, reference: str) -> DocumentMeta:
     store = kb.store
     store.check_writable()
     target = find_document(await store.all_meta(), reference)
-    with ingest_lock(store.path):
+    async with ingest_lock(store.path):
         await store.delete_document(target.id)
     await kb.refresh()
     return target

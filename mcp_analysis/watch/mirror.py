@@ -17,7 +17,8 @@ import anyio
 
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.ingest import formats
-from mcp_analysis.ingest.pipeline import Ingestor, IngestReport, ingest_lock
+from mcp_analysis.ingest.lock import ingest_lock
+from mcp_analysis.ingest.pipeline import Ingestor, IngestReport
 from mcp_analysis.store.models import DocumentMeta
 from mcp_analysis.watch.rules import FileRules, relative_to_any
 
@@ -130,7 +131,7 @@ class FolderMirror:
             return
         store = self.kb.store
         store.check_writable()
-        with ingest_lock(store.path):
+        async with ingest_lock(store.path):
             for meta in stale:
                 await store.delete_document(meta.id)
                 report.removed.append(meta.uri)
