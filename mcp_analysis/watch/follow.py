@@ -4,7 +4,9 @@ The OS watcher starts before the first full mirror, so nothing saved meanwhile i
 Events are grouped until `watch.debounce_seconds` pass without a new one; each path is then
 applied only once its size and mtime (a folder's: those of every file under it) held still
 for `watch.settle_seconds`, so a file still being written or copied is never read; a path
-still moving waits for the next round.
+still moving waits for the next round. When applying fails as a whole (the store unreachable,
+the disk full), the paths are tried again after a backoff (1 s doubling to 60 s) instead of
+waiting for another event on them; a file that cannot be read is reported, not retried.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ from mcp_analysis.watch.settings import WatchSettings
 log = logging.getLogger(__name__)
 
 Signature = tuple[object, ...] | None
+
+RETRY_FIRST_SECONDS = 1.0
+RETRY_MAX_SECONDS = 60.0
 
 
 def signature(path: Path) -> Signature:
@@ -95,6 +100,7 @@ class FolderWatcher:
 
     async def _follow(self, receive: MemoryObjectReceiveStream[set[Path]]) -> None:
         pending: set[Path] = set()
+        failures = 0
         while True:
             if not pending:
                 pending |= await receive.receive()
@@ -105,8 +111,16 @@ class FolderWatcher:
                     break
             ready = await self._settled(pending)
             pending -= ready
-            if ready:
-                await self._apply(ready)
+            if not ready:
+                continue
+            if await self._apply(ready):
+                failures = 0
+                continue
+            failures += 1
+            pending |= ready
+            delay = min(RETRY_MAX_SECONDS, RETRY_FIRST_SECONDS * 2 ** (failures - 1))
+            log.warning("watch: trying %d path(s) again in %.0f s", len(ready), delay)
+            await anyio.sleep(delay)  # events meanwhile queue up in the stream
 
     async def _settled(self, paths: Iterable[Path]) -> set[Path]:
         """The paths whose signature did not change over `settle_seconds`."""
@@ -116,13 +130,15 @@ class FolderWatcher:
         after = await anyio.to_thread.run_sync(lambda: [signature(p) for p in paths])
         return {p for p, a, b in zip(paths, before, after, strict=True) if a == b}
 
-    async def _apply(self, paths: set[Path]) -> None:
+    async def _apply(self, paths: set[Path]) -> bool:
+        """Apply the changes; False when that failed as a whole (the caller tries again later)."""
         try:
             report = await self.mirror.apply(sorted(paths))
-        except Exception as exc:  # the server keeps serving; the next event on these paths retries
+        except Exception as exc:  # the server keeps serving
             log.error("watch: could not apply changes to %d path(s): %s", len(paths), exc, exc_info=True)
-            return
+            return False
         self._applied(report, "change")
+        return True
 
     def _applied(self, report: SyncReport, when: str) -> None:
         log_report(report, when)
