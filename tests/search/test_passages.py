@@ -76,6 +76,9 @@ async def test_the_best_hit_gets_more_of_the_budget_and_shows_an_answer_past_a_f
     assert len(hits[0].content) > CONTEXT >= len(hits[-1].content)
     # A fixed window of `context` characters around the same anchor ends before the answer.
     assert answer not in squash(SearchHit.of(results[0], question, CONTEXT).content)
+    # search.rerank=false keeps `context` characters for every hit.
+    plain = await (await licences(rerank=False)).corpus().search(question, 5)
+    assert all(len(h.content) <= CONTEXT for h in SearchHit.all_of(plain, question, CONTEXT))
 
 
 async def test_near_duplicate_clauses_of_two_licences_are_not_shown_twice(licences: Any) -> None:
