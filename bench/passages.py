@@ -8,7 +8,7 @@ in the same run:
 - "rrf": `search.rerank=false`, the previous behaviour (reciprocal-rank fusion, hits of one document
   merged when their grown passages touch, excerpts placed by the query's words around one anchor);
 - "rerank": the default (fused vector, keyword and title scores; separate passages; excerpts placed
-  on the best-scoring anchors).
+  on the best-scoring anchors; the hits share `context` x hits characters, the best-ranked get more).
 
 For each query set (easy: shares the documents' words; hard tune / hard held-out: paraphrased,
 detail-seeking, near-duplicate documents; with --context45 also the 45 queries of bench/context.py

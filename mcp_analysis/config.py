@@ -49,7 +49,7 @@ class SearchSettings(_Section):
         5000, ge=0, le=100_000, description="Each hit is grown with its section up to this size."
     )
     context_chars: int = Field(
-        900, ge=100, le=100_000, description="Characters of each hit's passage a search tool result shows by default."
+        900, ge=100, le=100_000, description="Characters per hit's passage a search result shows by default (average)."
     )
     max_concurrent: int = Field(4, ge=1, le=64, description="Concurrent LanceDB searches (more collapse).")
     vector_index_min_rows: int = Field(

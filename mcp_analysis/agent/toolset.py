@@ -87,14 +87,14 @@ class AnalysisToolset(FunctionToolset[Any]):
         return self.session
 
     async def search(self, query: Query, limit: HitLimit = None, context: PassageChars = None) -> list[dict[str, Any]]:
-        """Hits as `SearchHit` dicts, each passage `context` characters at most."""
+        """Hits as `SearchHit` dicts, passages of `context` characters on average (the best hits get more)."""
         session = self._session()
         try:
             results = await session.search(query, limit)
         except AnalysisError as exc:
             raise ModelRetry(str(exc)) from None
         chars = context or session.kb.settings.search.context_chars
-        return [SearchHit.of(r, query, chars).model_dump() for r in results]
+        return [hit.model_dump() for hit in SearchHit.all_of(results, query, chars)]
 
     async def list_documents(
         self, offset: PageOffset = 0, limit: PageSize = AGENT_DOCUMENTS_PAGE

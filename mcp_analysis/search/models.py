@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field, PrivateAttr
 
+from mcp_analysis.search.budget import passage_widths
 from mcp_analysis.search.excerpt import excerpt, label, label_path, tidy
 
 
@@ -25,6 +26,7 @@ class SearchResult(BaseModel):
     picture_refs: list[str] = Field(default_factory=list)
     _anchor: tuple[int, int] | None = PrivateAttr(None)
     _anchors: list[tuple[int, int, float]] = PrivateAttr(default_factory=list)
+    _share: float | None = PrivateAttr(None)
 
     @property
     def anchor(self) -> tuple[int, int] | None:
@@ -43,6 +45,15 @@ class SearchResult(BaseModel):
     @anchors.setter
     def anchors(self, value: list[tuple[int, int, float]]) -> None:
         self._anchors = value
+
+    @property
+    def share(self) -> float | None:
+        """Its relative share of a result's passage budget (None: a fixed `context` each; budget.py)."""
+        return self._share
+
+    @share.setter
+    def share(self, value: float | None) -> None:
+        self._share = value
 
     def excerpt(self, query: str, size: int) -> str:
         """At most `size` characters of `content` around the match (see search/excerpt.py)."""
@@ -81,3 +92,12 @@ class SearchHit(BaseModel):
             content=result.excerpt(query, context),
             full_chars=len(tidy(result.content)),
         )
+
+    @classmethod
+    def all_of(cls, results: list[SearchResult], query: str, context: int) -> list[SearchHit]:
+        """The hits of `results`, passages `context` characters each, or on average when every
+        result has a share of the budget (see search/budget.py)."""
+        shares = [r.share for r in results]
+        weights = None if None in shares else [s for s in shares if s is not None]
+        widths = passage_widths([len(r.content) for r in results], context, weights)
+        return [cls.of(r, query, width) for r, width in zip(results, widths, strict=True)]

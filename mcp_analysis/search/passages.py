@@ -14,6 +14,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from mcp_analysis.config import SearchSettings
+from mcp_analysis.search.budget import rank_share
 from mcp_analysis.search.expand import expand_hits
 from mcp_analysis.search.hybrid import hybrid_search
 from mcp_analysis.search.models import SearchResult
@@ -42,7 +43,7 @@ async def search_passages(
         return await expand_hits(store, hits, visible.get, settings.max_context_chars, limit)
     candidates = await hybrid_search(store, vector, query, max(CANDIDATES, head), prefilter, evidence=True, **options)
     ranked = rerank(candidates, query, lambda doc_id: meta.title if (meta := visible.get(doc_id)) else "")
-    return await expand_hits(
+    results = await expand_hits(
         store,
         distinct(ranked[:head], limit + 2),
         visible.get,
@@ -51,3 +52,6 @@ async def search_passages(
         evidence=ranked[head:],
         separate=True,
     )
+    for result in results:
+        result.share = rank_share(result.rank)
+    return results

@@ -101,7 +101,7 @@ How to work:
 Query = Annotated[str, Field(description="What to look for (words or a question).")]
 HitLimit = Annotated[int | None, Field(description="Number of hits (default 5).", ge=1, le=50)]
 PassageChars = Annotated[
-    int | None, Field(description="Characters of each hit's passage to show (default 900).", ge=100, le=100_000)
+    int | None, Field(description="Characters shown per hit's passage, on average (default 900).", ge=100, le=100_000)
 ]
 Code = Annotated[str, Field(description="Python source to run.")]
 ChunkIds = Annotated[

@@ -14,7 +14,7 @@ MIN_CONTEXT = 160  # the smallest passage a hit is cut to before hits are droppe
 class SearchOutput(BaseModel):
     session: str = Field(description="Analysis session handle.")
     query: str
-    context: int = Field(description="Characters shown of each hit's passage, at most.")
+    context: int = Field(description="Characters shown per hit's passage, on average.")
     results: list[SearchHit]
     omitted: int = Field(0, description="Hits left out to fit the result budget.")
 
@@ -69,7 +69,7 @@ def search_result(
             session=session,
             query=label(query),
             context=chars,
-            results=[SearchHit.of(r, query, chars) for r in results[:k]],
+            results=SearchHit.all_of(results[:k], query, chars),
             omitted=len(results) - k,
         )
         return model, render_search(model, max_context, content_resource) + note

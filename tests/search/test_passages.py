@@ -25,7 +25,8 @@ def squash(text: str) -> str:
 
 def shown(results: list[SearchResult], query: str, title: str) -> list[str]:
     """The excerpts the search tool shows for the hits of one document."""
-    return [squash(SearchHit.of(r, query, CONTEXT).content) for r in results if r.document_title == title]
+    hits = SearchHit.all_of(results, query, CONTEXT)
+    return [squash(h.content) for r, h in zip(results, hits, strict=True) if r.document_title == title]
 
 
 def grams(text: str) -> set[tuple[str, ...]]:
@@ -62,6 +63,22 @@ async def test_a_question_in_other_words_is_shown_its_answering_sentence(
     # Placing the window by the query's words around one merged anchor misses it.
     plain = await (await licences(rerank=False)).corpus().search(question, 5)
     assert not any(answer in excerpt for excerpt in shown(plain, question, title))
+
+
+async def test_the_best_hit_gets_more_of_the_budget_and_shows_an_answer_past_a_fixed_window(licences: Any) -> None:
+    question = "what date is the cut-off for discriminatory patent deals in GPL 3?"
+    answer = "prior to 28 march 2007"
+    results = await (await licences()).corpus().search(question, 5)
+    assert results[0].document_title == "license-GPL-3"
+    hits = SearchHit.all_of(results, question, CONTEXT)
+    assert answer in squash(hits[0].content)
+    assert sum(len(h.content) for h in hits) <= CONTEXT * len(hits)
+    assert len(hits[0].content) > CONTEXT >= len(hits[-1].content)
+    # A fixed window of `context` characters around the same anchor ends before the answer.
+    assert answer not in squash(SearchHit.of(results[0], question, CONTEXT).content)
+    # search.rerank=false keeps `context` characters for every hit.
+    plain = await (await licences(rerank=False)).corpus().search(question, 5)
+    assert all(len(h.content) <= CONTEXT for h in SearchHit.all_of(plain, question, CONTEXT))
 
 
 async def test_near_duplicate_clauses_of_two_licences_are_not_shown_twice(licences: Any) -> None:

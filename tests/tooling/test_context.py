@@ -143,16 +143,18 @@ async def test_search_is_compact_and_both_channels_carry_the_same_hits(sample_db
         rendered = text(found)
         assert len(rendered) <= 6000 and cost(found) <= 12_000
         hits = found.structured_content["results"]
-        assert len(hits) == 5 and all(len(h["content"]) <= 900 for h in hits)
+        # 900 characters per hit on average; the best-ranked get more (search/budget.py).
+        assert len(hits) == 5 and sum(len(h["content"]) for h in hits) <= 5 * 900
         for hit in hits:  # a host showing only the text or only the structured content sees the same hits
             assert f"chunk_id {hit['chunk_id']} · document {hit['document_id']}" in rendered
             assert hit["content"] in rendered and hit["document_title"] in rendered
         wide = await client.call_tool("search", {"query": "Report B port authority key findings", "context": 4000})
-        for hit in wide.structured_content["results"]:  # the whole passage when it fits, else 4,000 of it
-            whole = hit["full_chars"] <= 4000
-            assert len(hit["content"]) == hit["full_chars"] if whole else len(hit["content"]) <= 4000
+        for hit in wide.structured_content["results"]:  # the whole passage when it fits in 4,000
+            if hit["full_chars"] <= 4000:
+                assert len(hit["content"]) == hit["full_chars"]
+        assert sum(len(h["content"]) for h in wide.structured_content["results"]) <= 5 * 4000
         narrow = await client.call_tool("search", {"query": "Report B port authority key findings", "context": 100})
-        assert all(len(h["content"]) <= 100 for h in narrow.structured_content["results"])
+        assert sum(len(h["content"]) for h in narrow.structured_content["results"]) <= 5 * 100
         # A larger context shows more of the same passages.
         assert [h["chunk_id"] for h in narrow.structured_content["results"]] == [h["chunk_id"] for h in hits]
         shown = {h["chunk_id"]: len(h["content"]) for h in narrow.structured_content["results"]}
