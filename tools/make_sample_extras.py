@@ -37,7 +37,6 @@ TICKETS: list[tuple[str, dt.date, str, str, str, str, float]] = [
     ("SD-1041", dt.date(2025, 1, 9), "NavCore", "Norway", "Low", "Chart update failed to install", 3.5),
     ("SD-1057", dt.date(2025, 1, 28), "FleetLink", "Denmark", "Medium", "Gateway drops telemetry at sea", 20),
     ("SD-1066", dt.date(2025, 2, 13), "FleetLink", "Norway", "High", "Firmware 4.2.7 rollout questions", 6),
-    ("SD-1072", dt.date(2025, 2, 20), "Customer portal", "Germany", "Low", "Invoice download times out", 2),
     ("SD-1090", dt.date(2025, 3, 14), "NavCore", "Poland", "Medium", "Display freezes after AIS burst", 31),
     ("SD-1103", dt.date(2025, 4, 2), "NavCore", "Denmark", "Low", "Radar overlay misaligned", 5.5),
     ("SD-1118", dt.date(2025, 4, 24), "NavCore", "Norway", "High", "Controller restarts on NMEA input", 12),
@@ -45,13 +44,23 @@ TICKETS: list[tuple[str, dt.date, str, str, str, str, float]] = [
     ("SD-1139", dt.date(2025, 6, 3), "Customer portal", "Norway", "Medium", "Password reset mail not received", 1.5),
     ("SD-1151", dt.date(2025, 6, 30), "FleetLink", "Poland", "Medium", "Engine data missing after update", 16),
     ("SD-1164", dt.date(2025, 7, 19), "Customer portal", "Denmark", "Low", "Sign-in fails after maintenance", 2.5),
-    ("SD-1170", dt.date(2025, 7, 21), "Customer portal", "Other Europe", "Medium", "API client rejects new certificate", 7),
+    (
+        "SD-1170",
+        dt.date(2025, 7, 21),
+        "Customer portal",
+        "Other Europe",
+        "Medium",
+        "API client rejects new certificate",
+        7,
+    ),
+    ("SD-1183", dt.date(2025, 8, 5), "NavCore", "Norway", "Medium", "Compass offset on a pilot boat", 6),
     ("SD-1188", dt.date(2025, 8, 12), "NavCore", "Denmark", "Medium", "Pilot-boat display too bright at night", 9),
     ("SD-1196", dt.date(2025, 9, 2), "Customer portal", "Norway", "High", "Suspicious e-mail asks for password", 1),
     ("SD-1201", dt.date(2025, 9, 4), "Customer portal", "Germany", "High", "Credentials entered on look-alike site", 3),
     ("SD-1214", dt.date(2025, 10, 7), "FleetLink", "Norway", "Low", "Subscription tier not shown", 2),
     ("SD-1229", dt.date(2025, 11, 18), "NavCore", "Germany", "Medium", "Autopilot handover alarm repeats", 14),
     ("SD-1240", dt.date(2025, 12, 9), "FleetLink", "Denmark", "High", "Gateway rejects signed config bundle", 10),
+    ("SD-1247", dt.date(2025, 12, 17), "NavCore", "Poland", "Low", "Chart licence expired early", 2.5),
 ]
 
 # The memo: facts that only this scanned page holds.
