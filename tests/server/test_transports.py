@@ -196,7 +196,7 @@ async def test_clients_hear_when_documents_are_added(sample_db: Path, server_log
                     async for event in subscription:
                         assert isinstance(event, ResourcesListChanged)
                         break
-            assert (await modern.call_tool("list_documents", {})).structured_content["total"] == 13
+            assert (await modern.call_tool("list_documents", {})).structured_content["total"] == SAMPLE_DOCUMENTS + 1
             with anyio.fail_after(10):
                 await legacy_heard.wait()
 
