@@ -136,7 +136,7 @@ def rows_under(rows, first_header_cell):
 
 async def test_revenue_by_region_from_the_workbook_adds_up_to_the_quarterly_reports(kb: KnowledgeBase) -> None:
     code = """
-workbook_id, rows = sheet('Revenue by region')
+_, rows = sheet('Revenue by region')
 regions = [r for r in rows_under(rows, 'Region') if r['Region'] != 'Total']
 quarters = ['Q1 2025', 'Q2 2025', 'Q3 2025', 'Q4 2025']
 growth = {r['Region']: float(r['Q4 2025']) / float(r['Q1 2025']) - 1 for r in regions}
