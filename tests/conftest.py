@@ -18,6 +18,8 @@ from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.sample import documents_dir, ensure_sample_kb
 
 REPO = Path(__file__).resolve().parent.parent
+# The documents the sample knowledge base holds: one per file the package ships.
+SAMPLE_DOCUMENTS = sum(1 for p in documents_dir().iterdir() if p.is_file() and not p.name.startswith("."))
 
 
 def run_cli(

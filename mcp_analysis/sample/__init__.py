@@ -1,13 +1,19 @@
-"""The built-in sample knowledge base: 12 documents of a fictional marine-electronics firm.
+"""The built-in sample knowledge base: 14 documents of a fictional marine-electronics firm.
 
 Quarterly financial reports (Q1-Q4 2025; revenue in tables; md, html, pdf, docx),
-security advisories (two mention vulnerabilities, two do not), and longer
-multi-section reports (an annual security review, an engineering roadmap, and
-two customer-research reports, "Report A" and "Report B", with Key Findings).
+security advisories (two mention vulnerabilities, two do not), longer multi-section
+reports (an annual security review, an engineering roadmap, and two customer-research
+reports, "Report A" and "Report B", with Key Findings), a workbook (revenue by region per
+quarter, support tickets; notes rows, formulas, dates) and a scanned memo read by OCR.
+The workbook and the memo are written by tools/make_sample_extras.py.
 
 Exact answers (checked by tests/sample/test_questions.py):
 - documents mentioning security vulnerabilities: 4
-- average quarterly revenue: $13,850,000 (12.4 + 13.1 + 14.6 + 15.3 million / 4)
+- average quarterly revenue: $13,850,000 (12.4 + 13.1 + 14.6 + 15.3 million / 4); the
+  workbook's regions add up to the same quarter totals
+- fastest-growing region from Q1 to Q4 2025: Poland (+46.7%); largest in Q3: Norway
+- support tickets per product: NavCore 8, FleetLink 6, Customer portal 5
+- the scanned memo: the Bergen line stopped for 14 hours; the repair cost NOK 86,500
 
 Once built, the knowledge base carries a stamp naming the sample files it was built
 from; while the files match it, `ensure_sample_kb` only reads the stamp and a few file
@@ -82,7 +88,7 @@ async def ensure_sample_kb(settings: Settings) -> Settings:
     """Build (or bring up to date) the sample knowledge base at settings.db; instant once built.
 
     Documents from an older location of the sample files (another clone or environment
-    sharing the data directory) are removed, so the sample always has exactly 12.
+    sharing the data directory) are removed, so the sample has exactly the shipped files.
     """
     if is_built(settings.db):
         return settings
@@ -95,7 +101,7 @@ async def ensure_sample_kb(settings: Settings) -> Settings:
     from mcp_analysis.ingest.pipeline import Ingestor, remove_document
 
     fingerprint = _fingerprint()
-    kb = await KnowledgeBase.open(settings, create=True)
+    kb = await KnowledgeBase.open(_with_ocr(settings), create=True)
     try:
         report = await Ingestor(kb, progress.LineProgress("sample knowledge base")).add([documents_dir()])
         current = {(documents_dir() / name).resolve().as_uri() for name in fingerprint["files"]}
@@ -117,6 +123,13 @@ async def ensure_sample_kb(settings: Settings) -> Settings:
         time.perf_counter() - started,
     )
     return settings
+
+
+def _with_ocr(settings: Settings) -> Settings:
+    """The sample ships a scanned page, read by OCR (about a second) even where `ingest.ocr` is off."""
+    if settings.ingest.ocr == "auto":
+        return settings
+    return settings.model_copy(update={"ingest": settings.ingest.model_copy(update={"ocr": "auto"})})
 
 
 class SampleOpener:

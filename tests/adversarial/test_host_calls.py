@@ -16,7 +16,7 @@ from mcp_analysis.sandbox.bounds import HostBounds, HostLimitError
 from mcp_analysis.sandbox.interpreter import Interpreter
 from mcp_analysis.sandbox.pool import WorkerPool
 from mcp_analysis.session.analysis import AnalysisSession
-from tests.conftest import make_settings
+from tests.conftest import SAMPLE_DOCUMENTS, make_settings
 from tests.mcp_helpers import HttpServer
 
 pytestmark = pytest.mark.anyio
@@ -34,7 +34,7 @@ async def test_host_function_cannot_wipe_a_session_or_stall_others(two_worker_ht
                 started = time.monotonic()
                 listed = await other.call_tool("list_documents", {})
                 latencies.append(time.monotonic() - started)
-                assert listed.structured_content["total"] == 12
+                assert listed.structured_content["total"] == SAMPLE_DOCUMENTS
                 await anyio.sleep(0.05)
 
         async with anyio.create_task_group() as tg:
@@ -101,7 +101,7 @@ async def test_host_calls_are_bounded_by_the_session_limits(two_worker_http: Htt
         assert mean_error.startswith("ValueError: statistics.mean(): the arguments hold more than 2,097,152 values")
         assert "File name too long" in long_path and "File name too long" in long_open
         still = await client.call_tool("execute_code", {"code": "ok, len(await list_documents(offset=10))"})
-        assert still.structured_content["value"] == "(3, 2)"
+        assert still.structured_content["value"] == f"(3, {SAMPLE_DOCUMENTS - 10})"
 
 
 async def test_a_suspended_host_failure_rolls_back_truthfully(sample_db: Path) -> None:

@@ -20,7 +20,7 @@ from mcp.shared.exceptions import MCPError
 
 from mcp_analysis.server.app import create_server
 from tests.adversarial.fuzzing import FUZZ, TOOL_ARGS
-from tests.conftest import make_settings
+from tests.conftest import SAMPLE_DOCUMENTS, make_settings
 from tests.mcp_helpers import text
 
 pytestmark = pytest.mark.anyio
@@ -56,7 +56,7 @@ async def test_fuzz_tool_arguments(client: Client, name: str) -> None:
 
     await anyio.to_thread.run_sync(one)  # hypothesis drives from a thread; each example runs on this loop
     alive = await client.call_tool("list_documents", {})
-    assert alive.structured_content["total"] == 12
+    assert alive.structured_content["total"] == SAMPLE_DOCUMENTS
 
 
 async def test_ten_megabytes_of_code(client: Client) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from mcp_analysis.sample import documents_dir
 from tests.conftest import REPO, run_cli
 from tests.docs_factory import write_all
 
@@ -159,13 +160,19 @@ def test_sample_knowledge_base_is_built_on_first_use(tmp_path: Path) -> None:
     first = cli("--sample", "list", "--json", env=env)
     assert first.returncode == 0, first.stderr
     titles = [d["title"] for d in json.loads(first.stdout)]
-    assert len(titles) == 12 and "Report A: Fleet Operator Survey 2025" in titles
+    names = sorted(p.name for p in documents_dir().iterdir())
+    n = len(names)
+    assert len(titles) == n and "Report A: Fleet Operator Survey 2025" in titles
     assert (tmp_path / "data" / "mcp-analysis" / "sample.lancedb").is_dir()
-    # Every slow step said what it was doing, on stderr.
+    # Every slow step said what it was doing, on stderr: each file by name, counted up to n.
     progress = [line for line in first.stderr.splitlines() if line.startswith("mcp-analysis: ")]
     assert progress[0].startswith("mcp-analysis: Building the sample knowledge base in ")
-    assert "mcp-analysis: sample knowledge base: 12/12 report-b-port-authority-interviews.docx" in progress
-    assert any("embedding and writing 60 chunks" in line for line in progress)
-    assert progress[-1].startswith("mcp-analysis: Sample knowledge base ready: 12 documents in ")
+    per_file = [
+        m for line in progress if (m := re.fullmatch(rf"mcp-analysis: sample knowledge base: (\d+)/{n} (\S+)", line))
+    ]
+    assert sorted(m.group(2) for m in per_file) == names
+    assert sorted(int(m.group(1)) for m in per_file) == list(range(1, n + 1))
+    assert any(re.search(rf"embedding and writing \d+ chunks of {n} documents", line) for line in progress)
+    assert progress[-1].startswith(f"mcp-analysis: Sample knowledge base ready: {n} documents in ")
     again = cli("exec", "--sample", "len(await list_documents())", env=env)  # after the command works too
-    assert again.stdout.strip() == "12" and again.stderr == ""  # built: no progress, no rebuild
+    assert again.stdout.strip() == str(n) and again.stderr == ""  # built: no progress, no rebuild

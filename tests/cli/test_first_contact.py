@@ -15,11 +15,11 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from tests.conftest import REPO
+from tests.conftest import REPO, SAMPLE_DOCUMENTS
 
 pytestmark = pytest.mark.anyio
 
-BUILT = "Sample knowledge base ready: 12 documents"
+BUILT = f"Sample knowledge base ready: {SAMPLE_DOCUMENTS} documents"
 
 
 async def test_the_readme_first_command_answers_tools_list_before_the_sample_is_built(tmp_path: Path) -> None:

@@ -26,8 +26,7 @@ def test_list_shows_each_uri_after_the_prefix_they_share(sample_db: Path) -> Non
                 uris.append(cells[2])
             else:
                 uris[-1] += cells[2]
-    assert len(uris) == 12 and "q3-2025-financial-report.pdf" in uris
-    assert "report-b-port-authority-interviews.docx" in uris
+    assert sorted(uris) == sorted(p.name for p in documents.iterdir())  # every sample file, none cut
 
 
 def test_search_shows_the_passage_around_the_match(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -11,8 +12,9 @@ import pytest
 
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.ingest.pipeline import Ingestor, remove_document
-from mcp_analysis.sample import documents_dir, ensure_sample_kb, forget_build, is_built
-from tests.conftest import REPO, make_settings
+from mcp_analysis.sample import STAMP_FILE, documents_dir, ensure_sample_kb, forget_build, is_built
+from tests.conftest import REPO, SAMPLE_DOCUMENTS, make_settings
+from tools.make_sample_extras import MEMO, WORKBOOK
 
 pytestmark = pytest.mark.anyio
 
@@ -56,7 +58,7 @@ async def test_a_drifted_sample_is_repaired_and_user_documents_stay(sample_db: P
     await Ingestor(kb).add([other_clone, mine])
     sample_ids = {m.id for m in await kb.store.all_meta() if m.uri.startswith(documents_dir().as_uri())}
     await remove_document(kb, sorted(sample_ids)[0])  # and one sample document was removed
-    assert await kb.corpus().count() == 12 + 2 + 1 - 1
+    assert await kb.corpus().count() == SAMPLE_DOCUMENTS + 2 + 1 - 1
     await kb.close()
     forget_build(db)  # what `rm` does
     assert not is_built(db)
@@ -68,3 +70,32 @@ async def test_a_drifted_sample_is_repaired_and_user_documents_stay(sample_db: P
     await kb.close()
     assert uris == {p.resolve().as_uri() for p in documents_dir().iterdir()} | {mine.as_uri()}
     assert is_built(db)
+
+
+async def test_a_sample_built_before_the_workbook_and_scan_gains_them(sample_db: Path, tmp_path: Path) -> None:
+    """Users who built the sample when it had neither file get both on their next start,
+    the scan read by OCR even where they turned OCR off for their own documents."""
+    db = tmp_path / "sample.lancedb"
+    shutil.copytree(sample_db, db)
+    settings = make_settings(db, ingest={"ocr": "off"})
+    newer = {(documents_dir() / name).resolve().as_uri() for name in (MEMO, WORKBOOK)}
+    kb = await KnowledgeBase.open(settings)
+    for meta in await kb.store.all_meta():
+        if meta.uri in newer:
+            await remove_document(kb, meta.id)
+    await kb.close()
+    stamp = json.loads((db / STAMP_FILE).read_text())
+    for name in (MEMO, WORKBOOK):
+        del stamp["files"][name]  # the stamp that build wrote: the files it was built from
+    (db / STAMP_FILE).write_text(json.dumps(stamp))
+    assert not is_built(db)
+
+    await ensure_sample_kb(settings)
+
+    assert is_built(db)
+    kb = await KnowledgeBase.open(settings)
+    metas = {m.uri: m for m in await kb.store.all_meta()}
+    await kb.close()
+    assert len(metas) == SAMPLE_DOCUMENTS and newer <= set(metas)
+    memo = metas[(documents_dir() / MEMO).resolve().as_uri()]
+    assert memo.metadata["ocr_pages"] == [1]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.conftest import REPO
+from tests.conftest import REPO, SAMPLE_DOCUMENTS
 
 pytestmark = pytest.mark.anyio
 
@@ -29,4 +29,4 @@ async def test_claude_desktop_example_config_launches_the_server(sample_db: Path
         names = {t.name for t in (await client.list_tools()).tools}
         assert {"search", "list_documents", "execute_code", "cite"} <= names
         result = await client.call_tool("execute_code", {"code": "len(await list_documents())"})
-        assert result.structured_content["value"] == "12"
+        assert result.structured_content["value"] == str(SAMPLE_DOCUMENTS)

@@ -20,7 +20,7 @@ from mcp.server.mcpserver import Context
 
 from mcp_analysis.server.app import create_server
 from mcp_analysis.server.sdk_compat import connection_of, transport_session_id
-from tests.conftest import make_settings
+from tests.conftest import SAMPLE_DOCUMENTS, make_settings
 
 pytestmark = pytest.mark.anyio
 
@@ -63,13 +63,13 @@ async def test_middleware_sees_method_params_and_wire_results(sample_db: Path, t
         capabilities = client.server_capabilities
         assert capabilities.resources is not None and capabilities.resources.list_changed is True
         page = await client.list_resources()
-        assert len(page.resources) == 60
+        assert len(page.resources) == SAMPLE_DOCUMENTS * 5  # 5 files a document
     methods = {method: (params, result) for method, params, result in observed}
     assert {"initialize", "resources/list"} <= set(methods), "mcp SDK changed: middleware no longer sees these"
     _, init_result = methods["initialize"]
     assert isinstance(init_result, dict) and init_result["capabilities"]["resources"]["listChanged"] is True
     _, listed = methods["resources/list"]
-    assert isinstance(listed, dict) and len(listed["resources"]) == 60, (
+    assert isinstance(listed, dict) and len(listed["resources"]) == SAMPLE_DOCUMENTS * 5, (
         "mcp SDK changed: call_next no longer returns the wire dict of resources/list"
     )
 

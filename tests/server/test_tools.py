@@ -14,7 +14,7 @@ from mcp_types import ResourceTemplateReference
 from mcp_analysis.config import Settings
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.server.app import create_server
-from tests.conftest import make_settings
+from tests.conftest import SAMPLE_DOCUMENTS, make_settings
 from tests.mcp_helpers import text
 
 pytestmark = pytest.mark.anyio
@@ -53,7 +53,7 @@ async def test_search_code_cite_flow_keeps_state(server_settings: Settings) -> N
             "execute_code",
             {"code": "from pathlib import Path\nids = sorted(p.name for p in Path('/documents').iterdir())\nlen(ids)"},
         )
-        assert first.structured_content["success"] and first.structured_content["value"] == "12"
+        assert first.structured_content["success"] and first.structured_content["value"] == str(SAMPLE_DOCUMENTS)
         second = await client.call_tool("execute_code", {"code": "ids[0] == sorted(ids)[0]"})
         assert second.structured_content["value"] == "True"
         assert "execution 2: ok" in text(second)
@@ -163,7 +163,7 @@ async def test_resources_paginate_and_read(sample_db: Path, tmp_path: Path) -> N
             cursor = page.next_cursor
             if cursor is None:
                 break
-        assert pages == 12 and len(uris) == 60 == len(set(uris))  # 12 documents x 5 files
+        assert pages == SAMPLE_DOCUMENTS and len(uris) == SAMPLE_DOCUMENTS * 5 == len(set(uris))  # 5 files a document
         content = next(u for u in uris if u.endswith("/content.txt"))
         doc_id = content.split("/")[3]
         read = await client.read_resource(content)

@@ -17,7 +17,7 @@ import pytest
 from mcp import Client
 from mcp.client.subscriptions import ResourcesListChanged
 
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO, SAMPLE_DOCUMENTS, run_cli
 from tests.docs_factory import write_markdown
 from tests.mcp_helpers import HttpServer, http_server, stdio_params, text
 
@@ -64,7 +64,7 @@ async def test_stdio_both_eras_and_a_clean_wire(sample_db: Path) -> None:
             await client.call_tool("execute_code", {"code": "kept = 'stdio'"})
             again = await client.call_tool("execute_code", {"code": "kept"})
             assert again.structured_content["value"] == "'stdio'"
-            assert (await client.call_tool("list_documents", {})).structured_content["total"] == 12
+            assert (await client.call_tool("list_documents", {})).structured_content["total"] == SAMPLE_DOCUMENTS
 
 
 async def test_stdio_cancel_stops_the_code_and_keeps_state(sample_db: Path) -> None:
@@ -155,7 +155,7 @@ async def test_http_tokens_map_to_filters(sample_db: Path, server_logs: Path, to
 
         async with server.client("alice-token-0123456789") as alice, server.client("bob-token-0123456789") as bob:
             assert (await alice.call_tool("list_documents", {})).structured_content["total"] == 4
-            assert (await bob.call_tool("list_documents", {})).structured_content["total"] == 12
+            assert (await bob.call_tool("list_documents", {})).structured_content["total"] == SAMPLE_DOCUMENTS
             seen = await alice.call_tool("execute_code", {"code": "import os\nlen(os.listdir('/documents'))"})
             assert seen.structured_content["value"] == "4"
             # Authenticated clients are their principal: state persists without a handle.
@@ -182,7 +182,7 @@ async def test_clients_hear_when_documents_are_added(sample_db: Path, server_log
     with http_server(db, log_dir=server_logs, env=env) as server:
         async with server.client() as modern, server.client(mode="legacy", message_handler=on_message) as legacy:
             await legacy.list_tools()
-            assert (await modern.call_tool("list_documents", {})).structured_content["total"] == 12
+            assert (await modern.call_tool("list_documents", {})).structured_content["total"] == SAMPLE_DOCUMENTS
             async with modern.listen(resources_list_changed=True) as subscription:
                 new_doc = write_markdown(tmp_path / "new.md")
                 added = await anyio.run_process(  # another process adds a document
@@ -196,7 +196,7 @@ async def test_clients_hear_when_documents_are_added(sample_db: Path, server_log
                     async for event in subscription:
                         assert isinstance(event, ResourcesListChanged)
                         break
-            assert (await modern.call_tool("list_documents", {})).structured_content["total"] == 13
+            assert (await modern.call_tool("list_documents", {})).structured_content["total"] == SAMPLE_DOCUMENTS + 1
             with anyio.fail_after(10):
                 await legacy_heard.wait()
 
@@ -232,9 +232,9 @@ def test_mcp_inspector_cli_against_the_stdio_server(sample_db: Path, tmp_path: P
         db=sample_db,
         home=tmp_path,
     )
-    assert called["structuredContent"]["value"] == "12"
+    assert called["structuredContent"]["value"] == str(SAMPLE_DOCUMENTS)
     resources = _inspector("--method", "resources/list", db=sample_db, home=tmp_path)
-    assert len(resources["resources"]) == 60  # 12 documents x 5 files
+    assert len(resources["resources"]) == SAMPLE_DOCUMENTS * 5  # 5 files a document
     prompt = _inspector(
         "--method",
         "prompts/get",

@@ -19,7 +19,7 @@ from mcp_analysis.errors import SessionLimitError
 from mcp_analysis.sandbox.pool import WorkerPool
 from mcp_analysis.session.keys import SessionKey
 from mcp_analysis.session.manager import SessionManager
-from tests.conftest import make_settings
+from tests.conftest import SAMPLE_DOCUMENTS, make_settings
 from tests.mcp_helpers import HttpServer, http_server, text
 
 pytestmark = pytest.mark.anyio
@@ -60,7 +60,7 @@ async def test_anonymous_search_calls_keep_no_sessions(http: HttpServer, session
             assert not result.is_error and result.structured_content["results"]
             handles.add(result.structured_content["session"])
         listed = await client.call_tool("list_documents", {})
-        assert listed.structured_content["total"] == 12
+        assert listed.structured_content["total"] == SAMPLE_DOCUMENTS
     assert len(handles) == 60  # each anonymous call had its own session...
     await anyio.sleep(1.5)  # past a periodic (1 s) background write: nothing is written later either
     assert kept_files(sessions_dir) == []  # ...and none of them was kept

@@ -8,7 +8,7 @@ from mcp_analysis.config import Settings
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.errors import DatabaseMismatchError, DatabaseNotFoundError, FilterError
 from mcp_analysis.store.database import Store
-from tests.conftest import make_settings
+from tests.conftest import SAMPLE_DOCUMENTS, make_settings
 
 pytestmark = pytest.mark.anyio
 
@@ -34,7 +34,7 @@ async def test_invalid_filters_are_clear_errors(kb: KnowledgeBase, expression: s
 async def test_valid_filters_scope_documents(kb: KnowledgeBase) -> None:
     everything = await kb.corpus().count()
     advisories = await (await kb.open_corpus("uri LIKE '%advisory%'")).documents()
-    assert everything == 12
+    assert everything == SAMPLE_DOCUMENTS
     assert len(advisories) == 4
     assert all("advisory" in d.uri for d in advisories)
     combined = await kb.open_corpus("uri LIKE '%advisory%'", "title LIKE '%Phishing%' OR uri LIKE '%phishing%'")

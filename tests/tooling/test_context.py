@@ -27,7 +27,7 @@ from mcp_analysis.session.analysis import AnalysisSession
 from mcp_analysis.tooling.document_list import DocumentInfo, documents_result
 from mcp_analysis.tooling.fitting import size
 from mcp_analysis.tooling.search_hits import search_result
-from tests.conftest import make_settings
+from tests.conftest import SAMPLE_DOCUMENTS, make_settings
 from tests.mcp_helpers import text
 
 pytestmark = pytest.mark.anyio
@@ -55,7 +55,7 @@ async def test_every_tool_result_fits_a_small_budget_and_names_where_the_rest_is
         listed = await client.call_tool("list_documents", {})
         assert cost(listed) <= budget
         page = listed.structured_content
-        assert 0 < len(page["documents"]) < page["total"] == 12
+        assert 0 < len(page["documents"]) < page["total"] == SAMPLE_DOCUMENTS
         assert page["next_offset"] == len(page["documents"])
         assert f"list_documents(offset={page['next_offset']})" in text(listed)
         ids = [d["id"] for d in page["documents"]]
@@ -64,7 +64,7 @@ async def test_every_tool_result_fits_a_small_budget_and_names_where_the_rest_is
             assert cost(more) <= budget
             page = more.structured_content
             ids += [d["id"] for d in page["documents"]]
-        assert len(set(ids)) == 12
+        assert len(set(ids)) == SAMPLE_DOCUMENTS
 
         found = await client.call_tool("search", {"query": "revenue security findings", "limit": 20, "context": 5000})
         assert cost(found) <= budget and not found.is_error
@@ -166,7 +166,8 @@ async def test_list_documents_is_one_line_per_document(sample_db: Path, tmp_path
         listed = await client.call_tool("list_documents", {})
         rendered = text(listed).splitlines()
         documents = listed.structured_content["documents"]
-        prefix = re.match(r"Documents 1-12 of 12 \(id \| title \| uri after (\S+)\):", rendered[0])
+        n = SAMPLE_DOCUMENTS
+        prefix = re.match(rf"Documents 1-{n} of {n} \(id \| title \| uri after (\S+)\):", rendered[0])
         assert prefix, rendered[0]
         for doc in documents:  # the shared uri prefix is stated once, each line has the rest
             assert f"{doc['id']} | {doc['title']} | {doc['uri'][len(prefix.group(1)) :]}" in rendered
@@ -293,4 +294,4 @@ async def test_agent_toolset_returns_compact_hits(kb: KnowledgeBase) -> None:
         hits = await toolset.search("Report A key findings", limit=3)
         assert len(hits) == 3 and all(len(h["content"]) <= 900 and h["chunk_id"] for h in hits)
         documents = await toolset.list_documents()
-        assert len(documents) == 12 and set(documents[0]) == {"id", "title", "uri"}
+        assert len(documents) == SAMPLE_DOCUMENTS and set(documents[0]) == {"id", "title", "uri"}
