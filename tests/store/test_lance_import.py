@@ -36,3 +36,64 @@ def test_store_leaves_pandas_unloaded_and_pandas_conversions_still_work() -> Non
         "series_type": "int64",
         "to_pandas": [4, 5],
     }
+
+
+NAMESPACE_PROGRAM = """
+import asyncio, json, sys, tempfile
+import mcp_analysis.store.database
+from mcp_analysis.store.database import Store
+from mcp_analysis.store.deferred_modules import is_deferred
+from mcp_analysis.store.lance import lancedb, table_names
+import pyarrow as pa
+
+report = {"deferred_with_store": is_deferred("lance_namespace") and is_deferred("lance_namespace_urllib3_client"),
+          "rest_api_loaded_with_store": "lance_namespace_urllib3_client.api" in sys.modules}
+
+async def directory_connection():
+    await Store.open(tempfile.mkdtemp() + "/kb", create=True)
+    report["deferred_after_store_open"] = is_deferred("lance_namespace")
+    db = await lancedb.connect_async(tempfile.mkdtemp())
+    for name in ("a", "b"):
+        await db.create_table(name, pa.table({"x": [1]}))
+    report["table_names"] = sorted(await table_names(db))
+    report["deferred_after_listing"] = is_deferred("lance_namespace")
+    report["public_listing"] = sorted((await db.list_tables()).tables)  # loads the real client
+
+asyncio.run(directory_connection())
+db = lancedb.connect_namespace("dir", {"root": tempfile.mkdtemp()})
+db.create_table("t", pa.table({"x": [1, 2]}))
+listing = db.list_tables()
+import lance_namespace, lance_namespace_urllib3_client
+from lance_namespace.errors import TableNotFoundError
+try:
+    db.open_table("missing")
+except TableNotFoundError as exc:
+    report["missing_table"] = type(exc).__name__
+report["namespace_listing"] = listing.tables
+report["response_is_real_model"] = isinstance(listing, lance_namespace.ListTablesResponse)
+report["client_whole"] = hasattr(lance_namespace_urllib3_client, "TableApi")
+report["deferred_at_end"] = is_deferred("lance_namespace")
+print(json.dumps(report))
+"""
+
+
+def test_store_defers_lancedbs_namespace_client_and_namespace_connections_still_work() -> None:
+    """A directory store never loads LanceDB's namespace client; a namespace connection loads all of it."""
+    run = subprocess.run(
+        [sys.executable, "-c", NAMESPACE_PROGRAM], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    assert report == {
+        "deferred_with_store": True,
+        "rest_api_loaded_with_store": False,
+        "deferred_after_store_open": True,
+        "table_names": ["a", "b"],
+        "deferred_after_listing": True,
+        "public_listing": ["a", "b"],
+        "missing_table": "TableNotFoundError",
+        "namespace_listing": ["t"],
+        "response_is_real_model": True,
+        "client_whole": True,
+        "deferred_at_end": False,
+    }
