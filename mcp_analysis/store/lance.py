@@ -48,6 +48,7 @@ _import_dataset_without_pandas()
 with deferring(NAMESPACE_CLIENT, real=("lance_namespace.errors",)):
     import lancedb
     from lancedb.index import FTS, BTree, HnswSq
+    from lancedb.rerankers import RRFReranker
 
 
 async def table_names(db: lancedb.AsyncConnection) -> set[str]:
@@ -67,4 +68,4 @@ async def table_names(db: lancedb.AsyncConnection) -> set[str]:
             return names
 
 
-__all__ = ["FTS", "BTree", "HnswSq", "lancedb", "table_names"]
+__all__ = ["FTS", "BTree", "HnswSq", "RRFReranker", "lancedb", "table_names"]

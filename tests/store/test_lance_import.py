@@ -3,14 +3,28 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
 from tests.conftest import REPO
 
+IMPORTS_LANCEDB = re.compile(r"^\s*(from|import)\s+lancedb\b", re.MULTILINE)
+
+
+def test_only_the_store_lance_module_imports_lancedb() -> None:
+    """Any other module importing LanceDB first would load pandas and the namespace client with it."""
+    importers = sorted(
+        str(path.relative_to(REPO))
+        for path in (REPO / "mcp_analysis").rglob("*.py")
+        if IMPORTS_LANCEDB.search(path.read_text(encoding="utf-8"))
+    )
+    assert importers == ["mcp_analysis/store/lance.py"]
+
+
 PROGRAM = """
 import json, sys
-import mcp_analysis.store.database, mcp_analysis.store.maintenance
+import mcp_analysis.corpus, mcp_analysis.session.manager  # what a starting server imports first
 loaded_with_store = "pandas" in sys.modules
 import pandas as pd
 import pyarrow as pa
@@ -40,7 +54,7 @@ def test_store_leaves_pandas_unloaded_and_pandas_conversions_still_work() -> Non
 
 NAMESPACE_PROGRAM = """
 import asyncio, json, sys, tempfile
-import mcp_analysis.store.database
+import mcp_analysis.corpus, mcp_analysis.session.manager  # what a starting server imports first
 from mcp_analysis.store.database import Store
 from mcp_analysis.store.deferred_modules import is_deferred
 from mcp_analysis.store.lance import lancedb, table_names
