@@ -1,4 +1,4 @@
-"""The store imports LanceDB without pandas, and pandas data still converts when a caller uses it."""
+"""The store imports LanceDB without pandas or its namespace client; both still work when a caller uses them."""
 
 from __future__ import annotations
 
@@ -23,38 +23,9 @@ def test_only_the_store_lance_module_imports_lancedb() -> None:
 
 
 PROGRAM = """
-import json, sys
-import mcp_analysis.corpus, mcp_analysis.session.manager  # what a starting server imports first
-loaded_with_store = "pandas" in sys.modules
-import pandas as pd
-import pyarrow as pa
-frame = pd.DataFrame({"n": [1, 2, 3], "s": ["a", "b", "c"]})
-print(json.dumps({
-    "pandas_loaded_with_store": loaded_with_store,
-    "from_pandas": pa.Table.from_pandas(frame).column("n").to_pylist(),
-    "table_of_frame": pa.table(frame).column("s").to_pylist(),
-    "series_type": str(pa.array(pd.Series([1, 2])).type),
-    "to_pandas": pa.table({"x": [4, 5]}).to_pandas()["x"].tolist(),
-}))
-"""
-
-
-def test_store_leaves_pandas_unloaded_and_pandas_conversions_still_work() -> None:
-    run = subprocess.run([sys.executable, "-c", PROGRAM], cwd=REPO, capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr
-    report = json.loads(run.stdout)
-    assert report == {
-        "pandas_loaded_with_store": False,
-        "from_pandas": [1, 2, 3],
-        "table_of_frame": ["a", "b", "c"],
-        "series_type": "int64",
-        "to_pandas": [4, 5],
-    }
-
-
-NAMESPACE_PROGRAM = """
 import asyncio, json, sys, tempfile
 import mcp_analysis.corpus, mcp_analysis.session.manager  # what a starting server imports first
+pandas_loaded_with_store = "pandas" in sys.modules
 from mcp_analysis.store.database import Store
 from mcp_analysis.store.deferred_modules import is_deferred
 from mcp_analysis.store.lance import lancedb, table_names
@@ -87,15 +58,23 @@ report["namespace_listing"] = listing.tables
 report["response_is_real_model"] = isinstance(listing, lance_namespace.ListTablesResponse)
 report["client_whole"] = hasattr(lance_namespace_urllib3_client, "TableApi")
 report["deferred_at_end"] = is_deferred("lance_namespace")
+
+import pandas as pd
+frame = pd.DataFrame({"n": [1, 2, 3], "s": ["a", "b", "c"]})
+report["pandas"] = {
+    "loaded_with_store": pandas_loaded_with_store,
+    "from_pandas": pa.Table.from_pandas(frame).column("n").to_pylist(),
+    "table_of_frame": pa.table(frame).column("s").to_pylist(),
+    "series_type": str(pa.array(pd.Series([1, 2])).type),
+    "to_pandas": pa.table({"x": [4, 5]}).to_pandas()["x"].tolist(),
+}
 print(json.dumps(report))
 """
 
 
-def test_store_defers_lancedbs_namespace_client_and_namespace_connections_still_work() -> None:
-    """A directory store never loads LanceDB's namespace client; a namespace connection loads all of it."""
-    run = subprocess.run(
-        [sys.executable, "-c", NAMESPACE_PROGRAM], cwd=REPO, capture_output=True, text=True, timeout=120
-    )
+def test_store_leaves_pandas_and_the_namespace_client_unloaded_and_both_still_work_when_used() -> None:
+    """A directory store loads neither pandas nor LanceDB's namespace client; a caller using either gets all of it."""
+    run = subprocess.run([sys.executable, "-c", PROGRAM], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     report = json.loads(run.stdout)
     assert report == {
@@ -110,4 +89,11 @@ def test_store_defers_lancedbs_namespace_client_and_namespace_connections_still_
         "response_is_real_model": True,
         "client_whole": True,
         "deferred_at_end": False,
+        "pandas": {
+            "loaded_with_store": False,
+            "from_pandas": [1, 2, 3],
+            "table_of_frame": ["a", "b", "c"],
+            "series_type": "int64",
+            "to_pandas": [4, 5],
+        },
     }
