@@ -125,17 +125,19 @@ def main() -> None:
     if args.child:
         child(args.child)
         return
-    work = Path(tempfile.mkdtemp(prefix="lean-steps-"))
+    with tempfile.TemporaryDirectory(prefix="lean-steps-") as tmp:
+        measure(args, Path(tmp))
+
+
+def measure(args: argparse.Namespace, work: Path) -> None:
     env = {**os.environ, "XDG_DATA_HOME": str(work / "data")}
     db = args.db or work / "kb.lancedb"
-    if args.db is not None:
-        pass
-    elif args.docs is None:
+    if args.db is None and args.docs is None:
         from mcp_analysis.config import load_settings
         from mcp_analysis.sample import ensure_sample_kb
 
         anyio.run(ensure_sample_kb, load_settings(db=db))
-    else:
+    elif args.db is None:
         add = [sys.executable, "-m", "mcp_analysis", "--db", str(db), "add", str(args.docs)]
         subprocess.run(add, cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL)
     from lean import contextmanager_or_none  # here: the measured child imports nothing of the bench
