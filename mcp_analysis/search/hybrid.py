@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from lancedb.rerankers import RRFReranker
 
 from mcp_analysis.store import schema
 from mcp_analysis.store.database import Store
+from mcp_analysis.store.lance import RRFReranker
 from mcp_analysis.store.models import ChunkRecord
 
 _COLUMNS = ["id", "document_id", "content", "metadata", "order"]

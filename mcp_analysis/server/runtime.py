@@ -23,6 +23,8 @@ from mcp_analysis.server.sdk_compat import connection_of
 from mcp_analysis.session.keys import SessionKey  # light: no LanceDB or monty behind it
 
 if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
     from mcp_analysis.corpus import KnowledgeBase
     from mcp_analysis.sandbox.pool import WorkerPool
     from mcp_analysis.session.manager import SessionManager
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _RECHECK_SECONDS = 1.05  # LanceDB's read-consistency interval (1 s) and a little
+_WARM_UP_QUERY = "document"
 
 
 class Runtime:
@@ -55,6 +58,10 @@ class Runtime:
         self.kb_error: str | None = None
         self._changed = anyio.Event()  # set by a writer in this process: check the documents now
         self._recheck = False
+        self._warming = anyio.CancelScope()  # the background warm-up of one run; cancelled when it stops
+        #: Set once the background warm-up has finished (or given up); `warm_up_error` says why it gave up.
+        self.warmed = anyio.Event()
+        self.warm_up_error: str | None = None
 
     @asynccontextmanager
     async def use(self) -> AsyncIterator[Runtime]:
@@ -78,7 +85,7 @@ class Runtime:
         self._idle = anyio.Event()
         self._failure = None
         async with anyio.create_task_group() as tg:
-            tg.start_soon(self._run)
+            tg.start_soon(self._run, tg)
             try:
                 yield self
             finally:
@@ -127,8 +134,9 @@ class Runtime:
             else None,
         }
 
-    async def _run(self) -> None:
+    async def _run(self, background: TaskGroup) -> None:
         """Open everything, serve until the last user leaves, then close in order."""
+        self._warming, self.warmed, self.warm_up_error = anyio.CancelScope(), anyio.Event(), None
         try:
             # Heavy imports (LanceDB, monty, pydantic-ai) in a thread: the event loop keeps
             # answering tools/list and friends meanwhile.
@@ -141,14 +149,16 @@ class Runtime:
             kb = await self._open_knowledge_base(self.opener or KnowledgeBase)
             self.server_filter = await kb.store.validate_filter(self.settings.server.filter)
             self.kb = kb
+            # The embedder and the indexes load while the workers start, not after.
+            background.start_soon(self._warm_up, kb, self._warming)
             async with WorkerPool(self.settings.sandbox) as pool, SessionManager(kb, pool, self.settings) as sessions:
                 self.pool, self.sessions = pool, sessions
                 self._ready.set()
                 async with anyio.create_task_group() as tg:
-                    tg.start_soon(self._warm_up, kb)
                     tg.start_soon(self._watch, kb)
                     await self._stop.wait()
                     tg.cancel_scope.cancel()
+            self._warming.cancel()
             await kb.close()
         except Exception as exc:
             self._failure = exc
@@ -156,6 +166,7 @@ class Runtime:
             self._ready.set()
             await self._stop.wait()
         finally:
+            self._warming.cancel()
             self.sessions = None
             self.pool = None
 
@@ -183,12 +194,32 @@ class Runtime:
             self._failure, self.kb_error = None, None
             return kb
 
-    async def _warm_up(self, kb: KnowledgeBase) -> None:
-        """Load the embedder now so the first search does not pay for it."""
+    async def _warm_up(self, kb: KnowledgeBase, scope: anyio.CancelScope) -> None:
+        """Load the embedder and the search indexes now, so the first search does not pay for them.
+
+        One search for a word loads what every search needs (the embedding session, LanceDB's
+        vector and full-text indexes, the document list) and no more; it runs once, in the
+        background, and never fails the server.
+        """
+        with scope:
+            try:
+                await self._load_search(kb)
+            finally:
+                self.warmed.set()
+
+    async def _load_search(self, kb: KnowledgeBase) -> None:
         try:
             await kb.embedder()
         except Exception as exc:  # reported again, clearly, by the first search
             log.warning("Embedder warm-up failed: %s", exc)
+            self.warm_up_error = str(exc)
+            return
+        try:
+            corpus = await kb.open_corpus(self.server_filter)
+            await corpus.search(_WARM_UP_QUERY, limit=1)
+        except Exception as exc:  # an empty or keyword-only knowledge base: the first search says why
+            log.debug("Search warm-up skipped: %s", exc)
+            self.warm_up_error = str(exc)
 
     def remember_legacy_session(self, session: Any) -> None:
         """Handshake-era connections get list-changed notifications on their own stream.

@@ -27,7 +27,7 @@ from mcp_analysis.errors import (
 from mcp_analysis.paths import is_local_path
 from mcp_analysis.store import schema
 from mcp_analysis.store.identify import SUPPORTED, identify
-from mcp_analysis.store.lance import lancedb
+from mcp_analysis.store.lance import lancedb, table_names
 from mcp_analysis.store.layout import EmbedderChoice
 from mcp_analysis.store.maintenance import StoreMaintenance
 from mcp_analysis.store.writes import StoreWrites
@@ -110,7 +110,7 @@ class Store(StoreWrites, StoreMaintenance):
                 raise DatabaseNotFoundError(f"{p} is a file, not a LanceDB knowledge base directory.")
         options = object_store_options(location, storage_options)
         db = await lancedb.connect_async(location, read_consistency_interval=read_consistency, storage_options=options)
-        names = set((await db.list_tables()).tables)
+        names = await table_names(db)
         tables: dict[str, Any] = {}
         for name in schema.TABLES:
             if name in names:

@@ -1,4 +1,4 @@
-"""LanceDB, imported without pandas: the one way the store imports `lancedb`.
+"""LanceDB, imported without pandas or its namespace client: the one way the store imports `lancedb`.
 
 pyarrow's dataset module asks, while it initialises, whether pandas is installed, and so
 imports it (~35 MB of memory, a third of LanceDB's import time) though nothing here uses
@@ -6,6 +6,10 @@ pandas. Importing it with pandas hidden lets pyarrow note "no pandas" for that o
 pyarrow tries again whenever something really converts pandas data (``Table.from_pandas``,
 ``to_pandas``), and LanceDB imports pandas lazily itself, so both keep working when a
 caller uses pandas (tests/store/test_lance_import.py).
+
+LanceDB's namespace client (~30 MB, half of LanceDB's import time) is imported only when
+something uses it, such as a namespace or remote connection (see deferred_modules); a
+directory or object-store connection never does.
 """
 
 from __future__ import annotations
@@ -14,6 +18,11 @@ import sys
 from importlib.abc import MetaPathFinder
 from importlib.machinery import ModuleSpec
 from typing import Any
+
+from mcp_analysis.store.deferred_modules import deferring
+
+#: LanceDB's namespace client, which a directory or object-store connection never uses.
+NAMESPACE_CLIENT = ("lance_namespace", "lance_namespace_urllib3_client")
 
 
 class _PandasHidden(MetaPathFinder):
@@ -36,7 +45,27 @@ def _import_dataset_without_pandas() -> None:
 
 _import_dataset_without_pandas()
 
-import lancedb  # noqa: E402
-from lancedb.index import FTS, BTree, HnswSq  # noqa: E402
+with deferring(NAMESPACE_CLIENT, real=("lance_namespace.errors",)):
+    import lancedb
+    from lancedb.index import FTS, BTree, HnswSq
+    from lancedb.rerankers import RRFReranker
 
-__all__ = ["FTS", "BTree", "HnswSq", "lancedb"]
+
+async def table_names(db: lancedb.AsyncConnection) -> set[str]:
+    """The names of the tables in a connection's root namespace, every page.
+
+    The same listing as ``(await db.list_tables()).tables``, read from the dict that
+    ``list_tables`` wraps in the namespace client's response model, so that listing tables
+    does not import the namespace client (tests/store/test_lance_import.py compares the two).
+    """
+    names: set[str] = set()
+    token: str | None = None
+    while True:
+        page = await db._inner.list_tables(namespace_path=[], page_token=token, limit=None)
+        names.update(page["tables"])
+        token = page.get("page_token")
+        if not token:
+            return names
+
+
+__all__ = ["FTS", "BTree", "HnswSq", "RRFReranker", "lancedb", "table_names"]
