@@ -58,7 +58,6 @@ class Runtime:
         self.kb_error: str | None = None
         self._changed = anyio.Event()  # set by a writer in this process: check the documents now
         self._recheck = False
-        self._warming = anyio.CancelScope()  # the background warm-up of one run; cancelled when it stops
         #: Set once the background warm-up has finished (or given up); `warm_up_error` says why it gave up.
         self.warmed = anyio.Event()
         self.warm_up_error: str | None = None
@@ -136,7 +135,8 @@ class Runtime:
 
     async def _run(self, background: TaskGroup) -> None:
         """Open everything, serve until the last user leaves, then close in order."""
-        self._warming, self.warmed, self.warm_up_error = anyio.CancelScope(), anyio.Event(), None
+        warming = anyio.CancelScope()  # the background warm-up of this run (a scope needs the event loop)
+        self.warmed, self.warm_up_error = anyio.Event(), None
         try:
             # Heavy imports (LanceDB, monty, pydantic-ai) in a thread: the event loop keeps
             # answering tools/list and friends meanwhile.
@@ -150,7 +150,7 @@ class Runtime:
             self.server_filter = await kb.store.validate_filter(self.settings.server.filter)
             self.kb = kb
             # The embedder and the indexes load while the workers start, not after.
-            background.start_soon(self._warm_up, kb, self._warming)
+            background.start_soon(self._warm_up, kb, warming)
             async with WorkerPool(self.settings.sandbox) as pool, SessionManager(kb, pool, self.settings) as sessions:
                 self.pool, self.sessions = pool, sessions
                 self._ready.set()
@@ -158,7 +158,7 @@ class Runtime:
                     tg.start_soon(self._watch, kb)
                     await self._stop.wait()
                     tg.cancel_scope.cancel()
-            self._warming.cancel()
+            warming.cancel()
             await kb.close()
         except Exception as exc:
             self._failure = exc
@@ -166,7 +166,7 @@ class Runtime:
             self._ready.set()
             await self._stop.wait()
         finally:
-            self._warming.cancel()
+            warming.cancel()
             self.sessions = None
             self.pool = None
 
