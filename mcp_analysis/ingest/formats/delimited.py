@@ -31,6 +31,9 @@ def convert(source: Source) -> Converted:
     text = decode_text(source.data)
     suffix = source.suffix
     dialect = _dialect(text[:_SNIFF_CHARS], suffix)
+    # The csv module refuses a cell over 128 KB (a JSON blob, a pasted document); the file's size
+    # already bounds what a cell can hold.
+    csv.field_size_limit(max(csv.field_size_limit(), len(text) + 1))
     encoder = CsvLines()
     lines: list[str] = []
     width = 0

@@ -15,6 +15,8 @@ from mcp_analysis.errors import IngestError
 from mcp_analysis.ingest.formats.base import Converted, Source, check_items
 from mcp_analysis.ingest.formats.ocr import MAX_PIXELS, paragraphs, recognise
 
+MAX_DECODED_PIXELS = 4 * MAX_PIXELS
+
 SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".webp")
 
 
@@ -23,9 +25,10 @@ def convert(source: Source) -> Converted:
         raise IngestError("an image is read by OCR, which is off (ingest.ocr = off)")
     from PIL import Image, ImageSequence, UnidentifiedImageError
 
-    Image.MAX_IMAGE_PIXELS = 4 * MAX_PIXELS  # refuse decompression bombs; big scans are scaled down later
+    Image.MAX_IMAGE_PIXELS = MAX_DECODED_PIXELS  # Pillow's own guard, for every image this process opens
     try:
         image = Image.open(io.BytesIO(source.data))
+        _check_size(image.width, image.height)
         image.load()
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
         raise IngestError(f"not a readable image ({exc})") from None
@@ -33,6 +36,7 @@ def convert(source: Source) -> Converted:
     result = Converted(doc, "image")
     for number, frame in enumerate(ImageSequence.Iterator(image), start=1):
         check_items(source, number, "pages (frames)")
+        _check_size(frame.width, frame.height)
         doc.add_page(page_no=number, size=Size(width=frame.width, height=frame.height))
         lines = recognise(frame)
         if not lines:
@@ -46,3 +50,14 @@ def convert(source: Source) -> Converted:
     if not result.ocr_pages:
         raise IngestError("no recognisable text in the image (OCR found none)")
     return result
+
+
+def _check_size(width: int, height: int) -> None:
+    """Refuse, from the header and before decoding, an image too large to read: a few KB of PNG
+    can declare 20,000 x 20,000 px (gigabytes once decoded). Scans up to MAX_DECODED_PIXELS
+    (a 300 dpi A0 poster is ~140 MP) are decoded, then scaled down for OCR."""
+    if width * height > MAX_DECODED_PIXELS:
+        raise IngestError(
+            f"the image is {width:,} x {height:,} px ({width * height / 1e6:,.0f} megapixels), over the "
+            f"{MAX_DECODED_PIXELS / 1e6:,.0f} megapixels OCR reads; save it at a lower resolution"
+        )
