@@ -16,6 +16,7 @@ import pytest
 from mcp_analysis.ingest.files import file_uri
 from mcp_analysis.watch.follow import FolderWatcher
 from mcp_analysis.watch.run import open_mirror
+from mcp_analysis.watch.undecodable import path_in_error
 from tests.conftest import make_settings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(600)]
@@ -92,3 +93,9 @@ async def test_a_hostile_folder_with_the_knowledge_base_inside_is_followed_witho
 async def _contents(mirror: Any) -> list[str]:
     metas = await mirror.kb.store.all_meta()
     return list((await mirror.kb.store.documents_content([m.id for m in metas])).values())
+
+
+def test_the_path_in_a_watcher_error_is_read_back_byte_for_byte() -> None:
+    message = r'Unable to decode path "/data/caf\xE9 \"q\" \\ \u{1f600}.md" to string'
+    assert os.fsencode(path_in_error(message) or "") == b'/data/caf\xe9 "q" \\ \xf0\x9f\x98\x80.md'
+    assert path_in_error("some other failure") is None

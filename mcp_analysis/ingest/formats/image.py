@@ -13,7 +13,7 @@ from docling_core.types.doc import BoundingBox, DocItemLabel, DoclingDocument, P
 
 from mcp_analysis.errors import IngestError
 from mcp_analysis.ingest.formats.base import Converted, Source, check_items
-from mcp_analysis.ingest.formats.ocr import MAX_PIXELS, paragraphs, recognise
+from mcp_analysis.ingest.formats.ocr import MAX_PIXELS, OcrBudget, paragraphs, recognise
 
 MAX_DECODED_PIXELS = 4 * MAX_PIXELS
 
@@ -34,10 +34,13 @@ def convert(source: Source) -> Converted:
         raise IngestError(f"not a readable image ({exc})") from None
     doc = DoclingDocument(name=source.stem)
     result = Converted(doc, "image")
+    budget = OcrBudget(source.limits.max_seconds)
     for number, frame in enumerate(ImageSequence.Iterator(image), start=1):
         check_items(source, number, "pages (frames)")
         _check_size(frame.width, frame.height)
         doc.add_page(page_no=number, size=Size(width=frame.width, height=frame.height))
+        if not budget.allows(number):
+            continue
         lines = recognise(frame)
         if not lines:
             result.warnings.append(f"page {number}: no recognisable text")
@@ -47,6 +50,8 @@ def convert(source: Source) -> Converted:
             box = BoundingBox(l=0, t=0, r=frame.width, b=frame.height)
             prov = ProvenanceItem(page_no=number, bbox=box, charspan=(0, len(line_block)))
             doc.add_text(label=DocItemLabel.TEXT, text=line_block, prov=prov)
+    if (left_out := budget.warning()) is not None:
+        result.warnings.append(left_out)
     if not result.ocr_pages:
         raise IngestError("no recognisable text in the image (OCR found none)")
     return result
