@@ -73,6 +73,17 @@ def test_a_text_mixing_utf8_and_cp1252_lines_keeps_every_line_right(pool: Conver
     assert "Ã" not in content
 
 
+def test_a_quote_never_closed_is_a_warning_and_no_row_is_dropped(pool: ConversionPool, tmp_path: Path) -> None:
+    path = tmp_path / "export.csv"
+    path.write_text('id,comment\n1,"fine\nover two lines"\n2,"left open\n3,x\n4,y\n')
+    prepared = convert(pool, path)
+    assert prepared.warnings == [
+        "a quote opened on line 4 is never closed: its 3 lines to the end of the file are read as one cell; "
+        "close the quote and add the file again"
+    ]
+    assert "left open 3,x 4,y" in prepared.content
+
+
 def test_a_sheet_spanning_the_whole_grid_is_refused_by_name_and_the_other_sheets_go_in(
     pool: ConversionPool, tmp_path: Path
 ) -> None:
