@@ -9,6 +9,7 @@ import io
 import os
 import signal
 import struct
+import zipfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -134,3 +135,19 @@ def test_a_converter_aborted_by_a_native_parser_is_reported_with_the_memory_sett
         worker.process.wait(timeout=30)
         with pytest.raises(IngestError, match=r"aborted \(SIGABRT\).*raise ingest\.max_memory_mb"):
             worker.convert()
+
+
+def test_an_office_file_under_another_suffix_is_named_with_the_suffix_to_give_it(
+    pool: ConversionPool, tmp_path: Path
+) -> None:
+    document = tmp_path / "budget.xlsx"  # a Word document saved under the workbook's name
+    with zipfile.ZipFile(document, "w") as archive:
+        archive.writestr("[Content_Types].xml", "<Types/>")
+        archive.writestr("word/document.xml", "<w:document/>")
+    with pytest.raises(IngestError, match=r"not a readable workbook.*; it is a Word document: rename it \.docx"):
+        convert(pool, document)
+    archive_only = tmp_path / "photos.xlsx"
+    with zipfile.ZipFile(archive_only, "w") as archive:
+        archive.writestr("holiday.txt", "not an office file")
+    with pytest.raises(IngestError, match="; it is a plain zip archive, not an office file"):
+        convert(pool, archive_only)

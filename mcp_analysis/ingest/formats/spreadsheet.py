@@ -20,6 +20,7 @@ from mcp_analysis.errors import IngestError, IngestLimitError
 from mcp_analysis.ingest.formats.base import BoundedZip, Converted, Source, limit_error
 from mcp_analysis.ingest.formats.cells import CsvLines, add_rows_table, cell_text
 from mcp_analysis.ingest.formats.office import (
+    another_kind,
     check_unpacked,
     encrypted_message,
     is_encrypted_odf,
@@ -43,7 +44,8 @@ def convert(source: Source) -> Converted:
     except calamine.PasswordError:
         raise IngestError(encrypted_message("workbook")) from None
     except calamine.CalamineError as exc:
-        message = f"not a readable workbook, damaged or another format ({reason(exc)})"
+        kind = another_kind(source.data, ".xlsx")
+        message = f"not a readable workbook, damaged or another format ({reason(exc)}){kind}"
         raise IngestError(message) from None
     doc = DoclingDocument(name=source.stem)
     doc.add_title(text=source.stem)  # a workbook has no title of its own; its sheets are sections
