@@ -19,6 +19,10 @@ from mcp_analysis.structure import HEADING_LABELS, SKIPPED_LABELS, section_range
 
 TokenCounter = Callable[[Sequence[str]], list[int]]
 
+# The embedder reads its first 256 tokens but tokenizes the whole text first (about 50 bytes of
+# memory per token): what it is given is cut here, far past what it reads.
+EMBEDDED_CHARS = 20_000
+
 
 @dataclass
 class ChunkDraft:
@@ -43,7 +47,8 @@ class ChunkDraft:
     def embedding_text(self) -> str:
         """What the embedder sees: the full-text index's text, or, for a group of a table's
         rows, its lead (a bounded number of tokens, whatever the group's size)."""
-        return self._with_headings(self.lead) if self.lead is not None else self.fts_text
+        text = self._with_headings(self.lead) if self.lead is not None else self.fts_text
+        return text[:EMBEDDED_CHARS]
 
     def _with_headings(self, text: str) -> str:
         head = "\n".join(h for h in self.headings if h and not text.startswith(h))
@@ -64,7 +69,8 @@ class ChunkDraft:
 def _split_long(text: str, counts: TokenCounter, max_tokens: int, level: int = 0) -> list[str]:
     """Split one oversized text at line (level 0), sentence (1), then word (2) boundaries."""
     if level >= 2:
-        words = text.split()
+        longest = max_tokens * 8  # a "word" longer than this (a base64 blob, a 50 MB cell) is cut in pieces
+        words = [w[i : i + longest] for w in text.split() for i in range(0, len(w), longest)]
         step = max(1, max_tokens // 3)  # a word is at least one token; leave room for long words
         return [" ".join(words[i : i + step]) for i in range(0, len(words), step)]
     joiner = "\n" if level == 0 else " "

@@ -137,19 +137,36 @@ def _read_pieces(fd: int, limits: Limits, text_after: Callable[[bytes], bool]) -
     return bytes(buffer)
 
 
-def collect_files(paths: Sequence[Path]) -> tuple[list[Path], list[tuple[str, str]]]:
-    """Files to ingest, as named (directories walked recursively, hidden entries skipped), and the
-    arguments or directories that give nothing to add. Entries are checked one by one later
-    (`check_entry`)."""
+def knowledge_base_directory(db_path: str) -> Path | None:
+    """The knowledge base's own folder when it is local: never read as documents (its files change
+    with every write, so a watcher following them would re-add them forever)."""
+    path = Path(db_path).expanduser()
+    return path.resolve() if path.is_dir() else None
+
+
+def inside(path: str | os.PathLike[str], folder: Path | None) -> bool:
+    """`path` (resolved) is `folder` or lies under it."""
+    if folder is None:
+        return False
+    real = Path(os.path.realpath(path))
+    return real == folder or real.is_relative_to(folder)
+
+
+def collect_files(paths: Sequence[Path], exclude: Path | None = None) -> tuple[list[Path], list[tuple[str, str]]]:
+    """Files to ingest, as named (directories walked recursively, hidden entries and the folder
+    `exclude` skipped), and the arguments or directories that give nothing to add. Entries are
+    checked one by one later (`check_entry`)."""
     files: list[Path] = []
     skipped: list[tuple[str, str]] = []
     for raw in paths:
         path = Path(raw).expanduser().absolute()
         if not os.path.lexists(path):
             skipped.append((display_name(path), "does not exist"))
+        elif inside(path, exclude):
+            skipped.append((display_name(path), "is the knowledge base's own folder, never added as documents"))
         elif path.is_dir():
             found = len(files)
-            files.extend(walk(path, skipped))
+            files.extend(walk(path, skipped, exclude))
             if len(files) == found:
                 skipped.append((display_name(path), "no files in this directory (hidden files are not added)"))
         else:
@@ -164,10 +181,11 @@ def collect_files(paths: Sequence[Path]) -> tuple[list[Path], list[tuple[str, st
     return unique, skipped
 
 
-def walk(top: Path, skipped: list[tuple[str, str]]) -> Iterator[Path]:
+def walk(top: Path, skipped: list[tuple[str, str]], exclude: Path | None = None) -> Iterator[Path]:
     """The non-hidden entries under `top` that are not directories, each directory's own entries
     first, in name order. Iterative (a tree thousands of levels deep is no recursion problem);
-    symlinked directories are not followed; an unreadable directory is reported in `skipped`."""
+    symlinked directories and the folder `exclude` are not entered; an unreadable directory is
+    reported in `skipped`."""
     pending = [top]
     while pending:
         directory = pending.pop()
@@ -180,7 +198,8 @@ def walk(top: Path, skipped: list[tuple[str, str]]) -> Iterator[Path]:
         subdirectories = []
         for entry in entries:
             if _is_directory(entry):
-                subdirectories.append(Path(entry.path))
+                if not inside(entry.path, exclude):
+                    subdirectories.append(Path(entry.path))
             elif not (entry.is_symlink() and _points_to_directory(entry.path)):
                 yield Path(entry.path)
         pending.extend(reversed(subdirectories))

@@ -32,7 +32,13 @@ from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.errors import AnalysisError, IngestError
 from mcp_analysis.ingest import formats
 from mcp_analysis.ingest.chunker import ChunkDraft
-from mcp_analysis.ingest.files import check_entry, collect_files, display_name, file_uri
+from mcp_analysis.ingest.files import (
+    check_entry,
+    collect_files,
+    display_name,
+    file_uri,
+    knowledge_base_directory,
+)
 from mcp_analysis.ingest.items import ItemDraft
 from mcp_analysis.ingest.lock import ingest_lock
 from mcp_analysis.ingest.pool import ConversionPool, ConversionWorker
@@ -156,7 +162,7 @@ class Ingestor:
     async def add(
         self, paths: Sequence[Path], *, title: str | None = None, metadata: dict[str, Any] | None = None
     ) -> IngestReport:
-        files, skipped = collect_files(paths)
+        files, skipped = collect_files(paths, knowledge_base_directory(self.kb.store.path))
         if title and len(files) != 1:
             raise IngestError(f"--title applies to exactly one file, but {len(files)} files were given.")
         report = IngestReport(skipped=list(skipped))

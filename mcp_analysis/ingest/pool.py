@@ -170,6 +170,14 @@ class ConversionWorker:
                 code = self.process.wait(timeout=1.0)
         if code is not None and -code == signal.SIGXCPU:
             return limit_reached(self.limits, "max_seconds", "converting it")
+        if code is not None and -code == signal.SIGABRT:
+            # Native parsers (Rust, C++) abort when an allocation fails, and allocations past the
+            # memory cap fail (worker._cap_memory): most often this is that bound.
+            return IngestError(
+                "its converter aborted (SIGABRT), most often a parser that could not get memory past the "
+                f"limit of {self.limits.max_memory_mb:,} MB per file (raise ingest.max_memory_mb to allow more); "
+                "else the file is damaged"
+            )
         if code is not None and code < 0:
             return IngestError(f"its converter was ended by {signal.Signals(-code).name} (a damaged or hostile file?)")
         return IngestError(f"its converter stopped unexpectedly (exit status {code}); see the messages above")

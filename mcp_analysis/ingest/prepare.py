@@ -8,7 +8,7 @@ objects), cheap to send back and to hold until the batch is written.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +36,32 @@ class PreparedFile:
     metadata: dict[str, Any] = field(default_factory=dict)  # what the conversion says (tables, OCR'd pages...)
 
 
+COUNTED_CHARS = 20_000  # a longer text is counted by its start: it is split whatever its exact size
+COUNT_BATCH = 4_096  # texts tokenized at once: the tokenizer's memory grows with the whole batch
+
+
+def token_counter(tokenizer: Any, chunk_tokens: int) -> Callable[[Sequence[str]], list[int]]:
+    """Token counts for the chunker, in bounded memory. The tokenizer encodes a whole text before it
+    truncates (about 50 bytes per token), so a 20 MB paragraph (a log without blank lines) would take
+    a gigabyte; a text over COUNTED_CHARS is counted by its start, scaled to its length, and always
+    reported over `chunk_tokens` so the chunker splits it."""
+
+    def count(texts: Sequence[str]) -> list[int]:
+        sizes: list[int] = []
+        for start in range(0, len(texts), COUNT_BATCH):
+            batch = texts[start : start + COUNT_BATCH]
+            heads = [text[:COUNTED_CHARS] for text in batch]
+            encoded = tokenizer.encode_batch(heads, add_special_tokens=False)
+            for text, encoding in zip(batch, encoded, strict=True):
+                size = len(encoding.ids)
+                if len(text) > COUNTED_CHARS:
+                    size = max(size * len(text) // COUNTED_CHARS, chunk_tokens + 1)
+                sizes.append(size)
+        return sizes
+
+    return count
+
+
 def prepare(source: Source, tokenizer: Any, chunk_tokens: int) -> PreparedFile:
     """Convert, itemize and chunk `source` (raises IngestError for a file that cannot be used)."""
     converter = formats.for_file(source.name, source.data[:SNIFF_BYTES])
@@ -46,9 +72,7 @@ def prepare(source: Source, tokenizer: Any, chunk_tokens: int) -> PreparedFile:
         detail = f" ({'; '.join(converted.warnings)})" if converted.warnings else ""
         raise IngestError(f"no text could be extracted{detail}")
 
-    def count(texts: Sequence[str]) -> list[int]:
-        return [len(e.ids) for e in tokenizer.encode_batch(list(texts), add_special_tokens=False)]
-
+    count = token_counter(tokenizer, chunk_tokens)
     tables = extract_tables(converted.document, converted.tables)
     by_ref = {t.self_ref: t for t in tables}
     chunks = chunk_items(items, count, chunk_tokens, by_ref, source.limits.max_table_chunks)

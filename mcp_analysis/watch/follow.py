@@ -24,6 +24,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp_analysis.watch.mirror import FolderMirror, SyncReport
 from mcp_analysis.watch.rules import relative_to_any
 from mcp_analysis.watch.settings import WatchSettings
+from mcp_analysis.watch.undecodable import path_in_error
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +32,7 @@ Signature = tuple[object, ...] | None
 
 RETRY_FIRST_SECONDS = 1.0
 RETRY_MAX_SECONDS = 60.0
+RESTART_SECONDS = 1.0  # before the OS watcher is set up again after it failed
 
 
 def signature(path: Path) -> Signature:
@@ -78,25 +80,46 @@ class FolderWatcher:
 
     def _wanted(self, _change: object, raw: str) -> bool:
         found = relative_to_any(Path(raw), self.mirror.folders)
-        return found is not None and not self.mirror.rules.ignored(found[1])
+        if found is None or self.mirror.rules.ignored(found[1]):
+            return False
+        own = self.mirror.own_folder  # the knowledge base's writes are no file events to follow
+        return own is None or not (Path(raw) == own or Path(raw).is_relative_to(own))
 
     async def _events(self, send: MemoryObjectSendStream[set[Path]], *, task_status: TaskStatus[None]) -> None:
         import watchfiles
+        from watchfiles._rust_notify import WatchfilesRustInternalError
 
         logging.getLogger("watchfiles").setLevel(logging.WARNING)  # it logs every batch at INFO; we log what we did
         step = max(1, int(self.settings.debounce_seconds * 1000))
-        changes = watchfiles.awatch(
-            *self.mirror.folders,
-            watch_filter=self._wanted,
-            step=step,
-            debounce=max(1600, 4 * step),
-            recursive=True,
-            ignore_permission_denied=True,
-        )
-        task_status.started()  # the OS watcher is set up by the first step of the loop below
+        started = False
         async with send:
-            async for batch in changes:
-                await send.send({Path(raw) for _, raw in batch})
+            while True:
+                changes = watchfiles.awatch(
+                    *self.mirror.folders,
+                    watch_filter=self._wanted,
+                    step=step,
+                    debounce=max(1600, 4 * step),
+                    recursive=True,
+                    ignore_permission_denied=True,
+                )
+                if not started:
+                    task_status.started()  # the OS watcher is set up by the first step of the loop below
+                    started = True
+                lost: list[Exception] = []
+                try:
+                    async for batch in changes:
+                        await send.send({Path(raw) for _, raw in batch})
+                    return
+                except* WatchfilesRustInternalError as failed:  # raised from watchfiles' own task group
+                    lost += failed.exceptions
+                # The OS watcher gives up on a batch it cannot report (a file name that is not UTF-8):
+                # that batch is lost, so the folders are mirrored whole, and watched anew.
+                log.warning("watch: file events were lost (%s); mirroring the folders again", lost[0])
+                named = path_in_error(str(lost[0]))
+                if named is not None:
+                    self.mirror.undecodable.note(named)
+                await send.send(set(self.mirror.folders))
+                await anyio.sleep(RESTART_SECONDS)
 
     async def _follow(self, receive: MemoryObjectReceiveStream[set[Path]]) -> None:
         pending: set[Path] = set()

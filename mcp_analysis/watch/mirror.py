@@ -17,10 +17,12 @@ import anyio
 
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.ingest import formats
+from mcp_analysis.ingest.files import inside, knowledge_base_directory
 from mcp_analysis.ingest.lock import ingest_lock
 from mcp_analysis.ingest.pipeline import Ingestor, IngestReport
 from mcp_analysis.store.models import DocumentMeta
 from mcp_analysis.watch.rules import FileRules, relative_to_any
+from mcp_analysis.watch.undecodable import UndecodableNames
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +75,8 @@ class FolderMirror:
         self.folders = list(folders)
         self.rules = rules
         self.ingestor = Ingestor(kb)
+        self.own_folder = knowledge_base_directory(kb.store.path)  # inside a watched folder: never followed
+        self.undecodable = UndecodableNames()
 
     async def sync(self) -> SyncReport:
         """Mirror every folder whole (at start, and for `mcp-analysis sync`)."""
@@ -84,11 +88,11 @@ class FolderMirror:
         scopes = [p for p in dict.fromkeys(paths) if relative_to_any(p, self.folders) is not None]
         if not scopes:
             return report
-        files, unsupported = await anyio.to_thread.run_sync(self._followed, scopes)
-        report.unsupported += [str(p) for p in unsupported]
+        files, unread = await anyio.to_thread.run_sync(self._followed, scopes)
+        report.unsupported += [str(p) for p in unread if formats.find(p.name) is None and p.suffix]
         if files:
             report.take(await self.ingestor.add(files))
-        present = {p.resolve().as_uri() for p in files + unsupported}
+        present = {p.resolve().as_uri() for p in files + unread}
         scope_uris = [p.as_uri() for p in scopes]
         metas = await self.kb.store.all_meta() if self.kb.store.ready else []
         stale = [m for m in metas if m.uri not in present and any(_inside(m.uri, s) for s in scope_uris)]
@@ -96,30 +100,40 @@ class FolderMirror:
         return report
 
     def _followed(self, scopes: Sequence[Path]) -> tuple[list[Path], list[Path]]:
-        """(followed files of a supported type, followed files of an unsupported one) under the scopes."""
+        """(followed files to read, followed files to leave unread: of an unsupported type, or named
+        so that the watcher cannot report them and unchanged) under the scopes."""
         files: list[Path] = []
         for scope in scopes:
             folder, relative = relative_to_any(scope, self.folders) or (scope, Path())
+            if inside(scope, self.own_folder):
+                continue
             if scope.is_file():
                 if self.rules.follows(relative):
                     files.append(scope)
             elif scope.is_dir() and not self.rules.ignored(relative):
                 files += self._walk(folder, scope)
-        supported, unsupported = [], []
+        supported, unsupported, left_be = [], [], []
         for path in dict.fromkeys(files):
+            if self.undecodable.unchanged(path):  # reading it again would only fail the watcher again
+                left_be.append(path)
+                continue
             # A known suffix or name, or none (the ingest sniffs those for text); an unknown suffix
             # is counted, not failed. Never opened here: a FIFO would block the watcher.
             if formats.find(path.name) is None and path.suffix:
                 unsupported.append(path)
                 continue
             supported.append(path)
-        return supported, unsupported
+        return supported, unsupported + left_be  # both kept in the knowledge base, neither read
 
     def _walk(self, folder: Path, top: Path) -> list[Path]:
         found: list[Path] = []
         for root, dirs, names in os.walk(top):
             base = Path(root)
-            dirs[:] = sorted(d for d in dirs if not self.rules.ignored((base / d).relative_to(folder)))
+            dirs[:] = sorted(
+                d
+                for d in dirs
+                if not self.rules.ignored((base / d).relative_to(folder)) and not inside(base / d, self.own_folder)
+            )
             for name in sorted(names):
                 path = base / name
                 if self.rules.follows(path.relative_to(folder)) and path.is_file():

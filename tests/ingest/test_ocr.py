@@ -73,3 +73,23 @@ def test_pdf_pages_without_a_text_layer_are_ocred_and_recorded(tmp_path: Path) -
         "page 2: no text layer (OCR is off: ingest.ocr)",
         "page 3: no text layer (OCR is off: ingest.ocr)",
     ]
+
+
+def test_ocr_past_its_share_of_the_time_bound_keeps_the_pages_read_and_names_the_rest(tmp_path: Path) -> None:
+    """A long scan keeps what OCR read in time; the pages left are one warning naming the setting."""
+    from fpdf import FPDF
+
+    scan = write_scan(tmp_path / "scan.png")
+    pdf = FPDF()
+    for _ in range(4):
+        pdf.add_page()
+        pdf.image(str(scan), x=10, y=20, w=190)
+    pdf.output(str(tmp_path / "scans.pdf"))
+    converted = convert_file(tmp_path / "scans.pdf", max_seconds=0.001)  # spent once the first page is read
+    assert converted.ocr_pages == [1]
+    assert converted.warnings == [
+        "3 pages (2-4) not read by OCR: it had used its share of the 0.001 s per file "
+        "(raise ingest.max_seconds_per_file to read them)"
+    ]
+    scanned = " ".join(i.text for i in extract_items(converted.document))
+    assert _recall(SCAN_TEXT, scanned) >= 0.9, scanned

@@ -277,3 +277,20 @@ def test_killed_ingest_leaves_no_half_document_and_rerun_completes(tmp_path: Pat
         await kb.close()
 
     anyio.run(check)
+
+
+async def test_a_folder_holding_the_knowledge_base_is_added_without_the_knowledge_base(tmp_path: Path) -> None:
+    folder = tmp_path / "work"
+    folder.mkdir()
+    write_markdown(folder / "log.md")
+    kb = await KnowledgeBase.open(make_settings(folder / "kb.lancedb"), create=True)
+    try:
+        await Ingestor(kb).add([folder / "log.md"])  # the store now holds .json, .lance, .txn files
+        again = await Ingestor(kb).add([folder, folder / "kb.lancedb"])
+        assert again.added == [] and again.unchanged == [(folder / "log.md").as_uri()]
+        assert [reason for _, reason in again.skipped] == [
+            "is the knowledge base's own folder, never added as documents"
+        ]
+        assert [Path(m.uri).name for m in await kb.store.all_meta()] == ["log.md"]
+    finally:
+        await kb.close()

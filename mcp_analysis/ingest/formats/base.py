@@ -178,12 +178,25 @@ def looks_like_text(head: bytes) -> bool:
 
 
 def decode_text(data: bytes) -> str:
-    """Bytes of a text file as text: UTF-8 (with or without BOM), else cp1252, else latin-1."""
+    """Bytes of a text file as text: UTF-8 (with or without BOM); else line by line, since files
+    pasted together from several exports mix encodings: each line UTF-8 where it is valid UTF-8,
+    else cp1252, else latin-1 (one cp1252 line never turns the UTF-8 lines into mojibake)."""
     if b"\x00" in data:
         raise IngestError("looks like a binary file, not text (it contains NUL bytes)")
-    for encoding in ("utf-8-sig", "cp1252"):
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        pass
+    lines = data.splitlines(keepends=True)
+    if lines and lines[0].startswith(b"\xef\xbb\xbf"):
+        lines[0] = lines[0][3:]
+    return "".join(_decode_line(line) for line in lines)
+
+
+def _decode_line(line: bytes) -> str:
+    for encoding in ("utf-8", "cp1252"):
         try:
-            return data.decode(encoding)
+            return line.decode(encoding)
         except UnicodeDecodeError:
             continue
-    return data.decode("latin-1")
+    return line.decode("latin-1")

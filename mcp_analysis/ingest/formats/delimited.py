@@ -31,12 +31,19 @@ def convert(source: Source) -> Converted:
     text = decode_text(source.data)
     suffix = source.suffix
     dialect = _dialect(text[:_SNIFF_CHARS], suffix)
+    # The csv module refuses a cell over 128 KB (a JSON blob, a pasted document); the file's size
+    # already bounds what a cell can hold.
+    csv.field_size_limit(max(csv.field_size_limit(), len(text) + 1))
     encoder = CsvLines()
     lines: list[str] = []
     width = 0
     pending_empty = 0
+    row_start = last_row_end = 0  # physical lines before the last row read, and after it
     try:
-        for row in csv.reader(io.StringIO(text, newline=""), dialect):
+        reader = csv.reader(io.StringIO(text, newline=""), dialect)
+        for row in reader:
+            if row:
+                last_row_end, row_start = reader.line_num, last_row_end
             cells = [written_cell(c) for c in row]
             while cells and not cells[-1]:
                 cells.pop()
@@ -57,5 +64,24 @@ def convert(source: Source) -> Converted:
         raise IngestError("no rows")
     doc = DoclingDocument(name=source.stem)
     result = Converted(doc, "csv" if suffix != ".tsv" else "tsv")
+    if unclosed := _unclosed_quote(text, dialect, row_start):
+        result.warnings.append(unclosed)
     result.tables.append(add_rows_table(doc, source.stem, lines, width))
     return result
+
+
+def _unclosed_quote(text: str, dialect: type[csv.Dialect] | csv.Dialect, row_start: int) -> str | None:
+    """A quote opened in the last row and never closed makes the csv module read the rest of
+    the file as one cell: said in a warning (the rows are kept as read, nothing is dropped)."""
+    tail = io.StringIO(text, newline="").readlines()[row_start:]  # the lines the reader counted
+    if len(tail) < 2:
+        return None
+    try:
+        for _ in csv.reader(io.StringIO("".join(tail), newline=""), dialect, strict=True):
+            pass
+    except csv.Error:
+        return (
+            f"a quote opened on line {row_start + 1} is never closed: its {len(tail):,} lines to the end "
+            "of the file are read as one cell; close the quote and add the file again"
+        )
+    return None

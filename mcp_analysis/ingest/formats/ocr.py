@@ -10,12 +10,14 @@ without a text layer is read, never at server start.
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from mcp_analysis.errors import IngestError
 
 MIN_CONFIDENCE = 30.0  # a line tesseract is less sure of than this is noise (speckles, photos)
+OCR_SHARE = 0.6  # of ingest.max_seconds_per_file: OCR stops there, so the pages read are kept
 MAX_PIXELS = 60_000_000  # larger images are scaled down first (a 300 dpi A0 poster is ~140 MP)
 _lock = threading.Lock()
 _api: Any = None
@@ -31,6 +33,36 @@ class OcrLine:
     right: int
     bottom: int
     confidence: float
+
+
+class OcrBudget:
+    """The time one file's OCR may take: a share of `ingest.max_seconds_per_file`, so a 300-page
+    scan keeps the pages read in time (the rest named in one warning) instead of losing them all
+    when the worker is stopped at the bound. The first page is always read."""
+
+    def __init__(self, max_seconds: float) -> None:
+        self.max_seconds = max_seconds
+        self.until = time.monotonic() + max_seconds * OCR_SHARE
+        self.used = False
+        self.left_out: list[int] = []
+
+    def allows(self, page: int) -> bool:
+        """Whether OCR may read `page` now (False: it is listed in `left_out`)."""
+        if self.used and time.monotonic() >= self.until:
+            self.left_out.append(page)
+            return False
+        self.used = True
+        return True
+
+    def warning(self) -> str | None:
+        if not self.left_out:
+            return None
+        first, last = self.left_out[0], self.left_out[-1]
+        pages = f"page {first}" if first == last else f"{len(self.left_out)} pages ({first}-{last})"
+        return (
+            f"{pages} not read by OCR: it had used its share of the {self.max_seconds:g} s per file "
+            "(raise ingest.max_seconds_per_file to read them)"
+        )
 
 
 def _engine() -> Any:

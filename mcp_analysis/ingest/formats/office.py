@@ -36,6 +36,31 @@ def check_unpacked(source: Source) -> None:
     BoundedZip(source)
 
 
+# A part only one kind of zip-based file has, and what that kind is called and named.
+_KINDS = (
+    ("word/document.xml", "a Word document", ".docx"),
+    ("xl/workbook.xml", "an Excel workbook", ".xlsx"),
+    ("ppt/presentation.xml", "a PowerPoint deck", ".pptx"),
+    ("META-INF/container.xml", "an e-book", ".epub"),
+)
+
+
+def another_kind(data: bytes, expected: str) -> str:
+    """For a file that its reader refused: "; it is a Word document: rename it .docx" when the
+    archive is another office kind than `expected` (a suffix), else ""."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            names = set(archive.namelist())
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return ""
+    for part, kind, suffix in _KINDS:
+        if part in names and suffix != expected:
+            return f"; it is {kind}: rename it {suffix}"
+    if not any(part in names for part, _, _ in _KINDS) and "mimetype" not in names:
+        return "; it is a plain zip archive, not an office file"
+    return ""
+
+
 def encrypted_message(kind: str) -> str:
     return f"the {kind} is password-protected (encrypted); add a copy saved without a password"
 

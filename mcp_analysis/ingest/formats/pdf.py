@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from mcp_analysis.errors import IngestError
 from mcp_analysis.ingest.formats.base import Converted, Source, check_items
+from mcp_analysis.ingest.formats.ocr import OcrBudget
 from mcp_analysis.ingest.formats.pdf_lines import Line, page_lines
 
 _OCR_SAYS = {"auto": " and no recognisable text", "off": " (OCR is off: ingest.ocr)"}
@@ -31,23 +32,29 @@ def convert(source: Source) -> Converted:
         lines_seen = 0
         ocr_pages: list[int] = []
         warnings: list[str] = []
+        budget = OcrBudget(source.limits.max_seconds)
         for index in range(len(pdf)):
             page = pdf[index]
             sizes.append((float(page.get_width()), float(page.get_height())))
             lines = page_lines(page, index + 1)
             if not lines and source.limits.ocr == "auto":
-                from mcp_analysis.ingest.formats.pdf_ocr import ocr_page_lines
+                if budget.allows(index + 1):  # else named in the budget's one warning
+                    from mcp_analysis.ingest.formats.pdf_ocr import ocr_page_lines
 
-                lines = ocr_page_lines(page, index + 1)
-                if lines:
-                    ocr_pages.append(index + 1)
-            if not lines:
+                    lines = ocr_page_lines(page, index + 1)
+                    if lines:
+                        ocr_pages.append(index + 1)
+                    else:
+                        warnings.append(f"page {index + 1}: no text layer" + _OCR_SAYS["auto"])
+            elif not lines:
                 warnings.append(f"page {index + 1}: no text layer" + _OCR_SAYS[source.limits.ocr])
             pages.append(lines)
             lines_seen += len(pages[-1])
             check_items(source, lines_seen, "lines of text")
     finally:
         pdf.close()
+    if (left_out := budget.warning()) is not None:
+        warnings.append(left_out)
 
     if not any(pages):
         raise IngestError("the PDF has no text layer" + _OCR_SAYS[source.limits.ocr])

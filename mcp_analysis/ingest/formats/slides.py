@@ -17,7 +17,13 @@ from docling_core.types.doc import BoundingBox, DocItemLabel, DoclingDocument, P
 from mcp_analysis.errors import IngestError
 from mcp_analysis.ingest.formats.base import Converted, Source, check_items
 from mcp_analysis.ingest.formats.cells import add_table, cell_text, written_cell
-from mcp_analysis.ingest.formats.office import check_unpacked, encrypted_message, is_encrypted_ooxml, reason
+from mcp_analysis.ingest.formats.office import (
+    another_kind,
+    check_unpacked,
+    encrypted_message,
+    is_encrypted_ooxml,
+    reason,
+)
 
 SUFFIXES = (".pptx",)
 _EMU_PER_POINT = 12700
@@ -32,7 +38,8 @@ def convert(source: Source) -> Converted:
     try:
         deck = Presentation(io.BytesIO(source.data))
     except Exception as exc:
-        raise IngestError(f"not a readable slide deck, damaged or another format ({reason(exc)})") from None
+        kind = another_kind(source.data, ".pptx")
+        raise IngestError(f"not a readable slide deck, damaged or another format ({reason(exc)}){kind}") from None
     slides = list(deck.slides)
     check_items(source, len(slides), "slides")
     width = (deck.slide_width or 9144000) / _EMU_PER_POINT
