@@ -188,17 +188,25 @@ class LegacySessionGuard:
             await _refuse(send, 429 if "max_live_per_client" in refusal else 503, refusal, retry)
             return
 
+        pending = True  # this request's place, until its session is counted as open (or it failed)
+
         async def watch_opening(message: Any) -> None:
+            nonlocal pending
             if message["type"] == "http.response.start" and message.get("status", 500) < 400:
                 issued = dict(message.get("headers", [])).get(b"mcp-session-id")
-                if issued:
+                if issued and pending:
+                    # One count at a time: the place turns into the open session, never both at once
+                    # (a concurrent `admit` would see this client one session fuller than it is).
+                    pending = False
+                    self.sessions.settled(client)
                     self.sessions.opened(issued.decode("latin-1"), client)
             await send(message)
 
         try:
             await self.app(scope, receive, watch_opening)
         finally:
-            self.sessions.settled(client)
+            if pending:
+                self.sessions.settled(client)
 
     def _watch_for_a_call(self, session_id: str, receive: Any) -> Any:
         body = bytearray()
