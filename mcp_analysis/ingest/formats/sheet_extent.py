@@ -3,8 +3,8 @@
 calamine holds a sheet as a dense grid of its bounding box: one value in A1 and one in
 XFD1048576 make 17 billion cells, an allocation that aborts the process. A sheet's XML is
 scanned here in pieces (through BoundedZip, so it is bounded too) for the cells that hold
-a value, as calamine counts them (a styled empty cell `<c r="X9" s="1"/>` is not one), so a
-sheet whose grid is too large is refused by name before it is built.
+a value, as calamine counts them (a styled empty cell, `<c r="X9" s="1"/>` or `<c r="X9"></c>`,
+is not one), so a sheet whose grid is too large is refused by name before it is built.
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from xml.etree import ElementTree
 from mcp_analysis.errors import IngestError
 from mcp_analysis.ingest.formats.base import MB, BoundedZip
 
-_TAG = re.compile(rb"<(?:[\w.-]+:)?(row|c)(\s[^>]*?)?(/?)>")
+# `[^<>]`, not `[^>]`: a run of unclosed "<c " would otherwise make each match scan to the end
+# (quadratic time). An empty `<c ...></c>` holds no value either, as calamine counts cells.
+_TAG = re.compile(rb"<(?:[\w.-]+:)?(row|c)(\s[^<>]*?)?(/?)>(\s*</(?:[\w.-]+:)?c>)?")
 _REF = re.compile(rb"""\sr\s*=\s*["']([A-Z]{1,3})?([0-9]{1,7})["']""")
 _OVERLAP = 4096  # a tag cut between two pieces is whole in the next one (tags here are short)
 _RELATIONSHIP = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id"
@@ -79,7 +81,7 @@ def measure(archive: BoundedZip, part: str) -> Extent | None:
             if match.group(1) == b"row":
                 row = int(ref.group(2)) if ref else row + 1
                 continue
-            if match.group(3):  # <c .../>: no value, and calamine leaves it out of the grid
+            if match.group(3) or match.group(4):  # <c .../> or <c ...></c>: no value, not in calamine's grid
                 continue
             cell_row = int(ref.group(2)) if ref else row
             column = _column(ref.group(1)) if ref and ref.group(1) else 1
