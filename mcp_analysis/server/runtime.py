@@ -159,6 +159,8 @@ class Runtime:
                     await self._stop.wait()
                     tg.cancel_scope.cancel()
             warming.cancel()
+            with anyio.move_on_after(30):  # a load in a thread cannot be abandoned: let it end first
+                await self.warmed.wait()
             await kb.close()
         except Exception as exc:
             self._failure = exc
