@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 
 from docling_core.types.doc import DoclingDocument
 
@@ -73,15 +74,17 @@ def convert(source: Source) -> Converted:
 def _unclosed_quote(text: str, dialect: type[csv.Dialect] | csv.Dialect, row_start: int) -> str | None:
     """A quote opened in the last row and never closed makes the csv module read the rest of
     the file as one cell: said in a warning (the rows are kept as read, nothing is dropped)."""
-    tail = io.StringIO(text, newline="").readlines()[row_start:]  # the lines the reader counted
-    if len(tail) < 2:
+    # The lines the reader counted, from the last row's start (never a list of every line of the file).
+    tail = "".join(itertools.islice(io.StringIO(text, newline=""), row_start, None))
+    lines = sum(1 for _ in io.StringIO(tail, newline=""))
+    if lines < 2:
         return None
     try:
-        for _ in csv.reader(io.StringIO("".join(tail), newline=""), dialect, strict=True):
+        for _ in csv.reader(io.StringIO(tail, newline=""), dialect, strict=True):
             pass
     except csv.Error:
         return (
-            f"a quote opened on line {row_start + 1} is never closed: its {len(tail):,} lines to the end "
+            f"a quote opened on line {row_start + 1} is never closed: its {lines:,} lines to the end "
             "of the file are read as one cell; close the quote and add the file again"
         )
     return None
