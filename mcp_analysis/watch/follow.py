@@ -32,7 +32,8 @@ Signature = tuple[object, ...] | None
 
 RETRY_FIRST_SECONDS = 1.0
 RETRY_MAX_SECONDS = 60.0
-RESTART_SECONDS = 1.0  # before the OS watcher is set up again after it failed
+RESTART_SECONDS = 1.0  # before the OS watcher is set up again after it failed; doubles while it keeps failing
+RESTART_MAX_SECONDS = 60.0
 
 
 def signature(path: Path) -> Signature:
@@ -92,8 +93,10 @@ class FolderWatcher:
         logging.getLogger("watchfiles").setLevel(logging.WARNING)  # it logs every batch at INFO; we log what we did
         step = max(1, int(self.settings.debounce_seconds * 1000))
         started = False
+        failures = 0
         async with send:
             while True:
+                resync = failures > 0  # events since the failure are lost: mirror whole once watched anew
                 changes = watchfiles.awatch(
                     *self.mirror.folders,
                     watch_filter=self._wanted,
@@ -101,6 +104,8 @@ class FolderWatcher:
                     debounce=max(1600, 4 * step),
                     recursive=True,
                     ignore_permission_denied=True,
+                    rust_timeout=1000 if resync else None,
+                    yield_on_timeout=resync,  # the first (maybe empty) batch: the OS watcher is set up
                 )
                 if not started:
                     task_status.started()  # the OS watcher is set up by the first step of the loop below
@@ -108,18 +113,24 @@ class FolderWatcher:
                 lost: list[Exception] = []
                 try:
                     async for batch in changes:
-                        await send.send({Path(raw) for _, raw in batch})
+                        if resync:
+                            await send.send(set(self.mirror.folders))
+                            resync, failures = False, 0
+                        if batch:
+                            await send.send({Path(raw) for _, raw in batch})
                     return
-                except* WatchfilesRustInternalError as failed:  # raised from watchfiles' own task group
+                except* (WatchfilesRustInternalError, OSError) as failed:  # also from watchfiles' task group
                     lost += failed.exceptions
-                # The OS watcher gives up on a batch it cannot report (a file name that is not UTF-8):
-                # that batch is lost, so the folders are mirrored whole, and watched anew.
-                log.warning("watch: file events were lost (%s); mirroring the folders again", lost[0])
+                # The OS watcher gave up: on a batch it cannot report (a file name that is not UTF-8),
+                # or on the folders (the system's limit of watches, a folder unmounted). Events are lost
+                # meanwhile, so once it is set up again the folders are mirrored whole.
+                failures += 1
+                delay = min(RESTART_MAX_SECONDS, RESTART_SECONDS * 2 ** (failures - 1))
+                log.warning("watch: file events were lost (%s); mirroring the folders again in %.0f s", lost[0], delay)
                 named = path_in_error(str(lost[0]))
                 if named is not None:
                     self.mirror.undecodable.note(named)
-                await send.send(set(self.mirror.folders))
-                await anyio.sleep(RESTART_SECONDS)
+                await anyio.sleep(delay)
 
     async def _follow(self, receive: MemoryObjectReceiveStream[set[Path]]) -> None:
         pending: set[Path] = set()
