@@ -63,6 +63,14 @@ class SyncReport:
         return ", ".join(parts) + f" ({self.chunks} chunks written)"
 
 
+def _utf8(path: Path) -> bool:
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:  # undecodable bytes of the name, kept as surrogates
+        return False
+    return True
+
+
 def _inside(uri: str, scope_uri: str) -> bool:
     return uri == scope_uri or uri.startswith(scope_uri.rstrip("/") + "/")
 
@@ -114,6 +122,8 @@ class FolderMirror:
                 files += self._walk(folder, scope)
         supported, unsupported, left_be = [], [], []
         for path in dict.fromkeys(files):
+            if not _utf8(path):  # noted now, not only once the OS watcher failed a batch on it
+                self.undecodable.note(path)
             if self.undecodable.unchanged(path):  # reading it again would only fail the watcher again
                 left_be.append(path)
                 continue
