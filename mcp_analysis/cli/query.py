@@ -33,7 +33,9 @@ def search(
     context: Annotated[
         int | None,
         typer.Option(
-            "--context", min=40, help="Characters of each hit's passage to show (default search.context_chars, 900)."
+            "--context",
+            min=40,
+            help="Characters of each hit's passage to show, on average (default search.context_chars, 900).",
         ),
     ] = None,
     filter: FilterOption = None,
@@ -59,22 +61,24 @@ def search(
 
 
 def print_hits(results: list[SearchResult], query: str, chars: int) -> None:
-    """Each hit as a rule with its title, then the passage around the match (at most `chars`)."""
+    """Each hit as a rule with its title, then the passage around the match: `chars` characters
+    each on average, shared as the `search` tool shares them (search/budget.py)."""
+    from mcp_analysis.search.models import SearchHit
+
     if not results:
         out.print("no results")
     cut = False
-    for r in results:
+    for r, hit in zip(results, SearchHit.all_of(results, query, chars), strict=True):
         pages = f" p.{','.join(map(str, r.page_numbers))}" if r.page_numbers else ""
         out.rule(escape(f"{r.rank}. {r.document_title}{pages}  score {r.score:.4f}"))
         out.print(f"[dim]{escape(r.document_uri)}  chunk {r.chunk_id}[/dim]")
         if r.headings:
             out.print(f"[bold]{escape(' > '.join(r.headings))}[/bold]")
-        passage = r.excerpt(query, chars)
-        cut = cut or len(passage) < len(r.content.strip())
-        out.print(passage, markup=False, highlight=False)
+        cut = cut or len(hit.content) < hit.full_chars
+        out.print(hit.content, markup=False, highlight=False)
     if cut:
         out.print(
-            f"[dim](passages of up to {chars:,} characters around the match; --context {4 * chars} shows more, "
+            f"[dim](passages of {chars:,} characters on average around the match; --context {4 * chars} shows more, "
             "--json every passage whole)[/dim]",
             highlight=False,
         )
