@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from mcp_analysis.charts.models import Chart
 from mcp_analysis.search.models import SearchResult
@@ -88,6 +88,7 @@ class AnalysisState(BaseModel):
     analysis_number: int = 1
     charts: list[Chart] = Field(default_factory=list)
     chart_counter: int = 0
+    _executions_chars: int | None = PrivateAttr(None)  # sum of _execution_chars(executions); None: not yet summed
 
     def record_search(self, query: str, results: list[SearchResult]) -> None:
         self.searches.pop(query, None)
@@ -98,12 +99,18 @@ class AnalysisState(BaseModel):
             size -= _search_chars(oldest, self.searches.pop(oldest))
 
     def record_execution(self, entry: CodeExecutionEntry) -> None:
+        # The kept executions' size is carried from call to call (summed once after a load), not
+        # summed over up to MAX_EXECUTIONS_KEPT entries on every call.
+        size = self._executions_chars
+        if size is None:
+            size = sum(_execution_chars(e) for e in self.executions)
         self.executions.append(entry)
-        size = sum(_execution_chars(e) for e in self.executions)
+        size += _execution_chars(entry)
         while len(self.executions) > 1 and (
             len(self.executions) > MAX_EXECUTIONS_KEPT or size > MAX_EXECUTION_CHARS_KEPT
         ):
             size -= _execution_chars(self.executions.pop(0))
+        self._executions_chars = size
 
     def record_charts(self, charts: list[Chart], execution: int, most: int, most_bytes: int) -> None:
         """Keep `charts` (drawn by `execution`); the oldest go first past `most` charts or `most_bytes`.
@@ -123,6 +130,7 @@ class AnalysisState(BaseModel):
     def start_new_analysis(self) -> None:
         """Clear executions, citations, searches and charts; keep citation_index and the filter."""
         self.executions.clear()
+        self._executions_chars = 0
         self.citations.clear()
         self.searches.clear()
         self.charts.clear()
