@@ -109,3 +109,26 @@ REVENUE_ROWS = [
     {"quarter": "Q3 2025", "revenue": 14600000},
     {"quarter": "Q4 2025", "revenue": 15300000},
 ]
+
+
+#: Chart specs a hostile program may pass to `chart()` (as code), and what the refusal says.
+HOSTILE_SPECS = {
+    "a URL data source": ("{'data': {'url': 'https://example.com/rows.csv'}, 'mark': 'bar'}", "spec.data.url"),
+    "ten million points": (
+        "{'data': {'values': [0] * 10_000_000}, 'mark': 'point'}",
+        "holds 10,000,000 rows; a chart takes at most 5,000",
+    ),
+    "a 50 MB title": (
+        "{'title': 'x' * 50_000_000, 'data': {'values': [{'a': 1}]}, 'mark': 'point'}",
+        "spec.title is 50,000,000 characters",
+    ),
+    "deeply nested layers": ("nested(10_000)", "nested deeper than 24 levels"),
+}
+#: Defines `nested(depth)`, a spec nested `depth` layers deep, used by HOSTILE_SPECS.
+NESTED_SPEC = """
+def nested(depth):
+    spec = {'mark': 'point', 'data': {'values': [{'a': 1}]}}
+    for _ in range(depth):
+        spec = {'layer': [spec]}
+    return spec
+"""

@@ -11,31 +11,13 @@ from PIL import Image
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.session.analysis import AnalysisSession
 from tests.conftest import make_settings
+from tests.mcp_helpers import HOSTILE_SPECS as HOSTILE
+from tests.mcp_helpers import NESTED_SPEC as NESTED
+from tests.mcp_helpers import REVENUE_CHART as SHARED_REVENUE_CHART
 
 pytestmark = pytest.mark.anyio
 
-REVENUE_CHART = """
-import re
-from pathlib import Path
-revenue = []
-for doc in await list_documents():
-    if 'Quarterly Financial Report' not in doc['title']:
-        continue
-    text = Path('/documents/' + doc['id'] + '/content.txt').read_text()
-    m = re.search(r'Total revenue\\s*\\|\\s*\\$([\\d,]+)', text)
-    revenue.append({'quarter': doc['title'][-7:], 'revenue': int(m.group(1).replace(',', ''))})
-drawn = await chart({
-    '$schema': 'https://vega.github.io/schema/vega-lite/v5.json',
-    'title': 'Revenue per quarter, 2025',
-    'data': {'values': sorted(revenue, key=lambda r: r['quarter'])},
-    'mark': 'bar',
-    'encoding': {
-        'x': {'field': 'quarter', 'type': 'nominal', 'sort': None},
-        'y': {'field': 'revenue', 'type': 'quantitative', 'title': 'Revenue (USD)'},
-    },
-})
-print(drawn)
-"""
+REVENUE_CHART = SHARED_REVENUE_CHART + "print(drawn)\n"  # the test reads the summary it printed
 
 
 async def test_a_program_charts_revenue_per_quarter_from_the_sample_reports(kb: KnowledgeBase) -> None:
@@ -57,27 +39,6 @@ async def test_a_program_charts_revenue_per_quarter_from_the_sample_reports(kb: 
     assert "'rows': 4" in result.stdout
     # Charts are not part of the dumped result: every front door shows results exactly as before.
     assert "charts" not in result.model_dump()
-
-
-HOSTILE = {
-    "a URL data source": ("{'data': {'url': 'https://example.com/rows.csv'}, 'mark': 'bar'}", "spec.data.url"),
-    "ten million points": (
-        "{'data': {'values': [0] * 10_000_000}, 'mark': 'point'}",
-        "holds 10,000,000 rows; a chart takes at most 5,000",
-    ),
-    "a 50 MB title": (
-        "{'title': 'x' * 50_000_000, 'data': {'values': [{'a': 1}]}, 'mark': 'point'}",
-        "spec.title is 50,000,000 characters",
-    ),
-    "deeply nested layers": ("nested(10_000)", "nested deeper than 24 levels"),
-}
-NESTED = """
-def nested(depth):
-    spec = {'mark': 'point', 'data': {'values': [{'a': 1}]}}
-    for _ in range(depth):
-        spec = {'layer': [spec]}
-    return spec
-"""
 
 
 async def test_hostile_specs_are_refused_inside_the_code_and_the_session_goes_on(kb: KnowledgeBase) -> None:

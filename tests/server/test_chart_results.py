@@ -17,6 +17,8 @@ from mcp_analysis.config import Settings
 from mcp_analysis.server.app import create_server
 from mcp_analysis.tooling.fitting import cost
 from tests.conftest import make_settings
+from tests.mcp_helpers import HOSTILE_SPECS as HOSTILE
+from tests.mcp_helpers import NESTED_SPEC as NESTED
 from tests.mcp_helpers import REVENUE_CHART, REVENUE_ROWS, http_server, text
 
 pytestmark = pytest.mark.anyio
@@ -87,24 +89,6 @@ LINE_CHART = """
 print(drawn['chart'])
 await chart({'data': {'values': revenue}, 'mark': 'line', 'encoding': {
     'x': {'field': 'quarter', 'type': 'nominal'}, 'y': {'field': 'revenue', 'type': 'quantitative'}}})
-"""
-
-
-HOSTILE = {
-    "a URL data source": ("{'data': {'url': 'https://example.com/rows.csv'}, 'mark': 'bar'}", "spec.data.url"),
-    "ten million points": ("{'data': {'values': [0] * 10_000_000}, 'mark': 'point'}", "10,000,000 rows"),
-    "a 50 MB title": (
-        "{'title': 'x' * 50_000_000, 'data': {'values': [{'a': 1}]}, 'mark': 'point'}",
-        "spec.title is 50,000,000 characters",
-    ),
-    "deeply nested layers": ("nested(10_000)", "nested deeper than 24 levels"),
-}
-NESTED = """
-def nested(depth):
-    spec = {'mark': 'point', 'data': {'values': [{'a': 1}]}}
-    for _ in range(depth):
-        spec = {'layer': [spec]}
-    return spec
 """
 
 
