@@ -14,8 +14,6 @@ variables were kept.
 from __future__ import annotations
 
 import logging
-import os
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -31,6 +29,7 @@ from pydantic_monty import (
 
 from mcp_analysis.config import SandboxSettings
 from mcp_analysis.sandbox.hints import with_hint
+from mcp_analysis.sandbox.liveness import WorkerLiveness
 from mcp_analysis.sandbox.models import ExecutionResult
 from mcp_analysis.sandbox.output import OutputCollector, clip
 from mcp_analysis.sandbox.pool import WorkerPool
@@ -65,6 +64,7 @@ class Interpreter:
         self.on_state = on_state
         self.last_used = time.monotonic()
         self._session: AsyncMontySession | None = None
+        self._liveness: WorkerLiveness | None = None  # of the worker `_session` runs on
         self._lock = anyio.Lock()
         self._notice: str | None = None  # told with the next result (a state that could not be restored)
 
@@ -124,7 +124,7 @@ class Interpreter:
 
     async def _attach(self) -> AsyncMontySession:
         if self._session is not None:
-            if _alive(self._session):
+            if self._liveness is None or self._liveness.alive():
                 self.pool.touch(self)
                 return self._session
             # The worker died while idle (OOM killer, kill -9): reload the last good state.
@@ -156,10 +156,14 @@ class Interpreter:
             except Exception as exc:  # the plain host functions still answer search()/list_documents()
                 log.warning("Could not run the sandbox prelude: %s", exc)
         self._session = session
+        self._liveness = WorkerLiveness(session.worker_pid)
         return session
 
     async def _detach(self) -> None:
         session, self._session = self._session, None
+        if self._liveness is not None:
+            self._liveness.close()
+            self._liveness = None
         if session is not None:
             await self.pool.release(self, session)
 
@@ -306,25 +310,3 @@ async def _healthy(session: AsyncMontySession) -> bool:
     except Exception:
         return False
     return True
-
-
-def _alive(session: AsyncMontySession) -> bool:
-    """Whether the session's worker process still exists (a cheap signal-0 probe)."""
-    pid = session.worker_pid
-    if pid is None or sys.platform == "win32":  # Windows: os.kill(pid, 0) would terminate it
-        return True  # a turn is in flight on another thread; cannot tell, assume alive
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return _not_zombie(pid)
-
-
-def _not_zombie(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            return handle.read().split(b") ", 1)[1][:1] != b"Z"
-    except (OSError, IndexError):
-        return True

@@ -1,0 +1,62 @@
+"""Whether an interpreter's worker process still runs, asked before every call.
+
+A worker can die while its interpreter is idle (the OOM killer, kill -9); the next call
+must then restore the saved state on a fresh worker instead of failing. The question is
+asked on every `execute_code`, so it must cost next to nothing: on Linux a pidfd of the
+worker, opened once when the interpreter takes the worker, is polled without waiting
+(a few microseconds; it becomes readable when the process ends, zombie or reaped, and it
+can never name another process that reused the pid). Elsewhere, a signal-0 probe and, for
+a zombie, the process state in /proc (~0.1 ms).
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import sys
+
+
+class WorkerLiveness:
+    """Answers `alive()` for one worker process (`pid` None: unknown, assumed alive)."""
+
+    def __init__(self, pid: int | None) -> None:
+        self.pid = pid
+        self._fd: int | None = None
+        if pid is not None and hasattr(os, "pidfd_open"):
+            try:
+                self._fd = os.pidfd_open(pid)
+            except ProcessLookupError:
+                self._fd = -1  # already gone
+            except OSError:  # an old kernel, a seccomp filter: probe by signal instead
+                self._fd = None
+
+    def alive(self) -> bool:
+        if self._fd == -1:
+            return False
+        if self._fd is not None:
+            readable, _, _ = select.select([self._fd], [], [], 0)
+            return not readable
+        return _probe(self.pid)
+
+    def close(self) -> None:
+        if self._fd is not None and self._fd >= 0:
+            os.close(self._fd)
+        self._fd = None
+
+    __del__ = close  # an interpreter dropped without closing must not leak the descriptor
+
+
+def _probe(pid: int | None) -> bool:
+    if pid is None or sys.platform == "win32":  # Windows: os.kill(pid, 0) would terminate it
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().split(b") ", 1)[1][:1] != b"Z"
+    except (OSError, IndexError):
+        return True
