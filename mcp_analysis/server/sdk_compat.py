@@ -24,6 +24,11 @@ session manager's table of open sessions (``StreamableHTTPSessionManager._server
 session one timeout, fixed when it opens, while a session that never made a call should end
 much sooner than one in use.
 
+Whether a caller asked for progress (`progress_wanted`) is in the request's public ``_meta``
+on JSON-RPC transports; an in-process client's callback is known only to the SDK's direct
+dispatch context (``ServerSession._request_outbound``, unwrapped: ``_on_progress``). Asking spares every call
+that did not ask the task that would report progress each second.
+
 Everything else uses public API: paging ``resources/list`` and advertising
 ``resources.listChanged`` go through ``MCPServer.middleware``. If the SDK changes
 under this module, tests/server/test_sdk_compat.py fails loudly; at run time
@@ -59,6 +64,27 @@ def transport_session_id(session: Any) -> str | None:
     """
     connection = connection_of(session)
     return connection.session_id if connection is not None else None
+
+
+def progress_wanted(request: Any) -> bool:
+    """Whether the caller of this request (a ``ServerRequestContext``) listens for progress.
+
+    True when unsure: reporting progress nobody asked for is a no-op, missing it is not."""
+    meta = getattr(request, "meta", None) or {}
+    if meta.get("progress_token") is not None or meta.get("progressToken") is not None:
+        return True
+    # SDK 2.3: the request's ServerSession reports progress through its DispatchContext, kept
+    # here, maybe inside wrappers that keep the one they wrap as `_inner`.
+    dispatch = getattr(getattr(request, "session", None), "_request_outbound", None)
+    for _ in range(4):
+        if not hasattr(dispatch, "_inner"):
+            break
+        dispatch = dispatch._inner  # type: ignore[union-attr]
+    if hasattr(dispatch, "_progress_token"):  # JSON-RPC: the token came from `_meta`, read above
+        return dispatch._progress_token is not None  # type: ignore[union-attr]
+    if hasattr(dispatch, "_on_progress"):  # in-process (direct) dispatch: the client's callback
+        return dispatch._on_progress is not None  # type: ignore[union-attr]
+    return True
 
 
 def lowlevel_server(server: MCPServer) -> Server:

@@ -9,17 +9,18 @@ with a message naming what moved.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import Client
+from mcp import Client, StdioServerParameters
 from mcp.server import MCPServer
 from mcp.server.connection import Connection
 from mcp.server.mcpserver import Context
 
 from mcp_analysis.server.app import create_server
-from mcp_analysis.server.sdk_compat import connection_of, transport_session_id
+from mcp_analysis.server.sdk_compat import connection_of, progress_wanted, transport_session_id
 from tests.conftest import SAMPLE_DOCUMENTS, make_settings
 
 pytestmark = pytest.mark.anyio
@@ -116,3 +117,42 @@ async def test_legacy_sessions_and_their_idle_timeout_are_reachable() -> None:
                 break
             await anyio.sleep(0.1)
         assert session_id not in open_legacy_sessions(manager)
+
+
+PROGRESS_PROBE = """
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp_analysis.server.sdk_compat import progress_wanted
+
+server = MCPServer("probe")
+
+@server.tool()
+async def probe(ctx: Context) -> bool:
+    return progress_wanted(ctx.request_context)
+
+server.run()
+"""
+
+
+async def test_a_tool_knows_whether_its_caller_listens_for_progress(tmp_path: Path) -> None:
+    async def listen(progress: float, total: float | None, message: str | None) -> None:
+        pass
+
+    server = MCPServer("probe")
+
+    @server.tool()
+    async def probe(ctx: Context) -> bool:
+        return progress_wanted(ctx.request_context)
+
+    script = tmp_path / "probe.py"
+    script.write_text(PROGRESS_PROBE)
+    over_stdio = StdioServerParameters(command=sys.executable, args=[str(script)], cwd=str(Path.cwd()))
+    for target in (server, over_stdio):  # in-process (direct dispatch) and JSON-RPC over a pipe
+        async with Client(target) as client:
+            asked = await client.call_tool("probe", {}, progress_callback=listen)
+            not_asked = await client.call_tool("probe", {})
+        assert asked.structured_content == {"result": True}, target
+        assert not_asked.structured_content == {"result": False}, (
+            f"{target}: mcp SDK changed: progress_wanted cannot tell a caller without a progress token; "
+            "update mcp_analysis/server/sdk_compat.py"
+        )
