@@ -10,13 +10,23 @@ caller uses pandas (tests/store/test_lance_import.py).
 LanceDB's namespace client (~30 MB, half of LanceDB's import time) is imported only when
 something uses it, such as a namespace or remote connection (see deferred_modules); a
 directory or object-store connection never does.
+
+Below Python 3.12 LanceDB marks the methods its connection classes override with the
+``overrides`` package, whose decorator disassembles the caller's frame for each of the ~100
+methods (~0.2 s, a third of LanceDB's import time); from 3.12 it uses ``typing.override``, a
+marker. LanceDB is imported here as on 3.12 (`_overrides_as_on_python_312`); the ``overrides``
+package itself is left as it is for anyone else.
 """
 
 from __future__ import annotations
 
 import sys
+import typing
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from importlib.abc import MetaPathFinder
 from importlib.machinery import ModuleSpec
+from types import ModuleType
 from typing import Any
 
 from mcp_analysis.store.deferred_modules import deferring
@@ -43,9 +53,41 @@ def _import_dataset_without_pandas() -> None:
         sys.meta_path.remove(hidden)
 
 
+def _mark_override(method: Any) -> Any:
+    """What ``typing.override`` does on Python 3.12: mark the method, check nothing."""
+    with suppress(AttributeError, TypeError):
+        method.__override__ = True
+    return method
+
+
+class _EnforceNothing:
+    """LanceDB's own stand-in for ``overrides.EnforceOverrides`` on Python 3.12+."""
+
+
+@contextmanager
+def _overrides_as_on_python_312() -> Iterator[None]:
+    """While LanceDB is imported, ``from overrides import ...`` gets what LanceDB uses on 3.12."""
+    if sys.version_info >= (3, 12):
+        yield
+        return
+    shim = ModuleType("overrides")
+    shim.override = _mark_override  # type: ignore[attr-defined]
+    shim.EnforceOverrides = _EnforceNothing  # type: ignore[attr-defined]
+    shim.final = typing.final  # type: ignore[attr-defined]
+    saved = sys.modules.get("overrides")
+    sys.modules["overrides"] = shim
+    try:
+        yield
+    finally:
+        if saved is None:
+            sys.modules.pop("overrides", None)
+        else:
+            sys.modules["overrides"] = saved
+
+
 _import_dataset_without_pandas()
 
-with deferring(NAMESPACE_CLIENT, real=("lance_namespace.errors",)):
+with _overrides_as_on_python_312(), deferring(NAMESPACE_CLIENT, real=("lance_namespace.errors",)):
     import lancedb
     from lancedb.index import FTS, BTree, HnswSq
     from lancedb.rerankers import RRFReranker
