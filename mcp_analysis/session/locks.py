@@ -41,7 +41,7 @@ class CallLocks:
     @asynccontextmanager
     async def key_lock(self, key: SessionKey) -> AsyncIterator[None]:
         """One lookup of `key` at a time in this process (the lock goes when nobody waits)."""
-        lock, users = self._key_locks.get(key) or (anyio.Lock(), 0)
+        lock, users = self._key_locks.get(key) or (anyio.Lock(fast_acquire=True), 0)
         self._key_locks[key] = (lock, users + 1)
         try:
             async with lock:

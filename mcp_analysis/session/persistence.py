@@ -37,7 +37,7 @@ class Persistence(Generic[S]):
         #: The manager keeps this key in its store (so memory holds only a copy once kept).
         self.in_store = in_store
         #: Serializes this session's saves: a save must not interleave with another call's.
-        self.commit_lock = anyio.Lock()
+        self.commit_lock = anyio.Lock(fast_acquire=True)  # uncontended: no trip through the event loop
         self._version = 0
         self._kept = False
         self._calls = 0
