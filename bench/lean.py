@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import jsonschema  # noqa: F401  the client validates results with it: loaded before any timing
 import psutil
 from mcp import Client, StdioServerParameters
 

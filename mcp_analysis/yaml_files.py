@@ -12,8 +12,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from mcp_analysis.errors import ConfigError
 
 MAX_VALUES = 100_000  # a real config or tokens file holds hundreds
@@ -21,6 +19,8 @@ MAX_VALUES = 100_000  # a real config or tokens file holds hundreds
 
 def load_yaml(path: Path, what: str = "Config file") -> Any:
     """The parsed file; ConfigError (one line) when it is not YAML or expands too far."""
+    import yaml  # only when a file is read: serving without one does not load PyYAML (~20 ms)
+
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:
