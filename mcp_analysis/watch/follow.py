@@ -1,6 +1,9 @@
 """Follow file events in watched folders and apply them, debounced, once files hold still.
 
-The OS watcher starts before the first full mirror, so nothing saved meanwhile is missed.
+The OS watcher is started just before the first full mirror, so a file saved while the mirror
+runs is seen by one or the other; watchfiles sets the watcher up in a thread, though, which may
+finish a moment after the mirror began reading: a file saved in that moment into a folder the
+mirror already read waits for its next change.
 Events are grouped until `watch.debounce_seconds` pass without a new one; each path is then
 applied only once its size and mtime (a folder's: those of every file under it) held still
 for `watch.settle_seconds`, so a file still being written or copied is never read; a path
