@@ -34,8 +34,13 @@ class WorkerLiveness:
         if self._fd == -1:
             return False
         if self._fd is not None:
-            readable, _, _ = select.select([self._fd], [], [], 0)
-            return not readable
+            # poll, not select: a busy server's descriptors pass 1024, which select cannot take.
+            poller = select.poll()
+            poller.register(self._fd, select.POLLIN)
+            try:
+                return not poller.poll(0)
+            except OSError:
+                return _probe(self.pid)
         return _probe(self.pid)
 
     def close(self) -> None:

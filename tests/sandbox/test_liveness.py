@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -68,3 +69,25 @@ def test_closing_releases_the_descriptor_and_unknown_pids_count_as_alive() -> No
     gone.kill()
     gone.wait()
     assert not WorkerLiveness(gone.pid).alive()
+
+
+def test_a_descriptor_numbered_past_1024_is_watched_too() -> None:
+    """A busy server hands out high descriptor numbers; select() would refuse them."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft <= 1500:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
+    proc = _sleeper()
+    watch = WorkerLiveness(proc.pid)
+    try:
+        assert watch._fd is not None and watch._fd >= 0
+        high = os.dup2(watch._fd, 1500)
+        os.close(watch._fd)
+        watch._fd = high
+        assert watch.alive()
+        os.kill(proc.pid, signal.SIGKILL)
+        _wait_exited(proc.pid)
+        assert not watch.alive()
+    finally:
+        watch.close()
+        proc.kill()
+        proc.wait()
