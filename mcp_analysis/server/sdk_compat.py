@@ -26,8 +26,9 @@ much sooner than one in use.
 
 Whether a caller asked for progress (`progress_wanted`) is in the request's public ``_meta``
 on JSON-RPC transports; an in-process client's callback is known only to the SDK's direct
-dispatch context (``ServerSession._request_outbound``, unwrapped: ``_on_progress``). Asking spares every call
-that did not ask the task that would report progress each second.
+dispatch context (``ServerSession._request_outbound``, unwrapped: ``_on_progress``; the
+2026-07-28 HTTP transport's keeps the token as ``progress_token``). Asking spares every call that
+did not ask the task that would report progress each second.
 
 Everything else uses public API: paging ``resources/list`` and advertising
 ``resources.listChanged`` go through ``MCPServer.middleware``. If the SDK changes
@@ -70,6 +71,13 @@ def progress_wanted(request: Any) -> bool:
     """Whether the caller of this request (a ``ServerRequestContext``) listens for progress.
 
     True when unsure: reporting progress nobody asked for is a no-op, missing it is not."""
+    try:
+        return _progress_wanted(request)
+    except Exception:  # an SDK that changed shape must not fail the call
+        return True
+
+
+def _progress_wanted(request: Any) -> bool:
     meta = getattr(request, "meta", None) or {}
     if meta.get("progress_token") is not None or meta.get("progressToken") is not None:
         return True
@@ -82,6 +90,8 @@ def progress_wanted(request: Any) -> bool:
         dispatch = dispatch._inner  # type: ignore[union-attr]
     if hasattr(dispatch, "_progress_token"):  # JSON-RPC: the token came from `_meta`, read above
         return dispatch._progress_token is not None  # type: ignore[union-attr]
+    if hasattr(dispatch, "progress_token"):  # 2026-07-28 HTTP: one dispatch context per request
+        return dispatch.progress_token is not None  # type: ignore[union-attr]
     if hasattr(dispatch, "_on_progress"):  # in-process (direct) dispatch: the client's callback
         return dispatch._on_progress is not None  # type: ignore[union-attr]
     return True

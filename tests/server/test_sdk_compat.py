@@ -9,19 +9,24 @@ with a message naming what moved.
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 from mcp.server import MCPServer
 from mcp.server.connection import Connection
 from mcp.server.mcpserver import Context
 
 from mcp_analysis.server.app import create_server
 from mcp_analysis.server.sdk_compat import connection_of, progress_wanted, transport_session_id
-from tests.conftest import SAMPLE_DOCUMENTS, make_settings
+from tests.conftest import REPO, SAMPLE_DOCUMENTS, make_settings
+from tests.services import free_port, stop, wait_for_port
 
 pytestmark = pytest.mark.anyio
 
@@ -120,6 +125,7 @@ async def test_legacy_sessions_and_their_idle_timeout_are_reachable() -> None:
 
 
 PROGRESS_PROBE = """
+import sys
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp_analysis.server.sdk_compat import progress_wanted
@@ -130,7 +136,10 @@ server = MCPServer("probe")
 async def probe(ctx: Context) -> bool:
     return progress_wanted(ctx.request_context)
 
-server.run()
+if sys.argv[1:2] == ["http"]:
+    server.run("streamable-http", port=int(sys.argv[2]), stateless_http=True)
+else:
+    server.run()
 """
 
 
@@ -146,13 +155,26 @@ async def test_a_tool_knows_whether_its_caller_listens_for_progress(tmp_path: Pa
 
     script = tmp_path / "probe.py"
     script.write_text(PROGRESS_PROBE)
-    over_stdio = StdioServerParameters(command=sys.executable, args=[str(script)], cwd=str(Path.cwd()))
-    for target in (server, over_stdio):  # in-process (direct dispatch) and JSON-RPC over a pipe
-        async with Client(target) as client:
-            asked = await client.call_tool("probe", {}, progress_callback=listen)
-            not_asked = await client.call_tool("probe", {})
-        assert asked.structured_content == {"result": True}, target
-        assert not_asked.structured_content == {"result": False}, (
-            f"{target}: mcp SDK changed: progress_wanted cannot tell a caller without a progress token; "
-            "update mcp_analysis/server/sdk_compat.py"
-        )
+    over_stdio = StdioServerParameters(command=sys.executable, args=[str(script)], cwd=str(REPO))
+    with probe_over_http(script) as over_http:
+        # In-process (direct dispatch), JSON-RPC over a pipe, and 2026-07-28 HTTP (a dispatch per request).
+        for target in (server, over_stdio, over_http):
+            async with Client(target if not isinstance(target, str) else streamable_http_client(target)) as client:
+                asked = await client.call_tool("probe", {}, progress_callback=listen)
+                not_asked = await client.call_tool("probe", {})
+            assert asked.structured_content == {"result": True}, target
+            assert not_asked.structured_content == {"result": False}, (
+                f"{target}: mcp SDK changed: progress_wanted cannot tell a caller without a progress token; "
+                "update mcp_analysis/server/sdk_compat.py"
+            )
+
+
+@contextlib.contextmanager
+def probe_over_http(script: Path) -> Iterator[str]:
+    port = free_port()
+    process = subprocess.Popen([sys.executable, str(script), "http", str(port)], cwd=REPO)
+    try:
+        wait_for_port(port, process, 60, "probe server")
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        stop(process, timeout=15)
