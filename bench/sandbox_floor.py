@@ -56,20 +56,23 @@ async def p50_ms(calls: int, step: Callable[[], Awaitable[Any]]) -> float:
 
 async def one_run(calls: int) -> dict[str, float]:
     out: dict[str, float] = {}
-    async with AsyncMonty(max_processes=2, min_processes=2) as monty:
-        async with monty.checkout() as empty, monty.checkout() as prelude:
-            await empty.feed_run("x = 1", print_callback=quiet)
-            await prelude.feed_run(PRELUDE, print_callback=quiet)
-            out["feed_ms"] = await p50_ms(calls, lambda: empty.feed_run("1", print_callback=quiet))
-            out["dump_empty_ms"] = await p50_ms(calls, empty.dump)
-            out["dump_prelude_ms"] = await p50_ms(calls, prelude.dump)
-            out["state_prelude_bytes"] = float(len(await prelude.dump() or b""))
-            before = len(await empty.dump() or b"")
-            code = "total = sum(range(10))  # a line of ordinary length, fifty characters"
-            for _ in range(100):
-                await empty.feed_run(code, print_callback=quiet)
-            out["state_growth_bytes_per_call"] = (len(await empty.dump() or b"") - before) / 100
-            out["state_growth_code_chars"] = float(len(code))
+    async with (
+        AsyncMonty(max_processes=2, min_processes=2) as monty,
+        monty.checkout() as empty,
+        monty.checkout() as prelude,
+    ):
+        await empty.feed_run("x = 1", print_callback=quiet)
+        await prelude.feed_run(PRELUDE, print_callback=quiet)
+        out["feed_ms"] = await p50_ms(calls, lambda: empty.feed_run("1", print_callback=quiet))
+        out["dump_empty_ms"] = await p50_ms(calls, empty.dump)
+        out["dump_prelude_ms"] = await p50_ms(calls, prelude.dump)
+        out["state_prelude_bytes"] = float(len(await prelude.dump() or b""))
+        before = len(await empty.dump() or b"")
+        code = "total = sum(range(10))  # an ordinary line of code"
+        for _ in range(100):
+            await empty.feed_run(code, print_callback=quiet)
+        out["state_growth_bytes_per_call"] = (len(await empty.dump() or b"") - before) / 100
+        out["state_growth_code_chars"] = float(len(code))
     settings = SandboxSettings(workers=1)
     async with WorkerPool(settings) as pool:
         interpreter = Interpreter(pool, settings, prelude=PRELUDE)
