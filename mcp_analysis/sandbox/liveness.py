@@ -11,6 +11,7 @@ a zombie, the process state in /proc (~0.1 ms).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import sys
@@ -48,7 +49,9 @@ class WorkerLiveness:
             os.close(self._fd)
         self._fd = None
 
-    __del__ = close  # an interpreter dropped without closing must not leak the descriptor
+    def __del__(self) -> None:  # an interpreter dropped without closing must not leak the descriptor
+        with contextlib.suppress(Exception):  # at interpreter exit `os` may be gone already
+            self.close()
 
 
 def _probe(pid: int | None) -> bool:

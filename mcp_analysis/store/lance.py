@@ -13,7 +13,7 @@ directory or object-store connection never does.
 
 Below Python 3.12 LanceDB marks the methods its connection classes override with the
 ``overrides`` package, whose decorator disassembles the caller's frame for each of the ~100
-methods (~0.2 s, a third of LanceDB's import time); from 3.12 it uses ``typing.override``, a
+methods (a third of LanceDB's import time by `python -X importtime`); from 3.12 it uses ``typing.override``, a
 marker. LanceDB is imported here as on 3.12 (`_overrides_as_on_python_312`); the ``overrides``
 package itself is left as it is for anyone else.
 """
