@@ -19,6 +19,7 @@ from mcp_analysis.cli.options import FilterOption, LogLevelOption, SampleOption,
 from mcp_analysis.cli.watching import WatchOption, serve_watching, watch_arguments
 from mcp_analysis.errors import AnalysisError
 from mcp_analysis.logging_setup import configure_logging
+from mcp_analysis.process_gc import imports_paused, own_process
 
 
 def serve(
@@ -62,13 +63,15 @@ def serve(
         raise fail(exc, options.debug) from None
     configure_logging(settings.server.log_level)
     folders = watch_arguments(watch, settings)
+    if folders and options.sample:
+        raise fail(AnalysisError("--watch writes to the knowledge base; use --db, not --sample."), options.debug)
+    own_process()
+    with imports_paused("server"):
+        import mcp_analysis.server.app  # noqa: F401  the MCP SDK and our tools
+        from mcp_analysis.server.runner import run_server
     if folders:  # the folder watcher runs beside the server, in this process
-        if options.sample:
-            raise fail(AnalysisError("--watch writes to the knowledge base; use --db, not --sample."), options.debug)
         options.run(partial(serve_watching, settings, folders, http=http))
         return
-    from mcp_analysis.server.runner import run_server
-
     opener = None
     if options.sample:
         from mcp_analysis.sample import SampleOpener

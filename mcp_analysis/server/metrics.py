@@ -18,6 +18,7 @@ network anyway (or filter them at the load balancer).
 
 from __future__ import annotations
 
+import gc
 import json
 import time
 from collections.abc import Iterator
@@ -87,6 +88,11 @@ class _RuntimeCollector:
             "mcp_analysis_worker_hibernations",
             "Idle sessions hibernated to free a worker for another.",
             value=pool.hibernations if pool else 0,
+        )
+        yield GaugeMetricFamily(
+            "mcp_analysis_gc_frozen_objects",
+            "Objects of the start-up imports that garbage collection skips (gc.freeze; mcp_analysis/process_gc.py).",
+            value=gc.get_freeze_count(),
         )
 
 

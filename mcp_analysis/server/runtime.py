@@ -19,6 +19,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChang
 
 from mcp_analysis.config import Settings
 from mcp_analysis.errors import AnalysisError
+from mcp_analysis.process_gc import imports_paused
 from mcp_analysis.server.sdk_compat import connection_of
 from mcp_analysis.session.keys import SessionKey  # light: no LanceDB or monty behind it
 
@@ -147,8 +148,9 @@ class Runtime:
         try:
             # Heavy imports (LanceDB, monty, pydantic-ai) in a thread: the event loop keeps
             # answering tools/list and friends meanwhile.
-            for module in ("mcp_analysis.corpus", "mcp_analysis.session.manager"):
-                await anyio.to_thread.run_sync(importlib.import_module, module)
+            with imports_paused("runtime"):
+                for module in ("mcp_analysis.corpus", "mcp_analysis.session.manager"):
+                    await anyio.to_thread.run_sync(importlib.import_module, module)
             from mcp_analysis.corpus import KnowledgeBase
             from mcp_analysis.sandbox.pool import WorkerPool
             from mcp_analysis.session.manager import SessionManager

@@ -465,5 +465,7 @@ async def test_metrics_count_tool_calls_and_sessions(cluster: Cluster) -> None:
     assert metrics['mcp_analysis_tool_duration_seconds_count{tool="execute_code"}'] >= 1
     assert metrics["mcp_analysis_ready"] == 1.0
     assert metrics["mcp_analysis_workers"] == 1.0
+    # `serve` froze the objects of its start-up imports out of garbage collection (process_gc.py).
+    assert metrics["mcp_analysis_gc_frozen_objects"] > 50_000
     assert metrics["mcp_analysis_sessions_live"] >= 1
     assert "mcp_analysis_sessions_hibernated" in metrics and "mcp_analysis_sessions_stored" in metrics
