@@ -91,7 +91,7 @@ class _RuntimeCollector:
         )
         yield GaugeMetricFamily(
             "mcp_analysis_gc_frozen_objects",
-            "Objects of the start-up imports that garbage collection skips (gc.freeze; mcp_analysis/process_gc.py).",
+            "Objects garbage collection skips: alive when serve froze its start-up imports (process_gc.py).",
             value=gc.get_freeze_count(),
         )
 
