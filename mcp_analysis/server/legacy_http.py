@@ -66,7 +66,9 @@ class LegacySessions:
         self.refused: dict[str, int] = {"client": 0, "total": 0, "memory": 0}
 
     def bytes_held(self) -> int:
-        return len(self.open_sessions()) * LEGACY_SESSION_BYTES
+        """Open sessions and admitted openings: a place counts from its admission, or parallel
+        openings would all pass one check of the memory budget before any of them is open."""
+        return (len(self.open_sessions()) + sum(self._opening.values())) * LEGACY_SESSION_BYTES
 
     async def admit(self, client: str) -> str | None:
         """Why `client` may not open another session now, or None: then it holds a place until `settled`."""

@@ -113,6 +113,8 @@ async def test_open_legacy_sessions_count_in_the_memory_budget(sample_db: Path, 
         opened = sum(1 for status, _ in outcomes if status == 200)
         refused = [body for status, body in outcomes if status != 200]
         # ~3 MB of room at 48 KB each is ~64; the variable's counted size (its dump) is a little
-        # under 13 MB, so a few more may open. Without the budget 120 would (the other bounds: 10,000).
-        assert 40 <= opened <= 72, opened
+        # under 13 MB, so one or two more may open. An opening counts from its admission: 16 in
+        # parallel must not all pass one check (73 opened under CI load when they did). Without
+        # the budget 120 would (the other bounds: 10,000).
+        assert 40 <= opened <= 66, opened
         assert refused and all("sessions.max_memory_mb" in body for body in refused), refused[:2]
