@@ -19,9 +19,10 @@ from mcp_analysis.structure import HEADING_LABELS, SKIPPED_LABELS, section_range
 
 TokenCounter = Callable[[Sequence[str]], list[int]]
 
-# The embedder reads its first 256 tokens but tokenizes the whole text first (about 50 bytes of
-# memory per token): what it is given is cut here, far past what it reads.
-EMBEDDED_CHARS = 20_000
+# The tokenizer encodes a whole text before it truncates (about 50 bytes of memory per token),
+# so no text handed to it is longer than this: the embedder reads its first 256 tokens only, and
+# the chunker's counts (prepare.token_counter) count a longer text by its start.
+TOKENIZED_CHARS = 20_000
 
 
 @dataclass
@@ -48,7 +49,7 @@ class ChunkDraft:
         """What the embedder sees: the full-text index's text, or, for a group of a table's
         rows, its lead (a bounded number of tokens, whatever the group's size)."""
         text = self._with_headings(self.lead) if self.lead is not None else self.fts_text
-        return text[:EMBEDDED_CHARS]
+        return text[:TOKENIZED_CHARS]
 
     def _with_headings(self, text: str) -> str:
         head = "\n".join(h for h in self.headings if h and not text.startswith(h))

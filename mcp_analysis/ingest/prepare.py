@@ -16,7 +16,7 @@ import zstandard
 
 from mcp_analysis.errors import IngestError
 from mcp_analysis.ingest import formats
-from mcp_analysis.ingest.chunker import ChunkDraft, chunk_items
+from mcp_analysis.ingest.chunker import TOKENIZED_CHARS, ChunkDraft, chunk_items
 from mcp_analysis.ingest.formats.base import SNIFF_BYTES, Source, check_items
 from mcp_analysis.ingest.formats.metadata import conversion_metadata
 from mcp_analysis.ingest.items import ItemDraft, document_title, extract_items, render_content
@@ -36,26 +36,25 @@ class PreparedFile:
     metadata: dict[str, Any] = field(default_factory=dict)  # what the conversion says (tables, OCR'd pages...)
 
 
-COUNTED_CHARS = 20_000  # a longer text is counted by its start: it is split whatever its exact size
 COUNT_BATCH = 4_096  # texts tokenized at once: the tokenizer's memory grows with the whole batch
 
 
 def token_counter(tokenizer: Any, chunk_tokens: int) -> Callable[[Sequence[str]], list[int]]:
     """Token counts for the chunker, in bounded memory. The tokenizer encodes a whole text before it
     truncates (about 50 bytes per token), so a 20 MB paragraph (a log without blank lines) would take
-    a gigabyte; a text over COUNTED_CHARS is counted by its start, scaled to its length, and always
+    a gigabyte; a text over TOKENIZED_CHARS is counted by its start, scaled to its length, and always
     reported over `chunk_tokens` so the chunker splits it."""
 
     def count(texts: Sequence[str]) -> list[int]:
         sizes: list[int] = []
         for start in range(0, len(texts), COUNT_BATCH):
             batch = texts[start : start + COUNT_BATCH]
-            heads = [text[:COUNTED_CHARS] for text in batch]
+            heads = [text[:TOKENIZED_CHARS] for text in batch]
             encoded = tokenizer.encode_batch(heads, add_special_tokens=False)
             for text, encoding in zip(batch, encoded, strict=True):
                 size = len(encoding.ids)
-                if len(text) > COUNTED_CHARS:
-                    size = max(size * len(text) // COUNTED_CHARS, chunk_tokens + 1)
+                if len(text) > TOKENIZED_CHARS:
+                    size = max(size * len(text) // TOKENIZED_CHARS, chunk_tokens + 1)
                 sizes.append(size)
         return sizes
 
