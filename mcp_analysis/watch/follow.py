@@ -24,6 +24,7 @@ import anyio
 from anyio.abc import TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from mcp_analysis.ingest.files import inside
 from mcp_analysis.watch.mirror import FolderMirror, SyncReport
 from mcp_analysis.watch.rules import relative_to_any
 from mcp_analysis.watch.settings import WatchSettings
@@ -86,8 +87,7 @@ class FolderWatcher:
         found = relative_to_any(Path(raw), self.mirror.folders)
         if found is None or self.mirror.rules.ignored(found[1]):
             return False
-        own = self.mirror.own_folder  # the knowledge base's writes are no file events to follow
-        return own is None or not (Path(raw) == own or Path(raw).is_relative_to(own))
+        return not inside(raw, self.mirror.own_folder)  # the knowledge base's writes are no events to follow
 
     async def _events(self, send: MemoryObjectSendStream[set[Path]], *, task_status: TaskStatus[None]) -> None:
         import watchfiles
