@@ -26,13 +26,15 @@ from mcp.shared.message import SessionMessage
 
 from mcp_analysis.server.jsonrpc_screen import MAX_MESSAGE_BYTES, error_body, screen
 from mcp_analysis.server.sdk_compat import lowlevel_server
+from mcp_analysis.server.stdio_wire import LineReader, MessageWriter, endpoint
 
 
 class ScreenedLines:
     """Async iterator over stdin lines the SDK will accept; answers the others itself."""
 
-    def __init__(self, stdin: BinaryIO) -> None:
+    def __init__(self, stdin: BinaryIO, reader: LineReader | None = None) -> None:
         self._stdin = stdin
+        self._reader = reader  # polled from the event loop (server/stdio_wire.py), or None: a thread
         self._reply: Any = None
         self._reply_ready = anyio.Event()
         self._eof = False
@@ -71,6 +73,8 @@ class ScreenedLines:
             await self._send(rejection)
 
     async def _readline(self, limit: int) -> bytes:
+        if self._reader is not None:
+            return await self._reader.readline(limit)
         # A blocking read in a worker thread; abandoned (not waited for) when serving stops.
         return await anyio.to_thread.run_sync(self._stdin.readline, limit, abandon_on_cancel=True)
 
@@ -95,7 +99,7 @@ class ScreenedLines:
 @contextlib.contextmanager
 def _claimed_stdin() -> Iterator[BinaryIO]:
     """A private handle on the protocol's stdin; fd 0 points at the null device meanwhile."""
-    if sys.platform == "win32" or not _backed_by_fd0():
+    if sys.platform == "win32" or not _backed_by(sys.stdin, 0):
         yield sys.stdin.buffer
         return
     private = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
@@ -110,21 +114,60 @@ def _claimed_stdin() -> Iterator[BinaryIO]:
             os.dup2(private, 0)
 
 
-def _backed_by_fd0() -> bool:
+def _backed_by(stream: Any, fd: int) -> bool:
     try:
-        return sys.stdin.buffer.fileno() == 0
+        return bool(stream.buffer.fileno() == fd)
     except (AttributeError, OSError, ValueError):
         return False
 
 
+@contextlib.contextmanager
+def _claimed_stdout() -> Iterator[MessageWriter | None]:
+    """Our own writer on the protocol's stdout, fd 1 pointing at stderr meanwhile; or None,
+    and the SDK claims and writes stdout itself (a terminal, a file, Windows...)."""
+    if sys.platform == "win32" or not _backed_by(sys.stdout, 1):
+        yield None
+        return
+    with endpoint(1, writing=True) as wire:
+        if wire is None:
+            yield None
+            return
+        private = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)  # to point fd 1 back at the wire after
+        try:
+            diversion = os.dup(2)
+        except OSError:
+            diversion = os.open(os.devnull, os.O_WRONLY)
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()  # what was printed before serving still goes out first
+        os.dup2(diversion, 1)
+        os.close(diversion)
+        try:
+            yield MessageWriter(wire)
+        finally:
+            with contextlib.suppress(OSError):
+                os.dup2(private, 1)
+            os.close(private)
+
+
 @contextlib.asynccontextmanager
 async def screened_stdio() -> AsyncIterator[tuple[Any, Any]]:
-    """``stdio_server()`` with our screening reader on stdin."""
-    with _claimed_stdin() as raw_stdin:
-        lines = ScreenedLines(raw_stdin)
-        async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
+    """``stdio_server()`` with our screening reader on stdin (and our writer on stdout)."""
+    with _claimed_stdin() as raw_stdin, _polled(raw_stdin) as reader, _claimed_stdout() as writer:
+        lines = ScreenedLines(raw_stdin, reader)
+        async with stdio_server(stdin=lines, stdout=writer) as (read_stream, write_stream):  # type: ignore[arg-type]
             lines.answer_with(write_stream.clone())
             yield read_stream, write_stream
+
+
+@contextlib.contextmanager
+def _polled(stdin: BinaryIO) -> Iterator[LineReader | None]:
+    try:
+        fd = stdin.fileno()
+    except (AttributeError, OSError, ValueError):
+        yield None
+        return
+    with endpoint(fd, writing=False) as wire:
+        yield None if wire is None else LineReader(wire)
 
 
 async def serve_stdio(server: MCPServer) -> None:

@@ -1,0 +1,150 @@
+"""The stdio wire read and written from the event loop, without a thread per line.
+
+The SDK reads each stdin line and writes each stdout message through a worker thread
+(`anyio.wrap_file`): three thread hand-offs per request, each a wake-up of another thread
+that costs as much as the work on a small VM. A client's end of our stdio is almost always
+a pipe (Python, Go, Rust clients) or a stream socket (Node's `child_process`, hence Claude
+Desktop and the MCP Inspector); both can be polled by the event loop instead.
+
+The descriptor flags that make them non-blocking belong to the open file *description*,
+which the client or a terminal may share, so they are never set on what we were given:
+
+- a pipe is opened again through ``/proc/self/fd`` (Linux): a description of our own, set
+  non-blocking;
+- a socket is read and written with ``MSG_DONTWAIT``, a per-call flag.
+
+Anything else (a terminal, a file, no ``/proc``, Windows) returns ``None`` and the caller
+keeps the thread-based path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import socket
+import stat
+import sys
+from collections.abc import Iterator
+
+import anyio
+
+_CHUNK = 256 * 1024
+
+
+class Endpoint:
+    """One non-blocking end of the wire: `recv`/`send` raise BlockingIOError instead of waiting."""
+
+    def __init__(self, fd: int, sock: socket.socket | None = None) -> None:
+        self.fd = fd
+        self._sock = sock
+
+    def recv(self, size: int) -> bytes:
+        if self._sock is not None:
+            return self._sock.recv(size, socket.MSG_DONTWAIT)
+        return os.read(self.fd, size)
+
+    def send(self, data: memoryview) -> int:
+        if self._sock is not None:
+            return self._sock.send(data, socket.MSG_DONTWAIT)
+        return os.write(self.fd, data)
+
+    def close(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
+        else:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+
+
+def open_endpoint(fd: int, *, writing: bool) -> Endpoint | None:
+    """A non-blocking endpoint of its own on the pipe or socket behind `fd`, or None."""
+    if sys.platform == "win32":
+        return None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISFIFO(mode):
+            flags = (os.O_WRONLY if writing else os.O_RDONLY) | os.O_NONBLOCK | os.O_CLOEXEC
+            return Endpoint(os.open(f"/proc/self/fd/{fd}", flags))
+        if stat.S_ISSOCK(mode):
+            sock = socket.socket(fileno=fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3))
+            if sock.type != socket.SOCK_STREAM:
+                sock.close()  # our duplicate only
+                return None
+            return Endpoint(sock.fileno(), sock)
+    except OSError:  # no /proc, a pipe without a reader, a descriptor we may not reopen...
+        return None
+    return None
+
+
+@contextlib.contextmanager
+def endpoint(fd: int, *, writing: bool) -> Iterator[Endpoint | None]:
+    opened = open_endpoint(fd, writing=writing)
+    try:
+        yield opened
+    finally:
+        if opened is not None:
+            opened.close()
+
+
+class LineReader:
+    """`readline(limit)` over a non-blocking endpoint, as a binary file's readline would answer."""
+
+    def __init__(self, end: Endpoint) -> None:
+        self._end = end
+        self._buffer = bytearray()
+        self._eof = False
+
+    async def readline(self, limit: int) -> bytes:
+        searched = 0
+        while True:
+            newline = self._buffer.find(b"\n", searched, limit)
+            if newline >= 0:
+                return self._take(newline + 1)
+            if len(self._buffer) >= limit:
+                return self._take(limit)
+            if self._eof:
+                return self._take(len(self._buffer))
+            searched = len(self._buffer)
+            await self._fill()
+
+    def _take(self, size: int) -> bytes:
+        line = bytes(self._buffer[:size])
+        del self._buffer[:size]
+        return line
+
+    async def _fill(self) -> None:
+        while True:
+            try:
+                chunk = self._end.recv(_CHUNK)
+            except BlockingIOError:
+                await anyio.wait_readable(self._end.fd)
+                continue
+            except ConnectionResetError:
+                chunk = b""
+            if not chunk:
+                self._eof = True
+            self._buffer += chunk
+            return
+
+
+class MessageWriter:
+    """The SDK transport's stdout (`write` then `flush` per message), written from the loop.
+
+    A full pipe (a client that stops reading) parks only the writer task, as the SDK's
+    thread would."""
+
+    def __init__(self, end: Endpoint) -> None:
+        self._end = end
+        self._pending = bytearray()
+
+    async def write(self, text: str) -> None:
+        self._pending += text.encode("utf-8")
+
+    async def flush(self) -> None:
+        data, self._pending = memoryview(bytes(self._pending)), bytearray()
+        while data:
+            try:
+                data = data[self._end.send(data) :]
+            except BlockingIOError:
+                await anyio.wait_writable(self._end.fd)
