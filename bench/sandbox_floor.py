@@ -5,8 +5,9 @@ state: the dump is what rolls a session back after a crash or timeout, what hibe
 keeps, and what the session store saves. This prints, on one warm worker, the p50 of:
 
 - ``feed_run('1')`` alone (the worker round trip; the floor of any call);
-- ``dump()`` of an empty interpreter, and of one holding the sandbox prelude (the
-  `_Record` class and the helpers behind ``search()``, ``list_documents()``, ``chart()``);
+- ``dump()`` of an empty interpreter, of one holding the sandbox prelude (the `_Record`
+  class and the helpers behind ``search()``, ``list_documents()``, ``chart()``), and of one
+  that also keeps 1 MB and then 10 MB of strings (an analysis holding document text);
 - ``Interpreter.execute('1')``: our whole sandbox path (lock, liveness check, feed, dump,
   the state budget, the result);
 
@@ -73,6 +74,10 @@ async def one_run(calls: int) -> dict[str, float]:
             await empty.feed_run(code, print_callback=quiet)
         out["state_growth_bytes_per_call"] = (len(await empty.dump() or b"") - before) / 100
         out["state_growth_code_chars"] = float(len(code))
+        # What the dump costs an analysis that keeps data: every call pays it, whatever it ran.
+        for megabytes in (1, 10):
+            await prelude.feed_run(f"kept = ['x' * 1000 for _ in range({megabytes * 1000})]", print_callback=quiet)
+            out[f"dump_{megabytes}mb_ms"] = await p50_ms(max(5, calls // 40), prelude.dump)
     settings = SandboxSettings(workers=1)
     async with WorkerPool(settings) as pool:
         interpreter = Interpreter(pool, settings, prelude=PRELUDE)
@@ -98,6 +103,8 @@ def main() -> None:
     print(f"  feed_run('1') alone, ms                      {cell('feed_ms')}")
     print(f"  dump(), empty interpreter, ms                {cell('dump_empty_ms')}")
     print(f"  dump(), with the sandbox prelude, ms         {cell('dump_prelude_ms')}")
+    print(f"  dump() with 1 MB of strings kept, ms         {cell('dump_1mb_ms')}")
+    print(f"  dump() with 10 MB of strings kept, ms        {cell('dump_10mb_ms')}")
     print(f"  Interpreter.execute('1') (whole path), ms    {cell('interpreter_execute_ms')}")
     print(f"  state with the prelude, bytes                {cell('state_prelude_bytes', '{:.0f}')}")
     print(
