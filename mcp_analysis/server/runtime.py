@@ -19,7 +19,6 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChang
 
 from mcp_analysis.config import Settings
 from mcp_analysis.errors import AnalysisError
-from mcp_analysis.gil_handoff import quick_handoff
 from mcp_analysis.process_gc import imports_paused
 from mcp_analysis.server.sdk_compat import connection_of
 from mcp_analysis.session.keys import SessionKey  # light: no LanceDB or monty behind it
@@ -148,8 +147,8 @@ class Runtime:
         self.warmed, self.warm_up_error = anyio.Event(), None
         try:
             # Heavy imports (LanceDB, monty, pydantic-ai) in a thread: the event loop keeps
-            # answering tools/list and friends meanwhile (gil_handoff.py: without waiting 5 ms).
-            with quick_handoff(), imports_paused("runtime"):
+            # answering tools/list and friends meanwhile.
+            with imports_paused("runtime"):
                 for module in ("mcp_analysis.corpus", "mcp_analysis.session.manager"):
                     await anyio.to_thread.run_sync(importlib.import_module, module)
             from mcp_analysis.corpus import KnowledgeBase
@@ -213,7 +212,7 @@ class Runtime:
         vector and full-text indexes, the document list) and no more; it runs once, in the
         background, and never fails the server.
         """
-        with scope, quick_handoff():
+        with scope:
             try:
                 await self._load_search(kb)
             finally:
