@@ -12,7 +12,6 @@ the null device the same way, so nothing else in the process can read the protoc
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -27,6 +26,9 @@ from mcp.shared.message import SessionMessage
 from mcp_analysis.server.jsonrpc_screen import MAX_MESSAGE_BYTES, error_body, screen
 from mcp_analysis.server.sdk_compat import lowlevel_server
 from mcp_analysis.server.stdio_wire import LineReader, MessageWriter, endpoint
+
+if sys.platform != "win32":  # the claims below are POSIX-only; Windows serves the std streams in place
+    import fcntl
 
 
 class ScreenedLines:
@@ -144,6 +146,8 @@ def _claimed_stdout() -> Iterator[MessageWriter | None]:
         try:
             yield MessageWriter(wire)
         finally:
+            with contextlib.suppress(Exception):
+                sys.stdout.flush()  # a print made while serving goes to stderr, not the wire
             with contextlib.suppress(OSError):
                 os.dup2(private, 1)
             os.close(private)

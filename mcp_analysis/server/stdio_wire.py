@@ -13,14 +13,13 @@ which the client or a terminal may share, so they are never set on what we were 
   non-blocking;
 - a socket is read and written with ``MSG_DONTWAIT``, a per-call flag.
 
-Anything else (a terminal, a file, no ``/proc``, Windows) returns ``None`` and the caller
-keeps the thread-based path.
+Anything else (a terminal, a file, a pipe where there is no ``/proc``, as on macOS, and
+Windows) returns ``None`` and the caller keeps the thread-based path.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import socket
 import stat
@@ -28,6 +27,10 @@ import sys
 from collections.abc import Iterator
 
 import anyio
+import anyio.lowlevel
+
+if sys.platform != "win32":
+    import fcntl
 
 _CHUNK = 256 * 1024
 
@@ -62,19 +65,42 @@ def open_endpoint(fd: int, *, writing: bool) -> Endpoint | None:
     if sys.platform == "win32":
         return None
     try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISFIFO(mode):
-            flags = (os.O_WRONLY if writing else os.O_RDONLY) | os.O_NONBLOCK | os.O_CLOEXEC
-            return Endpoint(os.open(f"/proc/self/fd/{fd}", flags))
-        if stat.S_ISSOCK(mode):
-            sock = socket.socket(fileno=fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3))
-            if sock.type != socket.SOCK_STREAM:
-                sock.close()  # our duplicate only
-                return None
-            return Endpoint(sock.fileno(), sock)
+        given = os.fstat(fd)
+        if stat.S_ISFIFO(given.st_mode):
+            return _reopened_pipe(fd, given, writing)
+        if stat.S_ISSOCK(given.st_mode):
+            return _socket(fd)
     except OSError:  # no /proc, a pipe without a reader, a descriptor we may not reopen...
         return None
     return None
+
+
+def _reopened_pipe(fd: int, given: os.stat_result, writing: bool) -> Endpoint | None:
+    flags = (os.O_WRONLY if writing else os.O_RDONLY) | os.O_NONBLOCK | os.O_CLOEXEC
+    new = os.open(f"/proc/self/fd/{fd}", flags)
+    opened = os.fstat(new)
+    if (opened.st_dev, opened.st_ino) != (given.st_dev, given.st_ino) or not stat.S_ISFIFO(opened.st_mode):
+        os.close(new)  # not the same pipe (a /proc that is not procfs, fd changed meanwhile)
+        return None
+    return Endpoint(new)
+
+
+def _socket(fd: int) -> Endpoint | None:
+    duplicate = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    flags = fcntl.fcntl(duplicate, fcntl.F_GETFL)
+    try:
+        sock = socket.socket(fileno=duplicate)
+    except OSError:
+        os.close(duplicate)
+        raise
+    # A process-wide socket.setdefaulttimeout() would have made the shared description
+    # non-blocking and recv() wait: no timeout on our object, and the description's flags as given.
+    sock.settimeout(None)
+    fcntl.fcntl(duplicate, fcntl.F_SETFL, flags)
+    if sock.type != socket.SOCK_STREAM:
+        sock.close()  # our duplicate only
+        return None
+    return Endpoint(sock.fileno(), sock)
 
 
 @contextlib.contextmanager
@@ -96,6 +122,9 @@ class LineReader:
         self._eof = False
 
     async def readline(self, limit: int) -> bytes:
+        # Once per line, even when the data is already here: a client pouring in blank or
+        # oversized lines must not keep the event loop from everything else.
+        await anyio.lowlevel.checkpoint()
         searched = 0
         while True:
             newline = self._buffer.find(b"\n", searched, limit)
@@ -143,8 +172,13 @@ class MessageWriter:
 
     async def flush(self) -> None:
         data, self._pending = memoryview(bytes(self._pending)), bytearray()
-        while data:
-            try:
-                data = data[self._end.send(data) :]
-            except BlockingIOError:
-                await anyio.wait_writable(self._end.fd)
+        try:
+            while data:
+                try:
+                    data = data[self._end.send(data) :]
+                except BlockingIOError:
+                    await anyio.wait_writable(self._end.fd)
+        finally:
+            # Cancelled while the client was not reading: the rest stays first in line, so no
+            # message is ever cut on the wire.
+            self._pending[:0] = data

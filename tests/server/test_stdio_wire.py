@@ -9,15 +9,18 @@ without blocking the loop.
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import json
 import os
+import pty
 import socket
 import subprocess
 import sys
+import time
+import tty
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -31,18 +34,32 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(params=["pipe", "socket"])
-def wire(request: pytest.FixtureRequest) -> Iterator[tuple[int, int]]:
-    """(read fd, write fd) of a fresh pipe or stream socketpair, blocking as a client hands them over."""
-    if request.param == "pipe":
-        read_fd, write_fd = os.pipe()
-    else:
-        a, b = socket.socketpair()
-        read_fd, write_fd = a.detach(), b.detach()
-    yield read_fd, write_fd
-    for fd in (read_fd, write_fd):
-        with contextlib.suppress(OSError):
+class Wire:
+    """A fresh pipe or stream socketpair, blocking as a client hands them over."""
+
+    def __init__(self, kind: str) -> None:
+        if kind == "pipe":
+            self.read_fd, self.write_fd = os.pipe()
+        else:
+            a, b = socket.socketpair()
+            self.read_fd, self.write_fd = a.detach(), b.detach()
+        self._open = {self.read_fd, self.write_fd}
+
+    def close_writer(self) -> None:
+        """The client's writing end goes (with our own endpoints closed, the reader sees EOF)."""
+        self._open.discard(self.write_fd)
+        os.close(self.write_fd)
+
+    def close(self) -> None:
+        for fd in self._open:  # never one closed already: its number may have been reused
             os.close(fd)
+
+
+@pytest.fixture(params=["pipe", "socket"])
+def wire(request: pytest.FixtureRequest) -> Iterator[Wire]:
+    opened = Wire(request.param)
+    yield opened
+    opened.close()
 
 
 def _end(fd: int, *, writing: bool) -> Endpoint:
@@ -51,22 +68,22 @@ def _end(fd: int, *, writing: bool) -> Endpoint:
     return end
 
 
-async def test_lines_are_read_whole_cut_at_the_limit_and_ended_by_eof(wire: tuple[int, int]) -> None:
-    read_fd, write_fd = wire
+async def test_lines_are_read_whole_cut_at_the_limit_and_ended_by_eof(wire: Wire) -> None:
+    read_fd, write_fd = wire.read_fd, wire.write_fd
     end = _end(read_fd, writing=False)
     reader = LineReader(end)
     os.write(write_fd, b'{"a":1}\n' + b"x" * 50 + b"\nlast without newline")
     assert await reader.readline(1000) == b'{"a":1}\n'
     assert await reader.readline(20) == b"x" * 20  # too long: the first `limit` bytes, as file.readline
     assert await reader.readline(1000) == b"x" * 30 + b"\n"
-    os.close(write_fd)
+    wire.close_writer()
     assert await reader.readline(1000) == b"last without newline"
     assert await reader.readline(1000) == b""
     end.close()
 
 
-async def test_a_line_arriving_in_pieces_waits_for_its_end(wire: tuple[int, int]) -> None:
-    read_fd, write_fd = wire
+async def test_a_line_arriving_in_pieces_waits_for_its_end(wire: Wire) -> None:
+    read_fd, write_fd = wire.read_fd, wire.write_fd
     end = _end(read_fd, writing=False)
     reader = LineReader(end)
     got: list[bytes] = []
@@ -74,19 +91,74 @@ async def test_a_line_arriving_in_pieces_waits_for_its_end(wire: tuple[int, int]
     async def read() -> None:
         got.append(await reader.readline(1000))
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(read)
-        for piece in (b'{"jsonrpc":', b'"2.0",', b'"id":1}\n'):
-            await anyio.sleep(0.05)
-            assert not got  # the loop kept running while the reader waited
-            os.write(write_fd, piece)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read)
+            for piece in (b'{"jsonrpc":', b'"2.0",', b'"id":1}\n'):
+                await anyio.sleep(0.05)
+                assert not got  # the loop kept running while the reader waited
+                os.write(write_fd, piece)
     assert got == [b'{"jsonrpc":"2.0","id":1}\n']
     end.close()
 
 
-async def test_the_clients_end_stays_blocking(wire: tuple[int, int]) -> None:
+async def test_a_line_longer_than_a_read_spans_reads_and_the_limit_is_exact(wire: Wire) -> None:
+    read_fd, write_fd = wire.read_fd, wire.write_fd
+    end = _end(read_fd, writing=False)
+    reader = LineReader(end)
+    long_line = b"a" * 700_000 + b"\n"  # about three of the reader's 256 KB reads
+
+    def feed() -> None:
+        os.write(write_fd, long_line)
+        os.write(write_fd, b"b" * 9 + b"\n" + b"c" * 10 + b"\n")
+        wire.close_writer()
+
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(anyio.to_thread.run_sync, feed)
+            assert await reader.readline(1_000_000) == long_line
+            assert await reader.readline(10) == b"b" * 9 + b"\n"  # the newline is the limit-th byte
+            assert await reader.readline(10) == b"c" * 10  # the newline would be the 11th
+            assert await reader.readline(10) == b"\n"
+            assert await reader.readline(10) == b""
+    end.close()
+
+
+async def test_a_flood_of_blank_lines_does_not_starve_the_loop(wire: Wire) -> None:
+    """Blank lines are skipped without a reply; data that is always there must still let the
+    event loop run everything else between lines."""
+    from mcp_analysis.server.stdio import ScreenedLines
+
+    read_fd, write_fd = wire.read_fd, wire.write_fd
+    end = _end(read_fd, writing=False)
+    lines = ScreenedLines(os.fdopen(read_fd, "rb", closefd=False), LineReader(end))
+    ticks = 0
+
+    def pour() -> None:
+        deadline = time.monotonic() + 1.5
+        while time.monotonic() < deadline:
+            os.write(write_fd, b"\n" * 65536)
+        os.write(write_fd, b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            await anyio.sleep(0.01)
+            ticks += 1
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(tick)
+            tg.start_soon(anyio.to_thread.run_sync, pour)
+            assert await lines.__anext__() == '{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
+            tg.cancel_scope.cancel()
+    assert ticks >= 30  # ~150 ticks in 1.5 s when the loop is free; a starved loop gives ~0
+    end.close()
+
+
+async def test_the_clients_end_stays_blocking(wire: Wire) -> None:
     """The non-blocking flag is ours alone: the descriptors we were given keep their mode."""
-    read_fd, write_fd = wire
+    read_fd, write_fd = wire.read_fd, wire.write_fd
     ends = [_end(read_fd, writing=False), _end(write_fd, writing=True)]
     for fd in (read_fd, write_fd):
         assert not fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_NONBLOCK
@@ -94,9 +166,32 @@ async def test_the_clients_end_stays_blocking(wire: tuple[int, int]) -> None:
         end.close()
 
 
-async def test_a_full_wire_parks_the_writer_not_the_loop(wire: tuple[int, int]) -> None:
-    read_fd, write_fd = wire
-    writer = MessageWriter(_end(write_fd, writing=True))
+def test_a_process_wide_socket_timeout_changes_nothing() -> None:
+    """socket.setdefaulttimeout() would make a new socket object non-blocking on the shared
+    description and its recv wait: neither may happen to the client's socket."""
+    client, ours = socket.socketpair()
+    before = socket.getdefaulttimeout()
+    socket.setdefaulttimeout(2)
+    try:
+        end = _end(ours.fileno(), writing=False)
+        assert not fcntl.fcntl(ours.fileno(), fcntl.F_GETFL) & os.O_NONBLOCK
+        started = time.monotonic()
+        with pytest.raises(BlockingIOError):
+            end.recv(10)
+        assert time.monotonic() - started < 1
+        client.sendall(b"x\n")
+        assert end.recv(10) == b"x\n"
+        end.close()
+    finally:
+        socket.setdefaulttimeout(before)
+        client.close()
+        ours.close()
+
+
+async def test_a_full_wire_parks_the_writer_not_the_loop(wire: Wire) -> None:
+    read_fd, write_fd = wire.read_fd, wire.write_fd
+    ours = _end(write_fd, writing=True)
+    writer = MessageWriter(ours)
     message = "y" * (4 * 1024 * 1024)  # far more than a pipe or socket buffer holds
     ticks = 0
     received = bytearray()
@@ -128,7 +223,41 @@ async def test_a_full_wire_parks_the_writer_not_the_loop(wire: tuple[int, int]) 
                         await anyio.sleep(0.001)
                 reader.close()
         tg.cancel_scope.cancel()
+    ours.close()
     assert bytes(received) == (message + "\n").encode()
+
+
+async def test_a_cancelled_flush_keeps_the_rest_of_its_message(wire: Wire) -> None:
+    read_fd, write_fd = wire.read_fd, wire.write_fd
+    writer = MessageWriter(_end(write_fd, writing=True))
+    first, second = "x" * (2 * 1024 * 1024), '{"jsonrpc":"2.0","id":2,"result":{}}'
+    await writer.write(first + "\n")
+    with anyio.move_on_after(0.2) as waited:  # nobody reads: the flush waits, and is cancelled
+        await writer.flush()
+    assert waited.cancelled_caught
+    received = bytearray()
+    reader = _end(read_fd, writing=False)
+
+    async def drain() -> None:
+        while True:
+            try:
+                chunk = reader.recv(1 << 20)
+            except BlockingIOError:
+                await anyio.wait_readable(reader.fd)
+                continue
+            if not chunk:
+                return
+            received.extend(chunk)
+
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(drain)
+            await writer.write(second + "\n")
+            await writer.flush()
+            wire.close_writer()  # EOF for the drain (our endpoint is a description of its own)
+            writer._end.close()
+    reader.close()
+    assert bytes(received) == f"{first}\n{second}\n".encode()
 
 
 def test_anything_but_a_pipe_or_stream_socket_keeps_the_threaded_path(tmp_path: Path) -> None:
@@ -170,28 +299,43 @@ def test_while_serving_fd_1_points_at_stderr_and_only_messages_reach_the_wire() 
     assert b"stray write" in done.stderr and b"stray print" in done.stderr
 
 
-def test_serving_from_files_keeps_the_threaded_path(sample_db: Path, tmp_path: Path) -> None:
-    """`serve < requests > replies`: regular files cannot be polled, and are still served."""
-    requests = tmp_path / "requests.jsonl"
-    requests.write_text(
-        '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
-        '"capabilities":{},"clientInfo":{"name":"files","version":"0"}}}\n'
-        '{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
-        '{"jsonrpc":"2.0","id":2,"method":"tools/list"}\n'
-    )
+def test_a_terminal_and_a_file_keep_the_threaded_path(sample_db: Path, tmp_path: Path) -> None:
+    """stdin a terminal, stdout a regular file: neither can be polled, and both are still served."""
+    master, terminal = pty.openpty()
+    tty.setraw(terminal)  # no echo, no line editing: bytes pass as a pipe's would
     replies = tmp_path / "replies.jsonl"
     env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data")}
-    with requests.open("rb") as stdin, replies.open("wb") as stdout:
-        done = subprocess.run(
+    with replies.open("wb") as stdout:
+        server = subprocess.Popen(
             [sys.executable, "-m", "mcp_analysis", "--db", str(sample_db), "serve"],
             cwd=REPO,
-            stdin=stdin,
+            stdin=terminal,
             stdout=stdout,
-            stderr=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
             env=env,
-            timeout=120,
         )
-    assert done.returncode == 0, done.stderr.decode()
-    answers = {m["id"]: m for m in map(json.loads, replies.read_text().splitlines())}
-    assert answers[1]["result"]["serverInfo"]["name"] == "mcp-analysis"
-    assert {t["name"] for t in answers[2]["result"]["tools"]} >= {"search", "execute_code", "cite", "list_documents"}
+    os.close(terminal)
+    try:
+        os.write(
+            master,
+            b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
+            b'"capabilities":{},"clientInfo":{"name":"tty","version":"0"}}}\n'
+            b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
+            b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}\n',
+        )
+        deadline = time.monotonic() + 90
+        answers: dict[int, Any] = {}
+        while len(answers) < 2 and time.monotonic() < deadline and server.poll() is None:
+            time.sleep(0.1)
+            answers = {m["id"]: m for m in map(json.loads, replies.read_text().splitlines())}
+        assert answers[1]["result"]["serverInfo"]["name"] == "mcp-analysis"
+        assert {t["name"] for t in answers[2]["result"]["tools"]} >= {
+            "search",
+            "execute_code",
+            "cite",
+            "list_documents",
+        }
+    finally:
+        server.kill()
+        server.wait()
+        os.close(master)
