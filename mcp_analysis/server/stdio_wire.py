@@ -122,39 +122,48 @@ class LineReader:
         self._eof = False
 
     async def readline(self, limit: int) -> bytes:
-        # Once per line, even when the data is already here: a client pouring in blank or
-        # oversized lines must not keep the event loop from everything else.
-        await anyio.lowlevel.checkpoint()
+        waited = False
         searched = 0
         while True:
             newline = self._buffer.find(b"\n", searched, limit)
             if newline >= 0:
-                return self._take(newline + 1)
+                line = self._take(newline + 1)
+                break
             if len(self._buffer) >= limit:
-                return self._take(limit)
+                line = self._take(limit)
+                break
             if self._eof:
-                return self._take(len(self._buffer))
+                line = self._take(len(self._buffer))
+                break
             searched = len(self._buffer)
-            await self._fill()
+            waited = await self._fill() or waited
+        if not waited:
+            # Each line gives the loop a turn, even when the data was already here: a client
+            # pouring in blank or oversized lines must not keep it from everything else.
+            await anyio.lowlevel.checkpoint()
+        return line
 
     def _take(self, size: int) -> bytes:
         line = bytes(self._buffer[:size])
         del self._buffer[:size]
         return line
 
-    async def _fill(self) -> None:
+    async def _fill(self) -> bool:
+        """Read what is there, waiting for it if nothing is; whether it waited (the loop ran)."""
+        waited = False
         while True:
             try:
                 chunk = self._end.recv(_CHUNK)
             except BlockingIOError:
                 await anyio.wait_readable(self._end.fd)
+                waited = True
                 continue
             except ConnectionResetError:
                 chunk = b""
             if not chunk:
                 self._eof = True
             self._buffer += chunk
-            return
+            return waited
 
 
 class MessageWriter:
