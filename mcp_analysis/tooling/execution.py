@@ -75,14 +75,17 @@ def execution_result(
     """The output and charts within `budget` (see module docs); `pngs[i]` is `out.charts[i]`'s PNG.
 
     Returns the model, its text and the PNGs to attach (those of charts whose `image` held)."""
-    plain = out.model_copy(update={"charts": []})
-    bare = size(plain, render_execution(plain) + note)
-    for charts in chart_forms(out.charts):
+    bare: int | None = None  # the cost without charts, worked out only if the charts do not fit
+    for form, charts in enumerate(chart_forms(out.charts)):
         images = [png for png, chart in zip(pngs, charts, strict=True) if chart.image]
-        model = out.model_copy(update={"charts": charts})
-        whole = size(model, render_execution(model) + note) + sum(map(len, images))
+        model = out.model_copy(update={"charts": charts}) if form else out  # the first form: as they are
+        text = render_execution(model) + note
+        whole = size(model, text) + sum(map(len, images))
         if whole <= budget:
-            return model, render_execution(model) + note, images
+            return model, text, images
+        if bare is None:
+            plain = out.model_copy(update={"charts": []})
+            bare = size(plain, render_execution(plain) + note)
         if whole - bare <= budget // 2:
             break
     fitted, text = fit_output(model, full_output_uri, note, budget - sum(map(len, images)))
