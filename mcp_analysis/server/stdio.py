@@ -25,7 +25,11 @@ from mcp.shared.message import SessionMessage
 
 from mcp_analysis.server.jsonrpc_screen import MAX_MESSAGE_BYTES, error_body, screen
 from mcp_analysis.server.sdk_compat import lowlevel_server
+from mcp_analysis.server.stdio_drain import AnsweringWriteStream, DrainingReadStream, Unanswered
 from mcp_analysis.server.stdio_wire import LineReader, MessageWriter, endpoint
+
+DEFAULT_CODE_TIMEOUT = 60.0  # sandbox.code_timeout's default, for a server without our runtime
+DRAIN_GRACE_SECONDS = 10.0  # beyond the code timeout: the interpreter's own grace and the reply
 
 if sys.platform != "win32":  # the claims below are POSIX-only; Windows serves the std streams in place
     import fcntl
@@ -175,7 +179,20 @@ def _polled(stdin: BinaryIO) -> Iterator[LineReader | None]:
 
 
 async def serve_stdio(server: MCPServer) -> None:
-    """What ``MCPServer.run_stdio_async()`` does, with every malformed line answered."""
+    """What ``MCPServer.run_stdio_async()`` does, with every malformed line answered, and every
+    request read before stdin ends answered before serving stops (server/stdio_drain.py)."""
     lowlevel = lowlevel_server(server)
+    unanswered = Unanswered()
     async with screened_stdio() as (read_stream, write_stream):
-        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+        await lowlevel.run(
+            DrainingReadStream(read_stream, unanswered, _drain_limit(server)),
+            AnsweringWriteStream(write_stream, unanswered),
+            lowlevel.create_initialization_options(),
+        )
+
+
+def _drain_limit(server: MCPServer) -> float:
+    """The longest a request may still run once stdin has ended: an execute_code at its timeout."""
+    runtime = getattr(server, "runtime", None)
+    timeout = runtime.settings.sandbox.code_timeout if runtime is not None else DEFAULT_CODE_TIMEOUT
+    return float(timeout) + DRAIN_GRACE_SECONDS

@@ -33,6 +33,7 @@ if sys.platform != "win32":
     import fcntl
 
 _CHUNK = 256 * 1024
+_RETRY_SECONDS = 1.0
 
 
 class Endpoint:
@@ -144,7 +145,8 @@ class LineReader:
         return line
 
     def _take(self, size: int) -> bytes:
-        line = bytes(self._buffer[:size])
+        with memoryview(self._buffer) as view:  # one copy of a line that may be 64 MB, not two
+            line = bytes(view[:size])
         del self._buffer[:size]
         return line
 
@@ -186,7 +188,10 @@ class MessageWriter:
                 try:
                     data = data[self._end.send(data) :]
                 except BlockingIOError:
-                    await anyio.wait_writable(self._end.fd)
+                    # Tried again every second: a socket whose peer shut its reading side is
+                    # never reported writable, and only the next send says so (EPIPE).
+                    with anyio.move_on_after(_RETRY_SECONDS):
+                        await anyio.wait_writable(self._end.fd)
         finally:
             # Cancelled while the client was not reading: the rest stays first in line, so no
             # message is ever cut on the wire.

@@ -16,6 +16,7 @@ import pty
 import socket
 import subprocess
 import sys
+import threading
 import time
 import tty
 from collections.abc import Iterator
@@ -258,6 +259,30 @@ async def test_a_cancelled_flush_keeps_the_rest_of_its_message(wire: Wire) -> No
             writer._end.close()
     reader.close()
     assert bytes(received) == f"{first}\n{second}\n".encode()
+
+
+async def test_a_socket_whose_peer_stops_reading_fails_the_write_as_a_closed_pipe() -> None:
+    """A peer that shuts its reading side is never reported writable: the write must still end
+    (with EPIPE, as a blocking write did), not wait forever while requests pile up."""
+    ours, client = socket.socketpair()
+    end = _end(ours.fileno(), writing=True)
+    writer = MessageWriter(end)
+    await writer.write("z" * (4 * 1024 * 1024) + "\n")
+
+    def stop_reading() -> None:
+        client.recv(1000)
+        client.shutdown(socket.SHUT_RD)
+
+    stopper = threading.Timer(0.3, stop_reading)
+    stopper.start()
+    try:
+        with anyio.fail_after(20), pytest.raises(BrokenPipeError):
+            await writer.flush()
+    finally:
+        stopper.join()
+        end.close()
+        ours.close()
+        client.close()
 
 
 def test_anything_but_a_pipe_or_stream_socket_keeps_the_threaded_path(tmp_path: Path) -> None:
