@@ -63,23 +63,30 @@ def _key(request_id: Any) -> Any:
     return request_id if isinstance(request_id, str | int) else repr(request_id)
 
 
-class DrainingReadStream:
-    """The SDK's read stream, whose end waits (bounded) for the requests it carried to be answered."""
+class _Wrapping:
+    """A stream standing in for the SDK's: what is not overridden is the inner stream's."""
 
-    def __init__(self, inner: Any, unanswered: Unanswered, limit: float) -> None:
+    def __init__(self, inner: Any, unanswered: Unanswered) -> None:
         self._inner = inner
         self._unanswered = unanswered
-        self._limit = limit
 
-    def __getattr__(self, name: str) -> Any:  # last_context, aclose, close...
+    def __getattr__(self, name: str) -> Any:  # last_context, aclose, close, clone...
         return getattr(self._inner, name)
 
-    async def __aenter__(self) -> DrainingReadStream:
+    async def __aenter__(self) -> Any:
         await self._inner.__aenter__()
         return self
 
     async def __aexit__(self, *exc: object) -> Any:
         return await self._inner.__aexit__(*exc)
+
+
+class DrainingReadStream(_Wrapping):
+    """The SDK's read stream, whose end waits (bounded) for the requests it carried to be answered."""
+
+    def __init__(self, inner: Any, unanswered: Unanswered, limit: float) -> None:
+        super().__init__(inner, unanswered)
+        self._limit = limit
 
     def __aiter__(self) -> DrainingReadStream:
         return self
@@ -100,22 +107,8 @@ class DrainingReadStream:
             raise anyio.EndOfStream from None
 
 
-class AnsweringWriteStream:
+class AnsweringWriteStream(_Wrapping):
     """The SDK's write stream, noting each answer as it goes out."""
-
-    def __init__(self, inner: Any, unanswered: Unanswered) -> None:
-        self._inner = inner
-        self._unanswered = unanswered
-
-    def __getattr__(self, name: str) -> Any:  # aclose, close, clone...
-        return getattr(self._inner, name)
-
-    async def __aenter__(self) -> AnsweringWriteStream:
-        await self._inner.__aenter__()
-        return self
-
-    async def __aexit__(self, *exc: object) -> Any:
-        return await self._inner.__aexit__(*exc)
 
     async def send(self, item: Any) -> None:
         await self._inner.send(item)
