@@ -79,7 +79,11 @@ def open_endpoint(fd: int, *, writing: bool) -> Endpoint | None:
 def _reopened_pipe(fd: int, given: os.stat_result, writing: bool) -> Endpoint | None:
     flags = (os.O_WRONLY if writing else os.O_RDONLY) | os.O_NONBLOCK | os.O_CLOEXEC
     new = os.open(f"/proc/self/fd/{fd}", flags)
-    opened = os.fstat(new)
+    try:
+        opened = os.fstat(new)
+    except OSError:
+        os.close(new)
+        raise
     if (opened.st_dev, opened.st_ino) != (given.st_dev, given.st_ino) or not stat.S_ISFIFO(opened.st_mode):
         os.close(new)  # not the same pipe (a /proc that is not procfs, fd changed meanwhile)
         return None
@@ -94,10 +98,14 @@ def _socket(fd: int) -> Endpoint | None:
     except OSError:
         os.close(duplicate)
         raise
-    # A process-wide socket.setdefaulttimeout() would have made the shared description
-    # non-blocking and recv() wait: no timeout on our object, and the description's flags as given.
-    sock.settimeout(None)
-    fcntl.fcntl(duplicate, fcntl.F_SETFL, flags)
+    try:
+        # A process-wide socket.setdefaulttimeout() would have made the shared description
+        # non-blocking and recv() wait: no timeout on our object, and the description's flags as given.
+        sock.settimeout(None)
+        fcntl.fcntl(duplicate, fcntl.F_SETFL, flags)
+    except OSError:
+        sock.close()
+        raise
     if sock.type != socket.SOCK_STREAM:
         sock.close()  # our duplicate only
         return None
