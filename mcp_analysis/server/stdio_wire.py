@@ -190,7 +190,7 @@ class MessageWriter:
         self._pending += text.encode("utf-8")
 
     async def flush(self) -> None:
-        data, self._pending = memoryview(bytes(self._pending)), bytearray()
+        data, self._pending = memoryview(self._pending), bytearray()  # sent from where it is, not copied
         try:
             while data:
                 try:
