@@ -23,12 +23,12 @@ from mcp.server import MCPServer
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
+from mcp_analysis.config import SandboxSettings
 from mcp_analysis.server.jsonrpc_screen import MAX_MESSAGE_BYTES, error_body, screen
 from mcp_analysis.server.sdk_compat import lowlevel_server
 from mcp_analysis.server.stdio_drain import AnsweringWriteStream, DrainingReadStream, Unanswered
 from mcp_analysis.server.stdio_wire import LineReader, MessageWriter, endpoint
 
-DEFAULT_CODE_TIMEOUT = 60.0  # sandbox.code_timeout's default, for a server without our runtime
 DRAIN_GRACE_SECONDS = 10.0  # beyond the code timeout: the interpreter's own grace and the reply
 
 if sys.platform != "win32":  # the claims below are POSIX-only; Windows serves the std streams in place
@@ -193,6 +193,6 @@ async def serve_stdio(server: MCPServer) -> None:
 
 def _drain_limit(server: MCPServer) -> float:
     """The longest a request may still run once stdin has ended: an execute_code at its timeout."""
-    runtime = getattr(server, "runtime", None)
-    timeout = runtime.settings.sandbox.code_timeout if runtime is not None else DEFAULT_CODE_TIMEOUT
-    return float(timeout) + DRAIN_GRACE_SECONDS
+    runtime = getattr(server, "runtime", None)  # a server without our runtime: the setting's default
+    sandbox = runtime.settings.sandbox if runtime is not None else SandboxSettings()
+    return sandbox.code_timeout + DRAIN_GRACE_SECONDS
