@@ -103,21 +103,30 @@ class ScreenedLines:
 
 
 @contextlib.contextmanager
+def _diverted(fd: int, diversion: int, *, close_after: bool) -> Iterator[int]:
+    """`fd` points at `diversion` (taken over) meanwhile; yields a private duplicate of what it was,
+    closed after `fd` is put back if `close_after` (stdin's is not: a reader thread may still block on it)."""
+    private = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    os.dup2(diversion, fd)
+    os.close(diversion)
+    try:
+        yield private
+    finally:
+        with contextlib.suppress(OSError):
+            os.dup2(private, fd)
+        if close_after:
+            os.close(private)
+
+
+@contextlib.contextmanager
 def _claimed_stdin() -> Iterator[BinaryIO]:
     """A private handle on the protocol's stdin; fd 0 points at the null device meanwhile."""
     if sys.platform == "win32" or not _backed_by(sys.stdin, 0):
         yield sys.stdin.buffer
         return
-    private = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
-    try:
+    with _diverted(0, os.open(os.devnull, os.O_RDONLY), close_after=False) as private:
         # closefd=False: a reader thread may still block on it after we return (as in the SDK).
         yield os.fdopen(private, "rb", closefd=False)
-    finally:
-        with contextlib.suppress(OSError):
-            os.dup2(private, 0)
 
 
 def _backed_by(stream: Any, fd: int) -> bool:
@@ -138,23 +147,18 @@ def _claimed_stdout() -> Iterator[MessageWriter | None]:
         if wire is None:
             yield None
             return
-        private = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)  # to point fd 1 back at the wire after
         try:
             diversion = os.dup(2)
         except OSError:
             diversion = os.open(os.devnull, os.O_WRONLY)
         with contextlib.suppress(Exception):
             sys.stdout.flush()  # what was printed before serving still goes out first
-        os.dup2(diversion, 1)
-        os.close(diversion)
-        try:
-            yield MessageWriter(wire)
-        finally:
-            with contextlib.suppress(Exception):
-                sys.stdout.flush()  # a print made while serving goes to stderr, not the wire
-            with contextlib.suppress(OSError):
-                os.dup2(private, 1)
-            os.close(private)
+        with _diverted(1, diversion, close_after=True):  # no thread writes to the duplicate
+            try:
+                yield MessageWriter(wire)
+            finally:
+                with contextlib.suppress(Exception):
+                    sys.stdout.flush()  # a print made while serving goes to stderr, not the wire
 
 
 @contextlib.asynccontextmanager
