@@ -97,6 +97,8 @@ class KnowledgeBase:
         self._content = _LRU(64 * 1024 * 1024)
         self._items = _LRU(64 * 1024 * 1024)
         self.search_slots = anyio.Semaphore(settings.search.max_concurrent)  # concurrent searches (more collapse)
+        #: Set by the first search: a start-up warm-up search after it would only compete with it.
+        self.searched = False
         self._tables: Any = None
 
     @property
@@ -323,6 +325,7 @@ class Corpus:
         limit = settings.limit if limit is None else limit
         if not 1 <= limit <= settings.max_limit:
             raise AnalysisError(f"limit must be between 1 and {settings.max_limit}, got {limit}.")
+        self.kb.searched = True
         visible = await self.kb.visible(self.filter)
         if not visible:
             return []

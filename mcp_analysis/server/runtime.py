@@ -210,7 +210,8 @@ class Runtime:
 
         One search for a word loads what every search needs (the embedding session, LanceDB's
         vector and full-text indexes, the document list) and no more; it runs once, in the
-        background, and never fails the server.
+        background, and never fails the server. A client's search begun meanwhile loads the same,
+        so the warm-up search is then left out rather than run beside it.
         """
         with scope:
             try:
@@ -224,6 +225,8 @@ class Runtime:
         except Exception as exc:  # reported again, clearly, by the first search
             log.warning("Embedder warm-up failed: %s", exc)
             self.warm_up_error = str(exc)
+            return
+        if kb.searched:  # a client's search is loading the indexes already: do not compete with it
             return
         try:
             corpus = await kb.open_corpus(self.server_filter)

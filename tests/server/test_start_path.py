@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from typing import Any
 
+import anyio
 import pytest
 from mcp.server.subscriptions import InMemorySubscriptionBus
 
@@ -44,3 +46,68 @@ async def test_the_embedder_and_search_indexes_load_in_the_background_once_start
         assert runtime.kb is not None and runtime.kb._embedder is not None
         corpus = await runtime.kb.open_corpus(None)
         assert await corpus.search("approval", limit=1), "the warmed-up knowledge base answers searches"
+
+
+@pytest.mark.anyio
+async def test_the_warm_up_search_gives_way_to_a_client_search(
+    sample_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client's search begun while the embedder loads does the warm-up's work: no second search beside it."""
+    from mcp_analysis.corpus import Corpus, KnowledgeBase
+
+    queries: list[str] = []
+    gate, began = anyio.Event(), anyio.Event()
+    real_search, real_embedder = Corpus.search, KnowledgeBase.embedder
+
+    async def recording_search(self: Corpus, query: str, limit: int | None = None) -> Any:
+        queries.append(query)
+        began.set()
+        return await real_search(self, query, limit)
+
+    async def gated_embedder(self: KnowledgeBase) -> Any:
+        await gate.wait()  # the embedder "loads" until the client's search has begun
+        return await real_embedder(self)
+
+    monkeypatch.setattr(Corpus, "search", recording_search)
+    monkeypatch.setattr(KnowledgeBase, "embedder", gated_embedder)
+    runtime = Runtime(sample_settings, InMemorySubscriptionBus())
+    async with runtime.use():
+        await runtime.ready()
+        assert runtime.kb is not None and not runtime.warmed.is_set()
+        corpus = await runtime.kb.open_corpus(None)
+        hits: list[Any] = []
+        async with anyio.create_task_group() as tg:
+
+            async def client_search() -> None:
+                hits.extend(await corpus.search("approval", limit=1))
+
+            tg.start_soon(client_search)
+            await began.wait()
+            assert runtime.kb.searched
+            gate.set()
+        await runtime.warmed.wait()
+    assert hits, "the client's search is answered"
+    assert runtime.warm_up_error is None
+    assert queries == ["approval"]
+
+
+@pytest.mark.anyio
+async def test_the_warm_up_searches_once_when_no_client_has(
+    sample_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcp_analysis.corpus import Corpus
+
+    queries: list[str] = []
+    real_search = Corpus.search
+
+    async def recording_search(self: Corpus, query: str, limit: int | None = None) -> Any:
+        queries.append(query)
+        return await real_search(self, query, limit)
+
+    monkeypatch.setattr(Corpus, "search", recording_search)
+    runtime = Runtime(sample_settings, InMemorySubscriptionBus())
+    async with runtime.use():
+        await runtime.ready()
+        await runtime.warmed.wait()
+        assert runtime.kb is not None and runtime.kb.searched
+    assert len(queries) == 1
