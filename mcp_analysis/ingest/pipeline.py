@@ -1,7 +1,8 @@
 """`mcp-analysis add`: files and directories into the knowledge base.
 
 - Re-adding a file whose bytes did not change is a no-op (its sha256 is stored);
-  changed bytes replace the document (it gets a new id, the old rows go).
+  changed bytes replace the document (it gets a new id, the old rows go). A file met at a
+  new path with the bytes of a document whose file is gone is that document moved (moves.py).
 - Each file is read once and converted from those bytes in a conversion worker process
   (pool.py) under per-file bounds (size, time, memory, items, depth): the stored text always
   matches the stored hash, and no file can hang or exhaust the ingest.
@@ -41,6 +42,7 @@ from mcp_analysis.ingest.files import (
 )
 from mcp_analysis.ingest.items import ItemDraft
 from mcp_analysis.ingest.lock import ingest_lock
+from mcp_analysis.ingest.moves import MovedFiles, relocated
 from mcp_analysis.ingest.pool import ConversionPool, ConversionWorker
 from mcp_analysis.ingest.prepare import PreparedFile
 from mcp_analysis.store.models import DocumentMeta
@@ -66,6 +68,7 @@ class IngestReport:
     added: list[str] = field(default_factory=list)
     replaced: list[str] = field(default_factory=list)
     metadata_updated: list[str] = field(default_factory=list)
+    moved: list[tuple[str, str]] = field(default_factory=list)  # (old uri, new uri): same id, nothing re-read
     unchanged: list[str] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     warnings: list[tuple[str, str]] = field(default_factory=list)  # parts of added files left out
@@ -79,6 +82,8 @@ class IngestReport:
         ]
         if self.metadata_updated:
             parts.append(f"{len(self.metadata_updated)} metadata updated")
+        if self.moved:
+            parts.append(f"{len(self.moved)} moved")
         parts.append(f"{len(self.skipped)} skipped")
         return ", ".join(parts) + f" ({self.chunks} chunks written)"
 
@@ -194,13 +199,15 @@ class Ingestor:
                 await store.initialize(embedder.name, dimension)
             else:
                 await store.remove_orphans()
-            by_uri = {m.uri: m for m in await store.all_meta()}
+            stored = await store.all_meta()
+            by_uri = {m.uri: m for m in stored}
+            moves = MovedFiles(stored)
             pending: list[_Prepared] = []
             optimized_at = 0
             for path in files:
                 if self.progress:
                     self.progress.advance(display_name(path.name))
-                prepared = await self._one(path, title, metadata, by_uri, report, pool)
+                prepared = await self._one(path, title, metadata, by_uri, moves, report, pool)
                 if prepared is None:
                     continue
                 pending.append(prepared)
@@ -230,6 +237,7 @@ class Ingestor:
         title: str | None,
         metadata: dict[str, Any],
         by_uri: dict[str, DocumentMeta],
+        moves: MovedFiles,
         report: IngestReport,
         pool: ConversionPool,
     ) -> _Prepared | None:
@@ -243,9 +251,14 @@ class Ingestor:
         existing = by_uri.get(uri)
         try:
             with pool.worker() as worker:
-                digest, prepared = await self._read_and_convert(worker, path, existing)
+                digest, prepared, moved = await self._read_and_convert(worker, path, existing, moves)
         except IngestError as exc:
             report.skipped.append((name, str(exc)))
+            return None
+        if moved is not None:  # the bytes of a stored document whose file is gone: moved here
+            by_uri[uri] = relocated(moved, path, uri, title, metadata)
+            await self.kb.store.update_meta(by_uri[uri])
+            report.moved.append((moved.uri, uri))
             return None
         if prepared is None:  # the same bytes as stored
             await self._update_metadata(existing, title, metadata, report)  # type: ignore[arg-type]
@@ -254,17 +267,22 @@ class Ingestor:
         return _document(path, uri, digest, prepared, title, metadata, existing)
 
     async def _read_and_convert(
-        self, worker: ConversionWorker, path: Path, existing: DocumentMeta | None
-    ) -> tuple[str, PreparedFile | None]:
-        """The sha256 of the bytes read, and what they convert to (None when `existing` has that hash)."""
+        self, worker: ConversionWorker, path: Path, existing: DocumentMeta | None, moves: MovedFiles
+    ) -> tuple[str, PreparedFile | None, DocumentMeta | None]:
+        """The sha256 of the bytes read, what they convert to (None when `existing` has that hash
+        or they are a moved document's), and the moved document."""
         read = await anyio.to_thread.run_sync(
             worker.read, os.fspath(path), display_name(path.name), abandon_on_cancel=True
         )
         if existing is not None and existing.content_hash == read.digest:
             worker.drop()
-            return read.digest, None
+            return read.digest, None, None
+        moved = moves.claim(read.digest) if existing is None else None
+        if moved is not None:
+            worker.drop()
+            return read.digest, None, moved
         prepared = await anyio.to_thread.run_sync(worker.convert, abandon_on_cancel=True)
-        return read.digest, prepared
+        return read.digest, prepared, None
 
     async def _update_metadata(
         self, existing: DocumentMeta, title: str | None, metadata: dict[str, Any], report: IngestReport

@@ -33,6 +33,7 @@ class SyncReport:
 
     added: list[str] = field(default_factory=list)
     replaced: list[str] = field(default_factory=list)
+    moved: list[tuple[str, str]] = field(default_factory=list)  # (old uri, new uri), the same document
     unchanged: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
@@ -41,11 +42,12 @@ class SyncReport:
 
     @property
     def changed(self) -> bool:
-        return bool(self.added or self.replaced or self.removed)
+        return bool(self.added or self.replaced or self.moved or self.removed)
 
     def take(self, ingest: IngestReport) -> None:
         self.added += ingest.added
         self.replaced += ingest.replaced
+        self.moved += ingest.moved
         self.unchanged += ingest.unchanged + ingest.metadata_updated
         self.failed += ingest.skipped
         self.chunks += ingest.chunks
@@ -58,6 +60,8 @@ class SyncReport:
             f"{len(self.removed)} removed",
             f"{len(self.failed)} failed",
         ]
+        if self.moved:
+            parts.append(f"{len(self.moved)} moved")
         if self.unsupported:
             parts.append(f"{len(self.unsupported)} of an unsupported type")
         return ", ".join(parts) + f" ({self.chunks} chunks written)"

@@ -97,6 +97,11 @@ async def found(client: Client, word: str) -> bool:
     return any(word in hit["content"] for hit in hits)
 
 
+async def _ids_by_name(client: Client) -> dict[str, str]:
+    listed = (await client.call_tool("list_documents", {})).structured_content
+    return {Path(d["uri"]).name: d["id"] for d in listed["documents"]}
+
+
 async def test_at_start_the_folder_is_mirrored_and_other_documents_stay(server: HttpServer) -> None:
     async with server.client() as client:
         # gone.md removed, beta.md added; the hidden file and the draft never; keep.md (from elsewhere) kept.
@@ -124,10 +129,12 @@ async def test_created_changed_renamed_and_deleted_files_reach_the_client(
         await eventually(lambda: found(client, "pangolins"), "a changed file is searchable")
         assert not await found(client, "albatrosses")  # replaced, not added beside
 
+        gamma = await _ids_by_name(client)
         (folder / "sub" / "gamma.md").rename(folder / "delta.md")
         moved = await eventually(lambda: _moved(client, "gamma.md", "delta.md"), "a renamed file changes name")
         assert "keep.md" in moved
         assert await found(client, "axolotls")  # the content followed the file
+        assert (await _ids_by_name(client))["delta.md"] == gamma["gamma.md"]  # the same document, moved
 
         (folder / "beta.md").unlink()
         after = await eventually(lambda: _lacks(client, "beta.md"), "a deleted file's document goes")

@@ -1,0 +1,119 @@
+"""A file moved or renamed since it was added is the same document at its new place."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from mcp_analysis.corpus import KnowledgeBase
+from mcp_analysis.ingest.files import file_uri
+from mcp_analysis.ingest.moves import local_path
+from mcp_analysis.ingest.pipeline import Ingestor
+from mcp_analysis.store.filters import sql_in
+from mcp_analysis.watch.mirror import FolderMirror
+from mcp_analysis.watch.rules import FileRules
+from tests.conftest import make_settings
+
+pytestmark = pytest.mark.anyio
+
+UNTITLED = "the harbour master approved the night pilotage of the grain carrier at berth nine\n"
+TITLED = "# Tug Roster\n\nThree tugs stand by for the tanker on Tuesday.\n"
+
+
+async def _kb(tmp_path: Path) -> KnowledgeBase:
+    return await KnowledgeBase.open(make_settings(tmp_path / "kb.lancedb"), create=True)
+
+
+async def _chunk_ids(kb: KnowledgeBase, document_id: str) -> list[str]:
+    rows = await kb.store.chunks(sql_in("document_id", [document_id]), columns=["id"])
+    return sorted(r["id"] for r in rows)
+
+
+async def test_a_renamed_file_keeps_its_document_id_chunks_and_vectors(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "pilotage.txt").write_text(UNTITLED)
+    (docs / "tugs.md").write_text(TITLED)
+    kb = await _kb(tmp_path)
+    await Ingestor(kb).add([docs])
+    before = {d.uri: d for d in await kb.corpus().documents()}
+    old = before[file_uri(docs / "pilotage.txt")]
+    old_titled = before[file_uri(docs / "tugs.md")]
+    chunks = await _chunk_ids(kb, old.id)
+    assert old.title == "pilotage" and chunks  # no title inside: the file's name
+
+    (docs / "pilotage.txt").rename(docs / "night-pilotage.txt")
+    (docs / "tugs.md").rename(docs / "roster.md")
+    report = await Ingestor(kb).add([docs / "night-pilotage.txt", docs / "roster.md"])
+
+    assert sorted(report.moved) == sorted(
+        [(old.uri, file_uri(docs / "night-pilotage.txt")), (old_titled.uri, file_uri(docs / "roster.md"))]
+    )
+    assert report.added == [] and report.replaced == [] and report.chunks == 0  # nothing converted or embedded
+    assert "2 moved" in report.summary()
+    after = {d.id: d for d in await kb.corpus().documents()}
+    assert set(after) == {old.id, old_titled.id}
+    moved = after[old.id]
+    assert moved.uri == file_uri(docs / "night-pilotage.txt")
+    assert moved.title == "night-pilotage"  # the name was its title: it follows the name
+    assert moved.metadata["file_name"] == "night-pilotage.txt"
+    assert moved.content_hash == old.content_hash and moved.created_at == old.created_at
+    assert after[old_titled.id].title == "Tug Roster"  # a title from inside the file stays
+    assert await _chunk_ids(kb, old.id) == chunks
+    hits = await kb.corpus().search("night pilotage of the grain carrier", limit=1)
+    assert hits[0].document_id == old.id and hits[0].document_uri == moved.uri
+
+
+async def test_a_copy_whose_original_is_still_there_is_a_new_document(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "pilotage.txt").write_text(UNTITLED)
+    kb = await _kb(tmp_path)
+    await Ingestor(kb).add([docs])
+    shutil.copy(docs / "pilotage.txt", docs / "copy.txt")
+    report = await Ingestor(kb).add([docs / "copy.txt"])
+    assert report.moved == [] and report.added == [file_uri(docs / "copy.txt")]
+    assert len(await kb.corpus().documents()) == 2
+
+
+async def test_one_moved_document_is_claimed_by_one_new_file_only(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "pilotage.txt").write_text(UNTITLED)
+    kb = await _kb(tmp_path)
+    await Ingestor(kb).add([docs])
+    (docs / "pilotage.txt").rename(docs / "a.txt")
+    shutil.copy(docs / "a.txt", docs / "b.txt")
+    report = await Ingestor(kb).add([docs / "a.txt", docs / "b.txt"])
+    assert report.moved == [(file_uri(docs / "pilotage.txt"), file_uri(docs / "a.txt"))]
+    assert report.added == [file_uri(docs / "b.txt")]
+    assert {d.uri for d in await kb.corpus().documents()} == {file_uri(docs / "a.txt"), file_uri(docs / "b.txt")}
+
+
+async def test_a_renamed_folder_in_a_watched_folder_is_moved_not_removed_and_added(tmp_path: Path) -> None:
+    watched = tmp_path / "watched"
+    (watched / "2025").mkdir(parents=True)
+    (watched / "2025" / "pilotage.txt").write_text(UNTITLED)
+    (watched / "2025" / "tugs.md").write_text(TITLED)
+    kb = await _kb(tmp_path)
+    mirror = FolderMirror(kb, [watched], FileRules())
+    await mirror.sync()
+    ids = {d.id for d in await kb.corpus().documents()}
+
+    (watched / "2025").rename(watched / "archive-2025")
+    report = await mirror.apply([watched / "2025", watched / "archive-2025"])  # the watcher's two events
+
+    assert len(report.moved) == 2 and report.added == [] and report.removed == [] and report.chunks == 0
+    assert "2 moved" in report.summary() and report.changed
+    documents = await kb.corpus().documents()
+    assert {d.id for d in documents} == ids
+    assert {Path(local_path(d.uri) or "").parent.name for d in documents} == {"archive-2025"}
+
+
+def test_local_path_reads_back_every_byte_of_a_file_uri(tmp_path: Path) -> None:
+    odd = tmp_path / "caf\udce9 100%.txt"  # a name that is not UTF-8 (the byte 0xE9), and a percent sign
+    assert local_path(odd.as_uri()) == str(odd)
+    assert local_path("https://example.com/a.txt") is None
+    assert local_path("s3://bucket/a.txt") is None
