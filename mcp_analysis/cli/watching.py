@@ -96,7 +96,7 @@ async def _keep_in_sync(
         # Heavy imports (LanceDB, docling) in a thread: the server keeps answering meanwhile.
         await anyio.to_thread.run_sync(importlib.import_module, "mcp_analysis.watch.run")
         from mcp_analysis.watch.follow import FolderWatcher
-        from mcp_analysis.watch.run import open_mirror
+        from mcp_analysis.watch.run import close_mirror, open_mirror
 
         mirror = await open_mirror(settings, folders)
     except Exception as exc:
@@ -114,7 +114,7 @@ async def _keep_in_sync(
         await FolderWatcher(mirror, settings.watch, changed).run()
     finally:
         with anyio.CancelScope(shield=True):
-            await mirror.kb.close()
+            await close_mirror(mirror)
 
 
 async def serve_watching(settings: Settings, folders: list[Path], *, http: bool) -> None:

@@ -237,6 +237,16 @@ class ConversionPool:
                     worker.stop()
                     self._every.discard(worker)
 
+    def release_idle(self) -> int:
+        """End the idle workers (their memory back) and keep the pool open: the next file starts
+        one again. Returns how many were ended."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+            self._every.difference_update(idle)
+        for worker in idle:
+            worker.stop()
+        return len(idle)
+
     def pids(self) -> list[int]:
         """Process ids of the live workers."""
         with self._lock:

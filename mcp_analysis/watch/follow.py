@@ -140,7 +140,7 @@ class FolderWatcher:
         failures = 0
         while True:
             if not pending:
-                pending |= await receive.receive()
+                pending |= await self._next_batch(receive)
             while True:
                 try:
                     pending |= receive.receive_nowait()
@@ -158,6 +158,13 @@ class FolderWatcher:
             delay = min(RETRY_MAX_SECONDS, RETRY_FIRST_SECONDS * 2 ** (failures - 1))
             log.warning("watch: trying %d path(s) again in %.0f s", len(ready), delay)
             await anyio.sleep(delay)  # events meanwhile queue up in the stream
+
+    async def _next_batch(self, receive: MemoryObjectReceiveStream[set[Path]]) -> set[Path]:
+        """The next paths changed; the conversion worker is ended once none came for `keep_worker_seconds`."""
+        with anyio.move_on_after(self.settings.keep_worker_seconds):
+            return await receive.receive()
+        await anyio.to_thread.run_sync(self.mirror.release_workers)
+        return await receive.receive()
 
     async def _settled(self, paths: Iterable[Path]) -> set[Path]:
         """The paths whose signature did not change over `settle_seconds`."""

@@ -20,6 +20,7 @@ from mcp_analysis.ingest import formats
 from mcp_analysis.ingest.files import inside, knowledge_base_directory
 from mcp_analysis.ingest.lock import ingest_lock
 from mcp_analysis.ingest.pipeline import Ingestor, IngestReport
+from mcp_analysis.ingest.pool import ConversionPool
 from mcp_analysis.store.models import DocumentMeta
 from mcp_analysis.watch.rules import FileRules, relative_to_any
 from mcp_analysis.watch.undecodable import UndecodableNames
@@ -86,9 +87,21 @@ class FolderMirror:
         self.kb = kb
         self.folders = list(folders)
         self.rules = rules
-        self.ingestor = Ingestor(kb)
+        # One conversion pool for the mirror's life: a change does not wait for a worker's start
+        # (its parsers' imports, seconds) when one is still up; `release_workers` ends it when idle.
+        self.pool = ConversionPool(kb.settings.ingest.limits(), kb.settings.ingest.chunk_tokens)
+        self.ingestor = Ingestor(kb, pool=self.pool)
         self.own_folder = knowledge_base_directory(kb.store.path)  # inside a watched folder: never followed
         self.undecodable = UndecodableNames()
+
+    def release_workers(self) -> None:
+        """End the idle conversion worker (it blocks up to ~2 s: call from a thread); a later change starts one."""
+        if self.pool.release_idle():
+            log.debug("watch: the idle conversion worker was ended")
+
+    def close(self) -> None:
+        """End the conversion workers for good (the caller closes `kb`)."""
+        self.pool.close()
 
     async def sync(self) -> SyncReport:
         """Mirror every folder whole (at start, and for `mcp-analysis sync`)."""

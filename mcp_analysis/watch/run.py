@@ -15,17 +15,26 @@ from mcp_analysis.watch.rules import FileRules, check_folders
 
 async def open_mirror(settings: Settings, folders: Sequence[Path]) -> FolderMirror:
     """The mirror of `folders` on an opened, initialised store (the caller holds the watcher lock
-    and closes `mirror.kb`). A new knowledge base gets its tables first: servers need them."""
+    and ends it with `close_mirror`). A new knowledge base gets its tables first: servers need them."""
     kb = await KnowledgeBase.open(settings, create=True)
+    mirror: FolderMirror | None = None
     try:
         rules = FileRules(settings.watch.include, settings.watch.ignore, settings.watch.hidden)
         mirror = await anyio.to_thread.run_sync(FolderMirror, kb, check_folders(folders), rules)
         if not kb.store.ready:
             await mirror.ingestor.add([])
     except BaseException:
+        if mirror is not None:
+            mirror.close()
         await kb.close()
         raise
     return mirror
+
+
+async def close_mirror(mirror: FolderMirror) -> None:
+    """End the mirror's conversion workers and close its knowledge base."""
+    await anyio.to_thread.run_sync(mirror.close)
+    await mirror.kb.close()
 
 
 async def sync_once(settings: Settings, folders: Sequence[Path]) -> SyncReport:
@@ -34,4 +43,4 @@ async def sync_once(settings: Settings, folders: Sequence[Path]) -> SyncReport:
     try:
         return await mirror.sync()
     finally:
-        await mirror.kb.close()
+        await close_mirror(mirror)

@@ -33,6 +33,13 @@ class WatchSettings(BaseModel):
     settle_seconds: float = Field(
         0.5, gt=0, le=600, description="A file is read once its size and mtime held still this long (not mid-write)."
     )
+    keep_worker_seconds: float = Field(
+        300,
+        ge=0,
+        le=86_400,
+        description="How long the conversion worker (a process with the parsers loaded) stays up after the last "
+        "change, so the next change is read at once instead of after its start of seconds; 0 ends it each time.",
+    )
 
     @field_validator("directories", mode="before")
     @classmethod

@@ -99,11 +99,13 @@ async def test_a_renamed_folder_in_a_watched_folder_is_moved_not_removed_and_add
     (watched / "2025" / "tugs.md").write_text(TITLED)
     kb = await _kb(tmp_path)
     mirror = FolderMirror(kb, [watched], FileRules())
-    await mirror.sync()
-    ids = {d.id for d in await kb.corpus().documents()}
-
-    (watched / "2025").rename(watched / "archive-2025")
-    report = await mirror.apply([watched / "2025", watched / "archive-2025"])  # the watcher's two events
+    try:
+        await mirror.sync()
+        ids = {d.id for d in await kb.corpus().documents()}
+        (watched / "2025").rename(watched / "archive-2025")
+        report = await mirror.apply([watched / "2025", watched / "archive-2025"])  # the watcher's two events
+    finally:
+        mirror.close()
 
     assert len(report.moved) == 2 and report.added == [] and report.removed == [] and report.chunks == 0
     assert "2 moved" in report.summary() and report.changed

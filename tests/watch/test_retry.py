@@ -10,7 +10,7 @@ import pytest
 
 from mcp_analysis.watch import follow
 from mcp_analysis.watch.follow import FolderWatcher
-from mcp_analysis.watch.run import open_mirror
+from mcp_analysis.watch.run import close_mirror, open_mirror
 from tests.conftest import make_settings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(600)]
@@ -46,4 +46,4 @@ async def test_a_failed_apply_is_retried_until_it_lands(tmp_path: Path, monkeypa
         names = [Path(m.uri).name for m in await mirror.kb.store.all_meta()]
         assert names == ["note.md"]
     finally:
-        await mirror.kb.close()
+        await close_mirror(mirror)
