@@ -171,10 +171,15 @@ class KnowledgeBase:
             self._version_checked = now
         return self._version
 
-    async def refresh(self) -> int:
-        """Force a re-read of the document list (e.g. after an ingest in this process)."""
+    async def refresh(self, *, latest: bool = False) -> int:
+        """Force a re-read of the document list (e.g. after an ingest in this process). `latest`: a
+        commit just made through another handle (this process's watcher) is read now, not once
+        LanceDB's read-consistency interval has passed."""
         self._version_checked = 0.0
         await self.store.refresh_tables()  # another process may have created the tables since we opened
+        if latest:
+            with self.storage_errors():
+                await self.store.read_latest()
         return await self._current_version()
 
     async def visible(self, document_filter: str | None) -> dict[str, DocumentMeta]:

@@ -260,7 +260,9 @@ class Runtime:
         last: int | None = None
         while True:
             try:
-                version = await kb.refresh()
+                # Right after a commit by this process's watcher, read the tables at their latest
+                # version now rather than once LanceDB's read-consistency interval (1 s) has passed.
+                version = await kb.refresh(latest=self._recheck)
             except Exception as exc:
                 if self.kb_error is None:
                     log.warning("The knowledge base at %s cannot be read: %s", self.settings.db, exc)
@@ -291,8 +293,9 @@ class Runtime:
         self._changed.set()
 
     async def _nap(self) -> None:
-        """Sleep `watch_interval`; after `documents_changed`, check at once and again once LanceDB's
-        1 s read-consistency interval has passed, by when that commit is surely visible here."""
+        """Sleep `watch_interval`; after `documents_changed`, check at once (reading the tables at
+        their latest version) and again once LanceDB's 1 s read-consistency interval has passed,
+        by when that commit is visible here in any case."""
         wait = min(_RECHECK_SECONDS, self.settings.server.watch_interval) if self._recheck else None
         self._recheck = False
         with anyio.move_on_after(wait or self.settings.server.watch_interval):

@@ -146,6 +146,12 @@ class Store(StoreWrites, StoreMaintenance):
         """Raise an `AnalysisError` when this database lacks what search needs (e.g. a full-text index)."""
         self._layout.check_searchable(self.path)
 
+    async def read_latest(self) -> None:
+        """Point every table at its latest version now (each otherwise follows on its own
+        read-consistency timer)."""
+        for table in list(self.tables.values()):
+            await table.checkout_latest()
+
     async def catch_up(self) -> None:
         """After ``document_meta`` changed: read every table at its latest version, forget derived values."""
         await self._layout.catch_up(self.tables)
