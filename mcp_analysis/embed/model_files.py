@@ -69,7 +69,7 @@ def derived_model_path(cache_dir: Path | None = None) -> Path:
     """The int8-activation variant, derived on first use and cached (with its weights file).
 
     A cached derivation is used without reading the source again: its name carries the digest of
-    the verified source it came from, and hashing the 23 MB source cost every start ~70 ms."""
+    the verified source it came from, and hashing the 23 MB source delayed every start."""
     import onnxruntime
 
     directory = cache_dir or cache_home() / "models"
