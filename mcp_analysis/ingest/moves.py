@@ -30,9 +30,11 @@ def local_path(uri: str) -> str | None:
 
 
 class MovedFiles:
-    """The stored documents a new file may be, by content hash; each claimed at most once."""
+    """The stored documents a new file may be, by content hash; each claimed at most once, and the
+    claimed ones at their new places (`relocated`, for the caller to write in one commit)."""
 
     def __init__(self, documents: Iterable[DocumentMeta]) -> None:
+        self.relocated: list[DocumentMeta] = []
         self._by_hash: dict[str, list[DocumentMeta]] = {}
         for meta in documents:
             if meta.content_hash and local_path(meta.uri) is not None:
@@ -46,6 +48,13 @@ class MovedFiles:
                 self._by_hash[digest].remove(meta)
                 return meta
         return None
+
+    def relocate(
+        self, meta: DocumentMeta, path: Path, uri: str, title: str | None, metadata: dict[str, Any]
+    ) -> DocumentMeta:
+        """`meta` at its new place, kept in `relocated`."""
+        self.relocated.append(relocated(meta, path, uri, title, metadata))
+        return self.relocated[-1]
 
 
 def relocated(meta: DocumentMeta, path: Path, uri: str, title: str | None, metadata: dict[str, Any]) -> DocumentMeta:

@@ -42,7 +42,7 @@ from mcp_analysis.ingest.files import (
 )
 from mcp_analysis.ingest.items import ItemDraft
 from mcp_analysis.ingest.lock import ingest_lock
-from mcp_analysis.ingest.moves import MovedFiles, relocated
+from mcp_analysis.ingest.moves import MovedFiles
 from mcp_analysis.ingest.pool import ConversionPool, ConversionWorker
 from mcp_analysis.ingest.prepare import PreparedFile
 from mcp_analysis.store.models import DocumentMeta
@@ -222,6 +222,7 @@ class Ingestor:
                         await store.optimize()
                         optimized_at = report.chunks
             await self._flush(pending, report)
+            await store.update_meta(*moves.relocated)  # an ingest killed before this finds them moved again
             if report.added or report.replaced:
                 self._phase("updating the indexes")
                 await store.ensure_indexes(self.kb.settings.search.vector_index_min_rows)
@@ -256,8 +257,7 @@ class Ingestor:
             report.skipped.append((name, str(exc)))
             return None
         if moved is not None:  # the bytes of a stored document whose file is gone: moved here
-            by_uri[uri] = relocated(moved, path, uri, title, metadata)
-            await self.kb.store.update_meta(by_uri[uri])
+            by_uri[uri] = moves.relocate(moved, path, uri, title, metadata)  # written at the end, in one commit
             report.moved.append((moved.uri, uri))
             return None
         if prepared is None:  # the same bytes as stored

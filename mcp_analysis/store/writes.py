@@ -121,14 +121,17 @@ class StoreWrites(StoreReads):
             await self.delete_rows(replaced)
         return replaced
 
-    async def update_meta(self, meta: DocumentMeta) -> None:
+    async def update_meta(self, *metas: DocumentMeta) -> None:
+        """Write these documents' metadata rows (by id), all in one commit."""
         self.check_writable()
+        if not metas:
+            return
         await (
             self.tables[schema.DOCUMENT_META]
             .merge_insert("id")
             .when_matched_update_all()
             .when_not_matched_insert_all()
-            .execute(pa.Table.from_pylist([meta.to_row()], schema=schema.DOCUMENT_META_SCHEMA))
+            .execute(pa.Table.from_pylist([m.to_row() for m in metas], schema=schema.DOCUMENT_META_SCHEMA))
         )
 
     async def delete_document(self, document_id: str) -> None:

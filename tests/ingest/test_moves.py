@@ -46,7 +46,9 @@ async def test_a_renamed_file_keeps_its_document_id_chunks_and_vectors(tmp_path:
 
     (docs / "pilotage.txt").rename(docs / "night-pilotage.txt")
     (docs / "tugs.md").rename(docs / "roster.md")
+    version = await kb.store.meta_version()
     report = await Ingestor(kb).add([docs / "night-pilotage.txt", docs / "roster.md"])
+    assert await kb.store.meta_version() == version + 1  # both moves in one commit
 
     assert sorted(report.moved) == sorted(
         [(old.uri, file_uri(docs / "night-pilotage.txt")), (old_titled.uri, file_uri(docs / "roster.md"))]
