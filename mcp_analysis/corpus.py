@@ -330,10 +330,10 @@ class Corpus:
         limit = settings.limit if limit is None else limit
         if not 1 <= limit <= settings.max_limit:
             raise AnalysisError(f"limit must be between 1 and {settings.max_limit}, got {limit}.")
-        self.kb.searched = True
         visible = await self.kb.visible(self.filter)
         if not visible:
             return []
+        self.kb.searched = True
         prefilter = None
         if self.filter is not None and len(visible) < len(await self.kb.visible(None)):
             prefilter = sql_in("document_id", visible.keys())

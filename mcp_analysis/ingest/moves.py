@@ -1,60 +1,90 @@
 """Files moved or renamed since they were added: the same document at its new place.
 
-A file met at a new path whose bytes (sha256) are those of a stored document whose own file is
-gone is that document moved: its uri, file name and (when it was the old name) title are
-updated, and its id, chunks, vectors and tables are kept. Converting and embedding it again
-(OCR for a scan) would cost minutes for a renamed folder of large files, and would change the
-ids that citations and a client's variables hold. A copy (the old file still there) is a new
-document as before; so is a document whose source is not a local file.
+A file met at a new path whose bytes (sha256) and suffix are those of a stored document whose
+own file is gone is that document moved: its uri, file name and (when it was the old name)
+title are updated, and its id, chunks, vectors and tables are kept. Converting and embedding it
+again (OCR for a scan) would cost minutes for a renamed folder of large files, and would change
+the ids that citations and a client's variables hold. Not a move: a copy (the old file still
+there, or not known to be gone: a file that cannot be looked at counts as present), a new
+suffix (the file may be read differently now), a document whose source is not a local file,
+and, for a folder watcher, a document from outside its folders (`within`).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path, PurePath
 from typing import Any
 from urllib.parse import unquote_to_bytes, urlsplit
+from urllib.request import url2pathname
 
 from mcp_analysis.ingest.files import display_name
 from mcp_analysis.store.models import DocumentMeta
 
 
 def local_path(uri: str) -> str | None:
-    """The path a file:// uri names (every byte of the name, as `file_uri` encoded it), else None."""
+    """The path a file:// uri names (as `file_uri` encoded it: every byte of a POSIX name; a drive
+    letter on Windows), else None."""
     parts = urlsplit(uri)
     if parts.scheme != "file" or parts.netloc not in ("", "localhost"):
         return None
+    if os.name == "nt":
+        return url2pathname(parts.path)  # /C:/a%20b -> C:\\a b
     return os.fsdecode(unquote_to_bytes(parts.path))
+
+
+def gone(path: str) -> bool:
+    """The file is known not to exist: a path that cannot be looked at (no permission, an I/O error,
+    a volume not mounted here) is not taken for gone. Blocks on a slow disk: call from a thread."""
+    try:
+        os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except (OSError, ValueError):
+        return False
+    return False
 
 
 class MovedFiles:
     """The stored documents a new file may be, by content hash; each claimed at most once, and the
     claimed ones at their new places (`relocated`, for the caller to write in one commit)."""
 
-    def __init__(self, documents: Iterable[DocumentMeta]) -> None:
+    def __init__(self, documents: Iterable[DocumentMeta], within: Sequence[Path] | None = None) -> None:
+        """`within`: only documents whose file lay under one of these (resolved) folders may move."""
         self.relocated: list[DocumentMeta] = []
-        self._by_hash: dict[str, list[DocumentMeta]] = {}
+        self._by_hash: dict[str, list[tuple[DocumentMeta, str]]] = {}
         for meta in documents:
-            if meta.content_hash and local_path(meta.uri) is not None:
-                self._by_hash.setdefault(meta.content_hash, []).append(meta)
-
-    def claim(self, digest: str) -> DocumentMeta | None:
-        """A stored document with these bytes whose file no longer exists (checked now), if any."""
-        for meta in self._by_hash.get(digest, []):
             path = local_path(meta.uri)
-            if path is not None and not os.path.lexists(path):
-                self._by_hash[digest].remove(meta)
+            if not meta.content_hash or path is None:
+                continue
+            if within is not None and not any(PurePath(path).is_relative_to(folder) for folder in within):
+                continue
+            self._by_hash.setdefault(meta.content_hash, []).append((meta, path))
+
+    def claim(self, digest: str, name: str) -> DocumentMeta | None:
+        """A stored document with these bytes and `name`'s suffix whose file is gone (checked now), if
+        any. Blocks on a slow disk: call from a thread."""
+        suffix = PurePath(name).suffix.lower()
+        for candidate in self._by_hash.get(digest, []):
+            meta, path = candidate
+            if PurePath(path).suffix.lower() == suffix and gone(path):
+                self._by_hash[digest].remove(candidate)
                 return meta
         return None
 
     def relocate(
         self, meta: DocumentMeta, path: Path, uri: str, title: str | None, metadata: dict[str, Any]
     ) -> DocumentMeta:
-        """`meta` at its new place, kept in `relocated`."""
+        """`meta` at its new place, kept in `relocated` until taken."""
         self.relocated.append(relocated(meta, path, uri, title, metadata))
         return self.relocated[-1]
+
+    def take(self) -> list[DocumentMeta]:
+        """The documents relocated since the last take, to write."""
+        taken, self.relocated = self.relocated, []
+        return taken
 
 
 def relocated(meta: DocumentMeta, path: Path, uri: str, title: str | None, metadata: dict[str, Any]) -> DocumentMeta:

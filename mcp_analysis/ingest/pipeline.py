@@ -155,13 +155,20 @@ class Ingestor:
     """Adds files to one knowledge base."""
 
     def __init__(
-        self, kb: KnowledgeBase, progress: ProgressSink | None = None, pool: ConversionPool | None = None
+        self,
+        kb: KnowledgeBase,
+        progress: ProgressSink | None = None,
+        pool: ConversionPool | None = None,
+        moves_within: Sequence[Path] | None = None,
     ) -> None:
         """`pool`: conversion workers to use and keep (a long-lived caller such as a folder watcher
-        passes one, so workers outlive one add); by default each add starts its own and ends them."""
+        passes one, so workers outlive one add); by default each add starts its own and ends them.
+        `moves_within`: only documents whose file lay in these folders may be found moved (a folder
+        watcher's own folders); by default any document whose file is gone."""
         self.kb = kb
         self.progress = progress
         self.pool = pool
+        self.moves_within = moves_within
         self.limits = pool.limits if pool is not None else kb.settings.ingest.limits()
 
     async def add(
@@ -201,7 +208,7 @@ class Ingestor:
                 await store.remove_orphans()
             stored = await store.all_meta()
             by_uri = {m.uri: m for m in stored}
-            moves = MovedFiles(stored)
+            moves = MovedFiles(stored, self.moves_within)
             pending: list[_Prepared] = []
             optimized_at = 0
             for path in files:
@@ -215,14 +222,13 @@ class Ingestor:
                     len(pending) >= self.kb.settings.ingest.batch_documents
                     or sum(len(p.chunks) for p in pending) >= _CHUNKS_PER_FLUSH
                 ):
-                    await self._flush(pending, report)
+                    await self._flush(pending, report, moves)
                     pending = []
                     if report.chunks - optimized_at >= _CHUNKS_PER_OPTIMIZE:
                         await store.ensure_indexes(self.kb.settings.search.vector_index_min_rows)
                         await store.optimize()
                         optimized_at = report.chunks
-            await self._flush(pending, report)
-            await store.update_meta(*moves.relocated)  # an ingest killed before this finds them moved again
+            await self._flush(pending, report, moves)
             if report.added or report.replaced:
                 self._phase("updating the indexes")
                 await store.ensure_indexes(self.kb.settings.search.vector_index_min_rows)
@@ -257,6 +263,8 @@ class Ingestor:
             report.skipped.append((name, str(exc)))
             return None
         if moved is not None:  # the bytes of a stored document whose file is gone: moved here
+            # Its old path, should it come back later in this add, is a new document, not this one.
+            by_uri.pop(moved.uri, None)
             by_uri[uri] = moves.relocate(moved, path, uri, title, metadata)  # written at the end, in one commit
             report.moved.append((moved.uri, uri))
             return None
@@ -277,7 +285,9 @@ class Ingestor:
         if existing is not None and existing.content_hash == read.digest:
             worker.drop()
             return read.digest, None, None
-        moved = moves.claim(read.digest) if existing is None else None
+        moved = None
+        if existing is None:
+            moved = await anyio.to_thread.run_sync(moves.claim, read.digest, path.name, abandon_on_cancel=True)
         if moved is not None:
             worker.drop()
             return read.digest, None, moved
@@ -296,7 +306,10 @@ class Ingestor:
         else:
             report.unchanged.append(existing.uri)
 
-    async def _flush(self, pending: list[_Prepared], report: IngestReport) -> None:
+    async def _flush(self, pending: list[_Prepared], report: IngestReport, moves: MovedFiles) -> None:
+        """Commit the moves found so far, in one commit, then write `pending`: a batch replaces
+        documents by uri, and a moved document's old uri may be one of its files again."""
+        await self.kb.store.update_meta(*moves.take())  # an ingest killed before this finds them moved again
         if not pending:
             return
         texts = [chunk.embedding_text for p in pending for chunk in p.chunks]

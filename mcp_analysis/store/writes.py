@@ -122,7 +122,8 @@ class StoreWrites(StoreReads):
         return replaced
 
     async def update_meta(self, *metas: DocumentMeta) -> None:
-        """Write these documents' metadata rows (by id), all in one commit."""
+        """Rewrite these documents' metadata rows (by id), all in one commit. A document removed
+        meanwhile stays removed: its row is not written again without its content."""
         self.check_writable()
         if not metas:
             return
@@ -130,7 +131,6 @@ class StoreWrites(StoreReads):
             self.tables[schema.DOCUMENT_META]
             .merge_insert("id")
             .when_matched_update_all()
-            .when_not_matched_insert_all()
             .execute(pa.Table.from_pylist([m.to_row() for m in metas], schema=schema.DOCUMENT_META_SCHEMA))
         )
 

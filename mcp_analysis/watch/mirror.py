@@ -90,7 +90,8 @@ class FolderMirror:
         # One conversion pool for the mirror's life: a change does not wait for a worker's start
         # (its parsers' imports, seconds) when one is still up; `release_workers` ends it when idle.
         self.pool = ConversionPool(kb.settings.ingest.limits(), kb.settings.ingest.chunk_tokens)
-        self.ingestor = Ingestor(kb, pool=self.pool)
+        # A document added from outside the watched folders is never taken over by a file inside them.
+        self.ingestor = Ingestor(kb, pool=self.pool, moves_within=self.folders)
         self.own_folder = knowledge_base_directory(kb.store.path)  # inside a watched folder: never followed
         self.undecodable = UndecodableNames()
 

@@ -43,4 +43,5 @@ async def sync_once(settings: Settings, folders: Sequence[Path]) -> SyncReport:
     try:
         return await mirror.sync()
     finally:
-        await close_mirror(mirror)
+        with anyio.CancelScope(shield=True):  # the workers and the knowledge base end even when cancelled
+            await close_mirror(mirror)

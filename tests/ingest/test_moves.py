@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
+from pathlib import Path, PureWindowsPath
 
 import pytest
 
 from mcp_analysis.corpus import KnowledgeBase
+from mcp_analysis.ingest import moves
 from mcp_analysis.ingest.files import file_uri
 from mcp_analysis.ingest.moves import local_path
 from mcp_analysis.ingest.pipeline import Ingestor
@@ -121,3 +122,84 @@ def test_local_path_reads_back_every_byte_of_a_file_uri(tmp_path: Path) -> None:
     assert local_path(odd.as_uri()) == str(odd)
     assert local_path("https://example.com/a.txt") is None
     assert local_path("s3://bucket/a.txt") is None
+
+
+async def test_a_rename_to_another_suffix_is_read_again(tmp_path: Path) -> None:
+    """ports.txt renamed ports.csv is read as a table now: not the old conversion under a new name."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "ports.txt").write_text("port,calls\nBergen,12\nOslo,30\n")
+    kb = await _kb(tmp_path)
+    await Ingestor(kb).add([docs])
+    (docs / "ports.txt").rename(docs / "ports.csv")
+    report = await Ingestor(kb).add([docs / "ports.csv"])
+    assert report.moved == [] and report.added == [file_uri(docs / "ports.csv")]
+    formats = {Path(d.uri).name: d.metadata["format"] for d in await kb.corpus().documents()}
+    assert formats == {"ports.txt": "text", "ports.csv": "csv"}
+
+
+async def test_an_old_path_met_again_after_its_document_moved_is_a_new_document(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The old path gone only for a moment (an editor saving by rename) when its copy claimed the
+    document, then read later in the same add with other bytes: a new document, the moved one whole."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text(UNTITLED)
+    kb = await _kb(tmp_path)
+    await Ingestor(kb).add([docs])
+    [original] = await kb.corpus().documents()
+    chunks = await _chunk_ids(kb, original.id)
+    shutil.copy(docs / "a.txt", docs / "b.txt")
+    (docs / "a.txt").write_text("the tanker left at dawn with a new cargo of timber\n")
+    monkeypatch.setattr(moves, "gone", lambda path: True)  # a.txt was away when b.txt was read
+    report = await Ingestor(kb).add([docs / "b.txt", docs / "a.txt"])
+    assert report.moved == [(file_uri(docs / "a.txt"), file_uri(docs / "b.txt"))]
+    assert report.added == [file_uri(docs / "a.txt")] and report.replaced == []
+    by_uri = {d.uri: d for d in await kb.corpus().documents()}
+    assert by_uri[file_uri(docs / "b.txt")].id == original.id
+    assert await _chunk_ids(kb, original.id) == chunks  # not emptied by a replace of its old path
+    assert by_uri[file_uri(docs / "a.txt")].id != original.id
+    hits = await kb.corpus().search("tanker left at dawn with timber", limit=1)
+    assert hits[0].document_uri == file_uri(docs / "a.txt")
+
+
+async def test_a_watched_folder_does_not_take_over_a_document_added_from_elsewhere(tmp_path: Path) -> None:
+    outside, watched = tmp_path / "outside", tmp_path / "watched"
+    outside.mkdir()
+    watched.mkdir()
+    (outside / "policy.md").write_text(TITLED)
+    kb = await _kb(tmp_path)
+    await Ingestor(kb).add([outside / "policy.md"], metadata={"source": "manual"})
+    [manual] = await kb.corpus().documents()
+    (outside / "policy.md").unlink()  # its document stays, as documents added by hand do
+    (watched / "policy.md").write_text(TITLED)  # the same bytes, inside the watched folder
+    mirror = FolderMirror(kb, [watched], FileRules())
+    try:
+        report = await mirror.sync()
+        assert report.moved == [] and report.added == [file_uri(watched / "policy.md")]
+        (watched / "policy.md").unlink()
+        await mirror.apply([watched / "policy.md"])
+    finally:
+        mirror.close()
+    [left] = await kb.corpus().documents()
+    assert left.id == manual.id and left.uri == manual.uri and left.metadata["source"] == "manual"
+
+
+def test_gone_means_known_not_to_exist(tmp_path: Path) -> None:
+    assert moves.gone(str(tmp_path / "missing.txt"))
+    assert moves.gone(str(tmp_path / "file.txt" / "below"))  # a file where a folder should be
+    (tmp_path / "file.txt").write_text("x")
+    assert not moves.gone(str(tmp_path / "file.txt"))
+    assert not moves.gone(str(tmp_path / ("n" * 5000)))  # cannot be looked at (name too long): not gone
+    assert not moves.gone(str(tmp_path / "nul\0byte"))
+
+
+def test_local_path_of_a_windows_file_uri(monkeypatch: pytest.MonkeyPatch) -> None:
+    import nturl2path
+
+    monkeypatch.setattr(moves.os, "name", "nt")
+    monkeypatch.setattr(moves, "url2pathname", nturl2path.url2pathname)
+    uri = PureWindowsPath("C:/Reports 2025/caf\u00e9 #1.pdf").as_uri()  # what file_uri makes on Windows
+    assert local_path(uri) == "C:\\Reports 2025\\caf\u00e9 #1.pdf"
+    assert local_path("file://server/share/a.pdf") is None  # a UNC share: not a local file

@@ -56,15 +56,16 @@ async def test_the_warm_up_search_gives_way_to_a_client_search(
     from mcp_analysis.corpus import Corpus, KnowledgeBase
 
     queries: list[str] = []
-    gate, began = anyio.Event(), anyio.Event()
+    gate, client_waits = anyio.Event(), anyio.Event()
     real_search, real_embedder = Corpus.search, KnowledgeBase.embedder
 
     async def recording_search(self: Corpus, query: str, limit: int | None = None) -> Any:
         queries.append(query)
-        began.set()
         return await real_search(self, query, limit)
 
     async def gated_embedder(self: KnowledgeBase) -> Any:
+        if self.searched:
+            client_waits.set()  # the client's search wants the embedder too
         await gate.wait()  # the embedder "loads" until the client's search has begun
         return await real_embedder(self)
 
@@ -82,8 +83,7 @@ async def test_the_warm_up_search_gives_way_to_a_client_search(
                 hits.extend(await corpus.search("approval", limit=1))
 
             tg.start_soon(client_search)
-            await began.wait()
-            assert runtime.kb.searched
+            await client_waits.wait()
             gate.set()
         await runtime.warmed.wait()
     assert hits, "the client's search is answered"

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import pytest
 
+from mcp_analysis.config import Settings
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.ingest.pipeline import Ingestor
 from tests.conftest import make_settings
@@ -35,3 +37,32 @@ async def test_a_commit_through_another_handle_is_read_at_once_when_asked(tmp_pa
     assert {d.title for d in await reader.corpus().documents()} == {"pilotage", "Tug Roster"}
     hits = await reader.corpus().search("tugs stand by for the tanker", limit=1)
     assert hits and hits[0].document_title == "Tug Roster"  # the chunks too, not only the document list
+
+
+async def test_the_server_reads_the_latest_version_as_soon_as_its_watcher_committed(
+    sample_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcp.server.subscriptions import InMemorySubscriptionBus
+
+    from mcp_analysis.server.runtime import Runtime
+
+    asked: list[bool] = []
+    latest_read = anyio.Event()
+    real_refresh = KnowledgeBase.refresh
+
+    async def recording_refresh(self: KnowledgeBase, *, latest: bool = False) -> int:
+        asked.append(latest)
+        version = await real_refresh(self, latest=latest)
+        if latest:
+            latest_read.set()
+        return version
+
+    monkeypatch.setattr(KnowledgeBase, "refresh", recording_refresh)
+    runtime = Runtime(sample_settings, InMemorySubscriptionBus())
+    async with runtime.use():
+        await runtime.ready()
+        await anyio.sleep(0.3)
+        assert asked and not any(asked)  # its own checks follow LanceDB's interval
+        runtime.documents_changed()  # what the folder watcher calls after a commit
+        with anyio.fail_after(sample_settings.server.watch_interval):  # at once, not at the next interval
+            await latest_read.wait()
