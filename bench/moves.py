@@ -4,7 +4,8 @@ Each side (this checkout, and a baseline revision exported beside it) runs in a 
 on a fresh knowledge base: it mirrors a watched folder holding the documents (the sample's 14
 by default: Markdown, HTML, PDF, DOCX, a workbook and a scanned memo that needs OCR), renames
 the folder inside it, and times applying the two paths the watcher reports (the old name and
-the new), as `serve --watch` does. The sides take turns, `--runs` times.
+the new), as `serve --watch` does. The sides take turns, `--runs` times. Also printed: the
+memory of the conversion worker the watcher keeps up after a change (`watch.keep_worker_seconds`).
 
     python bench/moves.py [--runs 3] [--baseline main | --no-baseline] [--docs DIR]
 """
@@ -45,6 +46,7 @@ async def child(work: Path, docs: Path) -> dict[str, Any]:
     started = time.perf_counter()
     first = await mirror.sync()
     synced = time.perf_counter() - started
+    kept = _worker_memory(getattr(mirror, "pool", None))
     ids = {d.id for d in await kb.corpus().documents()}
     (watched / "reports").rename(watched / "reports-2025")
     started = time.perf_counter()
@@ -63,7 +65,18 @@ async def child(work: Path, docs: Path) -> dict[str, Any]:
         "removed": len(report.removed),
         "chunks_written": report.chunks,
         "ids_kept": len(ids & {d.id for d in after}),
+        "kept_worker_mb": kept,
     }
+
+
+def _worker_memory(pool: Any) -> dict[str, float] | None:
+    """RSS and USS (MB) of the conversion worker the mirror keeps up after a change, if any."""
+    import psutil
+
+    if pool is None or not pool.pids():
+        return None
+    info = psutil.Process(pool.pids()[0]).memory_full_info()
+    return {"rss": info.rss / 2**20, "uss": info.uss / 2**20}
 
 
 def run_side(code: Path, docs: Path) -> dict[str, Any]:
@@ -117,6 +130,10 @@ def main() -> None:
         )
         row = cell([r["sync_s"] for r in taken]).rjust(22) + cell([r["rename_s"] for r in taken]).rjust(22)
         print(name.ljust(6) + row + "   " + did)
+    memory = [r["kept_worker_mb"] for r in runs["ours"] if r["kept_worker_mb"]]
+    if memory:
+        rss, uss = [m["rss"] for m in memory], [m["uss"] for m in memory]
+        print(f"ours: the conversion worker kept up after the first mirror: RSS {cell(rss)} MB, USS {cell(uss)} MB")
     if "base" in runs:
         ratios = [b["rename_s"] / o["rename_s"] for o, b in zip(runs["ours"], runs["base"], strict=True)]
         print(f"rename: base / ours = {statistics.median(ratios):.0f}x ({min(ratios):.0f}x-{max(ratios):.0f}x)")

@@ -4,10 +4,15 @@ A file met at a new path whose bytes (sha256) and suffix are those of a stored d
 own file is gone is that document moved: its uri, file name and (when it was the old name)
 title are updated, and its id, chunks, vectors and tables are kept. Converting and embedding it
 again (OCR for a scan) would cost minutes for a renamed folder of large files, and would change
-the ids that citations and a client's variables hold. Not a move: a copy (the old file still
-there, or not known to be gone: a file that cannot be looked at counts as present), a new
-suffix (the file may be read differently now), a document whose source is not a local file,
-and, for a folder watcher, a document from outside its folders (`within`).
+the ids that citations and a client's variables hold. Of documents with the same bytes, the one
+whose file had the same name is taken first (a renamed folder keeps each file's document).
+
+Not a move, but read again: a copy (the old file still there, or not known to be gone: a file
+that cannot be looked at counts as present); a new suffix (the file may be read differently
+now); a document whose conversion is named after its file (a CSV's table, a workbook's title);
+a document whose source is not a local file; and a document whose file lay outside the folders
+being added or watched (`within`): a file:// uri names no machine, so a knowledge base shared
+by several machines must not hand one machine's document to another's file.
 """
 
 from __future__ import annotations
@@ -47,31 +52,37 @@ def gone(path: str) -> bool:
     return False
 
 
+#: Formats whose conversion takes its file's name into the content: a move would keep the old one.
+NAMED_AFTER_THE_FILE = frozenset({"csv", "tsv", "spreadsheet"})
+
+
 class MovedFiles:
     """The stored documents a new file may be, by content hash; each claimed at most once, and the
     claimed ones at their new places (`relocated`, for the caller to write in one commit)."""
 
-    def __init__(self, documents: Iterable[DocumentMeta], within: Sequence[Path] | None = None) -> None:
+    def __init__(self, documents: Iterable[DocumentMeta], within: Sequence[Path]) -> None:
         """`within`: only documents whose file lay under one of these (resolved) folders may move."""
         self.relocated: list[DocumentMeta] = []
         self._by_hash: dict[str, list[tuple[DocumentMeta, str]]] = {}
         for meta in documents:
             path = local_path(meta.uri)
-            if not meta.content_hash or path is None:
+            if not meta.content_hash or path is None or meta.metadata.get("format") in NAMED_AFTER_THE_FILE:
                 continue
-            if within is not None and not any(PurePath(path).is_relative_to(folder) for folder in within):
+            if not any(PurePath(path).is_relative_to(folder) for folder in within):
                 continue
             self._by_hash.setdefault(meta.content_hash, []).append((meta, path))
 
     def claim(self, digest: str, name: str) -> DocumentMeta | None:
-        """A stored document with these bytes and `name`'s suffix whose file is gone (checked now), if
-        any. Blocks on a slow disk: call from a thread."""
+        """A stored document with these bytes and `name`'s suffix whose file is gone (checked now),
+        one whose file had this very name first; None if there is none. Blocks on a slow disk: call
+        from a thread."""
         suffix = PurePath(name).suffix.lower()
-        for candidate in self._by_hash.get(digest, []):
-            meta, path = candidate
-            if PurePath(path).suffix.lower() == suffix and gone(path):
+        candidates = [c for c in self._by_hash.get(digest, []) if PurePath(c[1]).suffix.lower() == suffix]
+        candidates.sort(key=lambda c: PurePath(c[1]).name != name)  # the same name first (a stable sort)
+        for candidate in candidates:
+            if gone(candidate[1]):
                 self._by_hash[digest].remove(candidate)
-                return meta
+                return candidate[0]
         return None
 
     def relocate(

@@ -100,6 +100,12 @@ class _Prepared:
     tables: list[dict[str, Any]] = field(default_factory=list)  # document_tables rows without the document id
 
 
+def _folders_of(paths: Sequence[Path]) -> list[Path]:
+    """The folders added, resolved (a file's: its folder): where `add` looks for moved files' documents."""
+    resolved = [Path(os.path.realpath(p)) for p in paths]
+    return list(dict.fromkeys(p if p.is_dir() else p.parent for p in resolved))
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -164,7 +170,7 @@ class Ingestor:
         """`pool`: conversion workers to use and keep (a long-lived caller such as a folder watcher
         passes one, so workers outlive one add); by default each add starts its own and ends them.
         `moves_within`: only documents whose file lay in these folders may be found moved (a folder
-        watcher's own folders); by default any document whose file is gone."""
+        watcher's own folders); by default, the folders added (a file's: its folder)."""
         self.kb = kb
         self.progress = progress
         self.pool = pool
@@ -184,7 +190,8 @@ class Ingestor:
         try:
             if files:
                 pool.start()  # the workers import their parsers while the store opens
-            await self._add(files, title, metadata or {}, report, pool)
+            within = self.moves_within or _folders_of(paths)
+            await self._add(files, title, metadata or {}, report, pool, within)
         finally:
             if pool is not self.pool:
                 pool.close()
@@ -194,7 +201,13 @@ class Ingestor:
         return report
 
     async def _add(
-        self, files: list[Path], title: str | None, metadata: dict[str, Any], report: IngestReport, pool: ConversionPool
+        self,
+        files: list[Path],
+        title: str | None,
+        metadata: dict[str, Any],
+        report: IngestReport,
+        pool: ConversionPool,
+        within: Sequence[Path],
     ) -> None:
         store = self.kb.store
         store.check_writable()  # before the lock file: a database we only read stays byte-identical
@@ -208,7 +221,7 @@ class Ingestor:
                 await store.remove_orphans()
             stored = await store.all_meta()
             by_uri = {m.uri: m for m in stored}
-            moves = MovedFiles(stored, self.moves_within)
+            moves = MovedFiles(stored, within)
             pending: list[_Prepared] = []
             optimized_at = 0
             for path in files:

@@ -203,3 +203,55 @@ def test_local_path_of_a_windows_file_uri(monkeypatch: pytest.MonkeyPatch) -> No
     uri = PureWindowsPath("C:/Reports 2025/caf\u00e9 #1.pdf").as_uri()  # what file_uri makes on Windows
     assert local_path(uri) == "C:\\Reports 2025\\caf\u00e9 #1.pdf"
     assert local_path("file://server/share/a.pdf") is None  # a UNC share: not a local file
+
+
+async def test_add_does_not_hand_a_document_from_another_folder_to_a_file_with_its_bytes(tmp_path: Path) -> None:
+    """A file:// uri names no machine: on a knowledge base shared by several, a file missing here may
+    be another machine's. `add` only looks for moved files' documents in the folders it adds."""
+    alice, bob = tmp_path / "alice", tmp_path / "bob"
+    alice.mkdir()
+    bob.mkdir()
+    (alice / "handbook.md").write_text(TITLED)
+    kb = await _kb(tmp_path)
+    await Ingestor(kb).add([alice / "handbook.md"], metadata={"owner": "alice"})
+    (alice / "handbook.md").unlink()  # as seen from another machine: not here
+    (bob / "handbook-2026.md").write_text(TITLED)
+    report = await Ingestor(kb).add([bob / "handbook-2026.md"], metadata={"owner": "bob"})
+    assert report.moved == [] and report.added == [file_uri(bob / "handbook-2026.md")]
+    owners = {Path(d.uri).parent.name: d.metadata["owner"] for d in await kb.corpus().documents()}
+    assert owners == {"alice": "alice", "bob": "bob"}
+
+
+async def test_files_with_the_same_bytes_keep_their_own_documents_when_their_folder_is_renamed(
+    tmp_path: Path,
+) -> None:
+    watched = tmp_path / "watched"
+    (watched / "f").mkdir(parents=True)
+    for name in ("acme.txt", "beta.txt"):  # the same bytes, told apart only by name (and metadata)
+        (watched / "f" / name).write_text(UNTITLED)
+    kb = await _kb(tmp_path)
+    await Ingestor(kb).add([watched / "f" / "beta.txt"], metadata={"client": "Beta"})
+    await Ingestor(kb).add([watched / "f" / "acme.txt"], metadata={"client": "Acme"})
+    mirror = FolderMirror(kb, [watched], FileRules())
+    try:
+        (watched / "f").rename(watched / "g")
+        report = await mirror.apply([watched / "f", watched / "g"])
+    finally:
+        mirror.close()
+    assert len(report.moved) == 2 and report.added == []
+    clients = {Path(d.uri).name: d.metadata["client"] for d in await kb.corpus().documents()}
+    assert clients == {"acme.txt": "Acme", "beta.txt": "Beta"}
+
+
+async def test_a_document_named_after_its_file_is_read_again_when_renamed(tmp_path: Path) -> None:
+    """A CSV's table takes the file's name: a move would keep the old one."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "sales_2024.csv").write_text("region,total\nnorth,12\nsouth,30\n")
+    kb = await _kb(tmp_path)
+    await Ingestor(kb).add([docs])
+    (docs / "sales_2024.csv").rename(docs / "sales_2025.csv")
+    report = await Ingestor(kb).add([docs / "sales_2025.csv"])
+    assert report.moved == [] and report.added == [file_uri(docs / "sales_2025.csv")]
+    [new] = [d for d in await kb.corpus().documents() if d.uri.endswith("sales_2025.csv")]
+    assert [t["name"] for t in await kb.corpus().tables(new.id)] == ["sales_2025"]
