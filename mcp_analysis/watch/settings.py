@@ -34,7 +34,7 @@ class WatchSettings(BaseModel):
         0.5, gt=0, le=600, description="A file is read once its size and mtime held still this long (not mid-write)."
     )
     keep_worker_seconds: float = Field(
-        300,
+        120,
         ge=0,
         le=86_400,
         description="How long the conversion worker (a process with the parsers loaded) stays up after the last "
