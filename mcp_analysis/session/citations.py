@@ -183,7 +183,13 @@ async def resolve_citations(
         if target != candidate:
             outcome.repaired[raw] = target
         chunk, meta = found[target]
-        citation = from_search.get(target) or Citation.from_chunk(chunk, meta)
+        shown = from_search.get(target)
+        # The passage as the search showed it, at the document's place now (its file may have moved).
+        citation = (
+            shown.model_copy(update={"document_uri": meta.uri, "document_title": meta.title})
+            if shown is not None
+            else Citation.from_chunk(chunk, meta)
+        )
         state.citation_index[target] = citation
         if target not in state.citations:
             state.citations.append(target)

@@ -12,6 +12,8 @@ from mcp_analysis.ingest import moves
 from mcp_analysis.ingest.files import file_uri
 from mcp_analysis.ingest.moves import local_path
 from mcp_analysis.ingest.pipeline import Ingestor
+from mcp_analysis.session.citations import resolve_citations
+from mcp_analysis.session.state import AnalysisState
 from mcp_analysis.store.filters import sql_in
 from mcp_analysis.watch.mirror import FolderMirror
 from mcp_analysis.watch.rules import FileRules
@@ -255,3 +257,21 @@ async def test_a_document_named_after_its_file_is_read_again_when_renamed(tmp_pa
     assert report.moved == [] and report.added == [file_uri(docs / "sales_2025.csv")]
     [new] = [d for d in await kb.corpus().documents() if d.uri.endswith("sales_2025.csv")]
     assert [t["name"] for t in await kb.corpus().tables(new.id)] == ["sales_2025"]
+
+
+async def test_a_passage_found_before_its_file_moved_is_cited_at_its_new_place(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "pilotage.txt").write_text(UNTITLED)
+    kb = await _kb(tmp_path)
+    await Ingestor(kb).add([docs])
+    state = AnalysisState()
+    hits = await kb.corpus().search("night pilotage of the grain carrier", limit=1)
+    state.searches["night pilotage"] = hits  # what a session keeps of a search it ran
+    (docs / "pilotage.txt").rename(docs / "night-pilotage.txt")
+    await Ingestor(kb).add([docs / "night-pilotage.txt"])
+    outcome = await resolve_citations(state, kb.corpus(), [hits[0].chunk_id])
+    [citation] = outcome.citations
+    assert citation.document_uri == file_uri(docs / "night-pilotage.txt")
+    assert citation.document_title == "night-pilotage"
+    assert citation.content == hits[0].content  # the passage as the search showed it
