@@ -13,7 +13,6 @@ pydantic-ai (~300 modules, ~20 MB; embed/embedder.py uses pydantic-ai for remote
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
 from collections.abc import Sequence
@@ -103,21 +102,8 @@ class OnnxMiniLMEmbeddingModel:
         return session
 
     def warm_up(self) -> None:
-        """Load the model and run it once (pays the one-time costs before the first query).
-
-        The tokenizer loads in a second thread while onnxruntime builds the session: each lets go
-        of the GIL for part of its work, so the two overlap."""
-        tokenizer = threading.Thread(target=self._load_tokenizer_quietly, name="load-tokenizer", daemon=True)
-        tokenizer.start()
-        try:
-            _ = self.session
-        finally:
-            tokenizer.join()
+        """Load the model and run it once (pays the one-time costs before the first query)."""
         self.embed_sync(["warm up"])
-
-    def _load_tokenizer_quietly(self) -> None:
-        with contextlib.suppress(Exception):  # embed_sync loads it again and raises the error there
-            _ = self.tokenizer
 
     def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
         """Normalized embeddings, one row per text, in input order."""
