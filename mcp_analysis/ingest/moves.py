@@ -9,7 +9,8 @@ whose file had the same name is taken first (a renamed folder keeps each file's 
 
 Not a move, but read again: a copy (the old file still there, or not known to be gone: a file
 that cannot be looked at counts as present); a new suffix (the file may be read differently
-now); a document whose conversion is named after its file (a CSV's table, a workbook's title);
+now); a document whose conversion is named after its file (a CSV's table, a workbook's or a
+source file's title);
 a document whose source is not a local file; and a document whose file lay outside the folders
 being added or watched (`within`): a file:// uri names no machine, so a knowledge base shared
 by several machines must not hand one machine's document to another's file.
@@ -25,6 +26,7 @@ from typing import Any
 from urllib.parse import unquote_to_bytes, urlsplit
 from urllib.request import url2pathname
 
+from mcp_analysis.ingest import formats
 from mcp_analysis.ingest.files import display_name
 from mcp_analysis.store.models import DocumentMeta
 
@@ -41,8 +43,9 @@ def local_path(uri: str) -> str | None:
 
 
 def gone(path: str) -> bool:
-    """The file is known not to exist: a path that cannot be looked at (no permission, an I/O error,
-    a volume not mounted here) is not taken for gone. Blocks on a slow disk: call from a thread."""
+    """The file is known not to exist here: a path that cannot be looked at (no permission, an I/O
+    error) is not taken for gone. (A file under a volume not mounted now is: the folder rule of
+    `MovedFiles` keeps that to the folders being added.) Blocks on a slow disk: call from a thread."""
     try:
         os.lstat(path)
     except (FileNotFoundError, NotADirectoryError):
@@ -52,8 +55,28 @@ def gone(path: str) -> bool:
     return False
 
 
-#: Formats whose conversion takes its file's name into the content: a move would keep the old one.
-NAMED_AFTER_THE_FILE = frozenset({"csv", "tsv", "spreadsheet"})
+#: Converters that take the file's name into the content (a CSV's table, a workbook's title, a
+#: source file's title and heading): a move would keep the old name there.
+_NAMED_AFTER_THE_FILE = frozenset({"delimited", "spreadsheet", "code"})
+
+
+def named_after_the_file(name: str) -> bool:
+    """A file called `name` is converted with its name in the content (decided by the name, not by
+    stored metadata, which `--meta` may overwrite)."""
+    found = formats.find(name)
+    converter = found.converter if found is not None else None
+    return isinstance(converter, str) and converter.rsplit(".", 1)[-1] in _NAMED_AFTER_THE_FILE
+
+
+def same_file(old: str, new: Path) -> bool:
+    """`old` is `new` spelt in other letter cases (a case-only rename on a case-insensitive disk),
+    not another name of it (a hard link: two names, two documents)."""
+    if old.casefold() != os.path.realpath(new).casefold():
+        return False
+    try:
+        return Path(old).samefile(new)
+    except (OSError, ValueError):
+        return False
 
 
 class MovedFiles:
@@ -66,21 +89,22 @@ class MovedFiles:
         self._by_hash: dict[str, list[tuple[DocumentMeta, str]]] = {}
         for meta in documents:
             path = local_path(meta.uri)
-            if not meta.content_hash or path is None or meta.metadata.get("format") in NAMED_AFTER_THE_FILE:
+            if not meta.content_hash or path is None or named_after_the_file(PurePath(path).name):
                 continue
             if not any(PurePath(path).is_relative_to(folder) for folder in within):
                 continue
             self._by_hash.setdefault(meta.content_hash, []).append((meta, path))
 
-    def claim(self, digest: str, name: str) -> DocumentMeta | None:
-        """A stored document with these bytes and `name`'s suffix whose file is gone (checked now),
-        one whose file had this very name first; None if there is none. Blocks on a slow disk: call
-        from a thread."""
+    def claim(self, digest: str, path: Path) -> DocumentMeta | None:
+        """A stored document with these bytes and `path`'s suffix whose file is gone (checked now)
+        or is `path` spelt otherwise, one whose file had this very name first; None if there is
+        none. Blocks on a slow disk: call from a thread."""
+        name = path.name
         suffix = PurePath(name).suffix.lower()
         candidates = [c for c in self._by_hash.get(digest, []) if PurePath(c[1]).suffix.lower() == suffix]
         candidates.sort(key=lambda c: PurePath(c[1]).name != name)  # the same name first (a stable sort)
         for candidate in candidates:
-            if gone(candidate[1]):
+            if gone(candidate[1]) or same_file(candidate[1], path):
                 self._by_hash[digest].remove(candidate)
                 return candidate[0]
         return None

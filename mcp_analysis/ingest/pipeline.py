@@ -101,9 +101,10 @@ class _Prepared:
 
 
 def _folders_of(paths: Sequence[Path]) -> list[Path]:
-    """The folders added, resolved (a file's: its folder): where `add` looks for moved files' documents."""
-    resolved = [Path(os.path.realpath(p)) for p in paths]
-    return list(dict.fromkeys(p if p.is_dir() else p.parent for p in resolved))
+    """The folders added, resolved (a file's: its folder; a path that is not there: none), where
+    `add` looks for moved files' documents (and in their subfolders)."""
+    resolved = [Path(os.path.realpath(Path(p).expanduser())) for p in paths]
+    return list(dict.fromkeys(p if p.is_dir() else p.parent for p in resolved if os.path.lexists(p)))
 
 
 def _now() -> str:
@@ -300,7 +301,7 @@ class Ingestor:
             return read.digest, None, None
         moved = None
         if existing is None:
-            moved = await anyio.to_thread.run_sync(moves.claim, read.digest, path.name, abandon_on_cancel=True)
+            moved = await anyio.to_thread.run_sync(moves.claim, read.digest, path, abandon_on_cancel=True)
         if moved is not None:
             worker.drop()
             return read.digest, None, moved

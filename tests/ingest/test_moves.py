@@ -8,13 +8,14 @@ from pathlib import Path, PureWindowsPath
 import pytest
 
 from mcp_analysis.corpus import KnowledgeBase
-from mcp_analysis.ingest import moves
+from mcp_analysis.ingest import moves, pipeline
 from mcp_analysis.ingest.files import file_uri
 from mcp_analysis.ingest.moves import local_path
 from mcp_analysis.ingest.pipeline import Ingestor
 from mcp_analysis.session.citations import resolve_citations
 from mcp_analysis.session.state import AnalysisState
 from mcp_analysis.store.filters import sql_in
+from mcp_analysis.store.models import DocumentMeta
 from mcp_analysis.watch.mirror import FolderMirror
 from mcp_analysis.watch.rules import FileRules
 from tests.conftest import make_settings
@@ -275,3 +276,46 @@ async def test_a_passage_found_before_its_file_moved_is_cited_at_its_new_place(t
     assert citation.document_uri == file_uri(docs / "night-pilotage.txt")
     assert citation.document_title == "night-pilotage"
     assert citation.content == hits[0].content  # the passage as the search showed it
+
+
+def _meta(uri: str, digest: str = "d1") -> DocumentMeta:
+    when = "2026-01-01T00:00:00+00:00"
+    name = uri.rsplit("/", 1)[-1]
+    return DocumentMeta(id=name, uri=uri, title="t", content_hash=digest, created_at=when, updated_at=when)
+
+
+@pytest.mark.parametrize("order", [("acme", "beta"), ("beta", "acme")])
+def test_of_documents_with_the_same_bytes_the_one_of_the_same_name_is_claimed_first(
+    tmp_path: Path, order: tuple[str, str]
+) -> None:
+    gone_folder = tmp_path / "f"  # never made: both old files are gone
+    stored = [_meta((gone_folder / f"{name}.pdf").as_uri()) for name in order]
+    moves_ = moves.MovedFiles(stored, [tmp_path])
+    new = tmp_path / "g"
+    claimed = moves_.claim("d1", new / "beta.pdf")
+    assert claimed is not None and claimed.uri.endswith("/f/beta.pdf")
+    claimed = moves_.claim("d1", new / "acme.pdf")
+    assert claimed is not None and claimed.uri.endswith("/f/acme.pdf")
+    assert moves_.claim("d1", new / "other.pdf") is None  # each claimed once
+
+
+def test_what_is_named_after_its_file_never_moves(tmp_path: Path) -> None:
+    """Decided by the file's name, not by stored metadata (`--meta format=...` may overwrite that)."""
+    for name, moves_ok in [("a.pdf", True), ("a.csv", False), ("a.xlsx", False), ("a.py", False), ("a.md", True)]:
+        stored = [_meta((tmp_path / "gone" / name).as_uri())]
+        claimed = moves.MovedFiles(stored, [tmp_path]).claim("d1", tmp_path / "new" / name)
+        assert (claimed is not None) == moves_ok, name
+
+
+def test_add_looks_only_in_folders_that_are_there(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("x")
+    folders = pipeline._folders_of([tmp_path / "docs", tmp_path / "docs" / "a.md", tmp_path / "typo"])
+    assert folders == [tmp_path / "docs"]
+
+
+def test_a_hard_link_is_not_a_move(tmp_path: Path) -> None:
+    (tmp_path / "a.pdf").write_bytes(b"%PDF")
+    (tmp_path / "b.pdf").hardlink_to(tmp_path / "a.pdf")
+    assert not moves.same_file(str(tmp_path / "a.pdf"), tmp_path / "b.pdf")
+    assert moves.same_file(str(tmp_path / "a.pdf"), tmp_path / "a.pdf")
