@@ -8,12 +8,12 @@ the ids that citations and a client's variables hold. Of documents with the same
 whose file had the same name is taken first (a renamed folder keeps each file's document).
 
 Not a move, but read again: a copy (the old file still there, or not known to be gone: a file
-that cannot be looked at counts as present); a new suffix (the file may be read differently
-now); a document whose conversion is named after its file (a CSV's table, a workbook's or a
-source file's title);
-a document whose source is not a local file; and a document whose file lay outside the folders
-being added or watched (`within`): a file:// uri names no machine, so a knowledge base shared
-by several machines must not hand one machine's document to another's file.
+that cannot be looked at counts as present; a hard link is a copy); a new suffix (the file may
+be read differently now); a document whose conversion is named after its file (a CSV's table, a
+workbook's or a source file's title); a document whose source is not a local file; and a
+document whose file lay outside the folders being added or watched (`within`): a file:// uri
+names no machine, so a knowledge base shared by several machines must not hand one machine's
+document to another's file. A case-only rename on a case-insensitive disk is a move.
 """
 
 from __future__ import annotations
