@@ -73,7 +73,8 @@ class ScreenedLines:
                 continue
             if not line.strip():
                 continue
-            rejection = screen(line)
+            # Screened without our framing: a parse error's position is one in the client's message.
+            rejection = screen(line.rstrip(b"\r\n"))
             if rejection is None:
                 return line.decode("utf-8")
             await self._send(rejection)

@@ -208,3 +208,11 @@ def test_fuzz_raw_http(fuzz_http: HttpServer, era: str) -> None:
         timeout=30,
     )
     assert ok.status_code == 200 and len(ok.json()["result"]["tools"]) == 6
+
+
+async def test_a_parse_error_points_into_the_clients_message_not_our_framing(fuzz_stdio: StdioWire) -> None:
+    """Found by the fuzz test: `{` was screened with its newline, and the error said "line 2 column 0"."""
+    for raw, where in ((b"{", "line 1 column 1"), (b'{"a":\r', "line 1 column 5")):
+        await fuzz_stdio.send(raw)
+        reply = await fuzz_stdio.receive()
+        assert reply["error"]["code"] == -32700 and reply["error"]["message"].endswith(f"at {where}"), reply
