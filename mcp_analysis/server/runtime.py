@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_RECHECK_SECONDS = 1.05  # LanceDB's read-consistency interval (1 s) and a little
 _WARM_UP_QUERY = "document"
 
 
@@ -58,7 +57,7 @@ class Runtime:
         #: Why the knowledge base cannot be read now (None while it can); for /healthz.
         self.kb_error: str | None = None
         self._changed = anyio.Event()  # set by a writer in this process: check the documents now
-        self._recheck = False
+        self._written_here = False  # the next check follows a commit by this process's watcher
         #: Set once the background warm-up has finished (or given up); `warm_up_error` says why it gave up.
         self.warmed = anyio.Event()
         self.warm_up_error: str | None = None
@@ -262,7 +261,7 @@ class Runtime:
             try:
                 # Right after a commit by this process's watcher, read the tables at their latest
                 # version now rather than once LanceDB's read-consistency interval (1 s) has passed.
-                version = await kb.refresh(latest=self._recheck)
+                version = await kb.refresh(latest=self._written_here)
             except Exception as exc:
                 if self.kb_error is None:
                     log.warning("The knowledge base at %s cannot be read: %s", self.settings.db, exc)
@@ -293,13 +292,11 @@ class Runtime:
         self._changed.set()
 
     async def _nap(self) -> None:
-        """Sleep `watch_interval`; after `documents_changed`, check at once (reading the tables at
-        their latest version) and again once LanceDB's 1 s read-consistency interval has passed,
-        by when that commit is visible here in any case."""
-        wait = min(_RECHECK_SECONDS, self.settings.server.watch_interval) if self._recheck else None
-        self._recheck = False
-        with anyio.move_on_after(wait or self.settings.server.watch_interval):
+        """Sleep `watch_interval`, or until `documents_changed`: then the next check reads the tables
+        at their latest version, so that commit is seen at once (no second check a read-consistency
+        interval later is needed)."""
+        with anyio.move_on_after(self.settings.server.watch_interval):
             await self._changed.wait()
-        if self._changed.is_set():
+        self._written_here = self._changed.is_set()
+        if self._written_here:
             self._changed = anyio.Event()
-            self._recheck = True
