@@ -279,7 +279,7 @@ class Ingestor:
         if moved is not None:  # the bytes of a stored document whose file is gone: moved here
             # Its old path, should it come back later in this add, is a new document, not this one.
             by_uri.pop(moved.uri, None)
-            by_uri[uri] = moves.relocate(moved, path, uri, title, metadata)  # written at the end, in one commit
+            by_uri[uri] = moves.relocate(moved, path, uri, title, metadata)  # written before the next batch
             report.moved.append((moved.uri, uri))
             return None
         if prepared is None:  # the same bytes as stored

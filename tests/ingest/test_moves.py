@@ -30,18 +30,24 @@ async def _kb(tmp_path: Path) -> KnowledgeBase:
     return await KnowledgeBase.open(make_settings(tmp_path / "kb.lancedb"), create=True)
 
 
+async def _folder_added(tmp_path: Path, files: dict[str, str]) -> tuple[Path, KnowledgeBase]:
+    """A new knowledge base with `files` (name: text) added from the folder tmp_path/docs."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name, text in files.items():
+        (docs / name).write_text(text)
+    kb = await _kb(tmp_path)
+    await Ingestor(kb).add([docs])
+    return docs, kb
+
+
 async def _chunk_ids(kb: KnowledgeBase, document_id: str) -> list[str]:
     rows = await kb.store.chunks(sql_in("document_id", [document_id]), columns=["id"])
     return sorted(r["id"] for r in rows)
 
 
 async def test_a_renamed_file_keeps_its_document_id_chunks_and_vectors(tmp_path: Path) -> None:
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "pilotage.txt").write_text(UNTITLED)
-    (docs / "tugs.md").write_text(TITLED)
-    kb = await _kb(tmp_path)
-    await Ingestor(kb).add([docs])
+    docs, kb = await _folder_added(tmp_path, {"pilotage.txt": UNTITLED, "tugs.md": TITLED})
     before = {d.uri: d for d in await kb.corpus().documents()}
     old = before[file_uri(docs / "pilotage.txt")]
     old_titled = before[file_uri(docs / "tugs.md")]
@@ -73,11 +79,7 @@ async def test_a_renamed_file_keeps_its_document_id_chunks_and_vectors(tmp_path:
 
 
 async def test_a_copy_whose_original_is_still_there_is_a_new_document(tmp_path: Path) -> None:
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "pilotage.txt").write_text(UNTITLED)
-    kb = await _kb(tmp_path)
-    await Ingestor(kb).add([docs])
+    docs, kb = await _folder_added(tmp_path, {"pilotage.txt": UNTITLED})
     shutil.copy(docs / "pilotage.txt", docs / "copy.txt")
     report = await Ingestor(kb).add([docs / "copy.txt"])
     assert report.moved == [] and report.added == [file_uri(docs / "copy.txt")]
@@ -85,11 +87,7 @@ async def test_a_copy_whose_original_is_still_there_is_a_new_document(tmp_path: 
 
 
 async def test_one_moved_document_is_claimed_by_one_new_file_only(tmp_path: Path) -> None:
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "pilotage.txt").write_text(UNTITLED)
-    kb = await _kb(tmp_path)
-    await Ingestor(kb).add([docs])
+    docs, kb = await _folder_added(tmp_path, {"pilotage.txt": UNTITLED})
     (docs / "pilotage.txt").rename(docs / "a.txt")
     shutil.copy(docs / "a.txt", docs / "b.txt")
     report = await Ingestor(kb).add([docs / "a.txt", docs / "b.txt"])
@@ -129,11 +127,7 @@ def test_local_path_reads_back_every_byte_of_a_file_uri(tmp_path: Path) -> None:
 
 async def test_a_rename_to_another_suffix_is_read_again(tmp_path: Path) -> None:
     """ports.txt renamed ports.csv is read as a table now: not the old conversion under a new name."""
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "ports.txt").write_text("port,calls\nBergen,12\nOslo,30\n")
-    kb = await _kb(tmp_path)
-    await Ingestor(kb).add([docs])
+    docs, kb = await _folder_added(tmp_path, {"ports.txt": "port,calls\nBergen,12\nOslo,30\n"})
     (docs / "ports.txt").rename(docs / "ports.csv")
     report = await Ingestor(kb).add([docs / "ports.csv"])
     assert report.moved == [] and report.added == [file_uri(docs / "ports.csv")]
@@ -146,11 +140,7 @@ async def test_an_old_path_met_again_after_its_document_moved_is_a_new_document(
 ) -> None:
     """The old path gone only for a moment (an editor saving by rename) when its copy claimed the
     document, then read later in the same add with other bytes: a new document, the moved one whole."""
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "a.txt").write_text(UNTITLED)
-    kb = await _kb(tmp_path)
-    await Ingestor(kb).add([docs])
+    docs, kb = await _folder_added(tmp_path, {"a.txt": UNTITLED})
     [original] = await kb.corpus().documents()
     chunks = await _chunk_ids(kb, original.id)
     shutil.copy(docs / "a.txt", docs / "b.txt")
@@ -248,11 +238,7 @@ async def test_files_with_the_same_bytes_keep_their_own_documents_when_their_fol
 
 async def test_a_document_named_after_its_file_is_read_again_when_renamed(tmp_path: Path) -> None:
     """A CSV's table takes the file's name: a move would keep the old one."""
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "sales_2024.csv").write_text("region,total\nnorth,12\nsouth,30\n")
-    kb = await _kb(tmp_path)
-    await Ingestor(kb).add([docs])
+    docs, kb = await _folder_added(tmp_path, {"sales_2024.csv": "region,total\nnorth,12\nsouth,30\n"})
     (docs / "sales_2024.csv").rename(docs / "sales_2025.csv")
     report = await Ingestor(kb).add([docs / "sales_2025.csv"])
     assert report.moved == [] and report.added == [file_uri(docs / "sales_2025.csv")]
@@ -261,11 +247,7 @@ async def test_a_document_named_after_its_file_is_read_again_when_renamed(tmp_pa
 
 
 async def test_a_passage_found_before_its_file_moved_is_cited_at_its_new_place(tmp_path: Path) -> None:
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "pilotage.txt").write_text(UNTITLED)
-    kb = await _kb(tmp_path)
-    await Ingestor(kb).add([docs])
+    docs, kb = await _folder_added(tmp_path, {"pilotage.txt": UNTITLED})
     state = AnalysisState()
     hits = await kb.corpus().search("night pilotage of the grain carrier", limit=1)
     state.searches["night pilotage"] = hits  # what a session keeps of a search it ran
