@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from mcp_analysis.config import Settings
     from mcp_analysis.corpus import KnowledgeBase
     from mcp_analysis.server.runtime import Runtime
+    from mcp_analysis.watch.lock import WatchLease
 
 log = logging.getLogger(__name__)
 
@@ -52,10 +53,10 @@ def sync(
 
         settings = options.settings()
         chosen = check_folders(watch_arguments(folders, settings))
-        async with watcher_lock(settings):  # before the heavy imports: a refusal is immediate
+        async with watcher_lock(settings) as lease:  # before the heavy imports: a refusal is immediate
             from mcp_analysis.watch.run import sync_once
 
-            report = await sync_once(settings, chosen)
+            report = await sync_once(settings, chosen, lease)
         if as_json:
             print_json(report.__dict__)
         else:
@@ -90,7 +91,7 @@ class _OpenedByWatcher:
 
 
 async def _keep_in_sync(
-    settings: Settings, folders: list[Path], opener: _OpenedByWatcher, runtimes: list[Runtime]
+    settings: Settings, folders: list[Path], opener: _OpenedByWatcher, runtimes: list[Runtime], lease: WatchLease
 ) -> None:
     try:
         # Heavy imports (LanceDB, docling) in a thread: the server keeps answering meanwhile.
@@ -98,7 +99,7 @@ async def _keep_in_sync(
         from mcp_analysis.watch.follow import FolderWatcher
         from mcp_analysis.watch.run import close_mirror, open_mirror
 
-        mirror = await open_mirror(settings, folders)
+        mirror = await open_mirror(settings, folders, lease)
     except Exception as exc:
         opener.failure = exc if isinstance(exc, AnalysisError) else AnalysisError(f"The folder watcher failed: {exc}")
         log.error("%s", opener.failure)
@@ -111,7 +112,7 @@ async def _keep_in_sync(
             runtime.documents_changed()
 
     try:
-        await FolderWatcher(mirror, settings.watch, changed).run()
+        await FolderWatcher(mirror, settings.watch, changed, lease).run()
     finally:
         with anyio.CancelScope(shield=True):
             await close_mirror(mirror)
@@ -130,7 +131,7 @@ async def serve_watching(settings: Settings, folders: list[Path], *, http: bool)
     folders = check_folders(folders)
     runtimes: list[Runtime] = []
     opener = _OpenedByWatcher()
-    async with watcher_lock(settings), anyio.create_task_group() as tg:
-        tg.start_soon(_keep_in_sync, settings, folders, opener, runtimes)
+    async with watcher_lock(settings) as lease, anyio.create_task_group() as tg:
+        tg.start_soon(_keep_in_sync, settings, folders, opener, runtimes, lease)
         await run_server(settings, http=http, opener=opener, on_runtime=runtimes.append)
         tg.cancel_scope.cancel()

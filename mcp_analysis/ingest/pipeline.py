@@ -21,7 +21,7 @@ import json
 import logging
 import os
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -167,15 +167,19 @@ class Ingestor:
         progress: ProgressSink | None = None,
         pool: ConversionPool | None = None,
         moves_within: Sequence[Path] | None = None,
+        before_write: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         """`pool`: conversion workers to use and keep (a long-lived caller such as a folder watcher
         passes one, so workers outlive one add); by default each add starts its own and ends them.
         `moves_within`: only documents whose file lay in these folders may be found moved (a folder
-        watcher's own folders); by default, the folders added (a file's: its folder)."""
+        watcher's own folders); by default, the folders added (a file's: its folder).
+        `before_write`: awaited before each batch is written; it raises to stop the add (a folder
+        watcher whose lease on an object-store knowledge base is gone)."""
         self.kb = kb
         self.progress = progress
         self.pool = pool
         self.moves_within = moves_within
+        self.before_write = before_write
         self.limits = pool.limits if pool is not None else kb.settings.ingest.limits()
 
     async def add(
@@ -323,6 +327,8 @@ class Ingestor:
     async def _flush(self, pending: list[_Prepared], report: IngestReport, moves: MovedFiles) -> None:
         """Commit the moves found so far, in one commit, then write `pending`: a batch replaces
         documents by uri, and a moved document's old uri may be one of its files again."""
+        if self.before_write is not None:
+            await self.before_write()
         await self.kb.store.update_meta(*moves.take())  # an ingest killed before this finds them moved again
         if not pending:
             return

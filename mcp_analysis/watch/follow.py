@@ -25,6 +25,7 @@ from anyio.abc import TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from mcp_analysis.ingest.files import inside
+from mcp_analysis.watch.lock import WatchLease, WatchLeaseLost
 from mcp_analysis.watch.mirror import FolderMirror, SyncReport
 from mcp_analysis.watch.rules import relative_to_any
 from mcp_analysis.watch.settings import WatchSettings
@@ -67,18 +68,30 @@ class FolderWatcher:
     """Mirrors folders at start, then follows them until cancelled."""
 
     def __init__(
-        self, mirror: FolderMirror, settings: WatchSettings, on_change: Callable[[], None] | None = None
+        self,
+        mirror: FolderMirror,
+        settings: WatchSettings,
+        on_change: Callable[[], None] | None = None,
+        lease: WatchLease | None = None,
     ) -> None:
+        """`lease`: the watcher lock held; while it is lost, changes wait (the mirror checks it before writing)."""
         self.mirror = mirror
         self.settings = settings
         self.on_change = on_change
+        self.lease = lease
 
     async def run(self, *, task_status: TaskStatus[SyncReport] = anyio.TASK_STATUS_IGNORED) -> None:
         """Start watching, mirror every folder (reported through `task_status`), then follow events."""
         send, receive = anyio.create_memory_object_stream[set[Path]](max_buffer_size=math.inf)
         async with anyio.create_task_group() as tg:
             await tg.start(self._events, send)
-            report = await self.mirror.sync()
+            while True:
+                await self._hold_lease()
+                try:
+                    report = await self.mirror.sync()
+                    break
+                except WatchLeaseLost as exc:
+                    log.warning("watch: %s", exc)
             self._applied(report, "start")
             task_status.started(report)
             await self._follow(receive)
@@ -146,11 +159,16 @@ class FolderWatcher:
                     pending |= receive.receive_nowait()
                 except anyio.WouldBlock:
                     break
+            await self._hold_lease()
             ready = await self._settled(pending)
             pending -= ready
             if not ready:
                 continue
-            if await self._apply(ready):
+            applied = await self._apply(ready)
+            if applied is None:  # the lease was lost: held back until it is ours again, read anew then
+                pending |= ready
+                continue
+            if applied:
                 failures = 0
                 continue
             failures += 1
@@ -174,10 +192,18 @@ class FolderWatcher:
         after = await anyio.to_thread.run_sync(lambda: [signature(p) for p in paths])
         return {p for p, a, b in zip(paths, before, after, strict=True) if a == b}
 
-    async def _apply(self, paths: set[Path]) -> bool:
-        """Apply the changes; False when that failed as a whole (the caller tries again later)."""
+    async def _hold_lease(self) -> None:
+        if self.lease is not None:
+            await self.lease.wait_held()
+
+    async def _apply(self, paths: set[Path]) -> bool | None:
+        """Apply the changes; False when that failed as a whole (the caller tries again later), None
+        when the watch lease was lost before a write."""
         try:
             report = await self.mirror.apply(sorted(paths))
+        except WatchLeaseLost as exc:
+            log.warning("watch: %s", exc)
+            return None
         except Exception as exc:  # the server keeps serving
             log.error("watch: could not apply changes to %d path(s): %s", len(paths), exc, exc_info=True)
             return False

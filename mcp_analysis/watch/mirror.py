@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -83,7 +83,14 @@ def _inside(uri: str, scope_uri: str) -> bool:
 class FolderMirror:
     """Keeps the documents of some folders equal to their followed files."""
 
-    def __init__(self, kb: KnowledgeBase, folders: Sequence[Path], rules: FileRules) -> None:
+    def __init__(
+        self,
+        kb: KnowledgeBase,
+        folders: Sequence[Path],
+        rules: FileRules,
+        before_write: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        """`before_write`: awaited before every write (the watch lease's check, which raises once lost)."""
         self.kb = kb
         self.folders = list(folders)
         self.rules = rules
@@ -91,7 +98,8 @@ class FolderMirror:
         # (its parsers' imports, seconds) when one is still up; `release_workers` ends it when idle.
         self.pool = ConversionPool(kb.settings.ingest.limits(), kb.settings.ingest.chunk_tokens)
         # A document added from outside the watched folders is never taken over by a file inside them.
-        self.ingestor = Ingestor(kb, pool=self.pool, moves_within=self.folders)
+        self.ingestor = Ingestor(kb, pool=self.pool, moves_within=self.folders, before_write=before_write)
+        self.before_write = before_write
         self.own_folder = knowledge_base_directory(kb.store.path)  # inside a watched folder: never followed
         self.undecodable = UndecodableNames()
 
@@ -173,6 +181,8 @@ class FolderMirror:
             return
         store = self.kb.store
         store.check_writable()
+        if self.before_write is not None:
+            await self.before_write()
         async with ingest_lock(store.path):
             for meta in stale:
                 await store.delete_document(meta.id)

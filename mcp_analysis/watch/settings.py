@@ -40,6 +40,14 @@ class WatchSettings(BaseModel):
         description="How long the conversion worker (a process with the parsers loaded) stays up after the last "
         "change, so the next change is read at once instead of after its start of seconds; 0 ends it each time.",
     )
+    lease_seconds: float = Field(
+        30,
+        ge=1,
+        le=3_600,
+        description="Object-store knowledge bases: how long the watcher's lease in Redis lasts without renewal "
+        "(renewed every third of it). A killed watcher's place is free after this; a watcher that lost its lease "
+        "finds out within a third of it, and checks it again before every batch of changes.",
+    )
 
     @field_validator("directories", mode="before")
     @classmethod
