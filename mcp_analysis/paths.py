@@ -1,13 +1,15 @@
 """Where mcp-analysis keeps files by default, and how a location is told local from remote.
 
-A leaf: it imports nothing of ours, so the settings, the embedder's model cache and the
-store can all ask it without pulling each other in.
+Next to a leaf: it imports only our errors, so the settings, the embedder's model cache, the
+watcher's lock and the store can all ask it without pulling each other in.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+from mcp_analysis.errors import DatabaseNotFoundError
 
 
 def is_local_path(path: str | Path) -> bool:
@@ -25,3 +27,21 @@ def cache_home() -> Path:
     """Where derived, re-creatable files (the quantized embedder) live (XDG)."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "mcp-analysis"
+
+
+def make_database_directory(path: Path) -> None:
+    """Create a local knowledge base's directory, or say clearly why it cannot be one.
+
+    Every command that may create a knowledge base (`add`, `sync`, `serve --watch`) comes here
+    first, so a `--db` naming a file, or a path under one, reads the same from each."""
+    if path.is_dir():
+        return  # never touched: a knowledge base that is only read stays as it is
+    if path.exists():
+        raise DatabaseNotFoundError(f"{path} is a file, not a LanceDB knowledge base directory.")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DatabaseNotFoundError(
+            f"Cannot create the knowledge base directory {path}: {exc.strerror or exc}. "
+            "Point --db / MCP_ANALYSIS_DB at a folder that can be made."
+        ) from None

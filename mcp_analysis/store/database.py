@@ -24,7 +24,7 @@ from mcp_analysis.errors import (
     StorageUnavailableError,
     storage_error_message,
 )
-from mcp_analysis.paths import is_local_path
+from mcp_analysis.paths import is_local_path, make_database_directory
 from mcp_analysis.store import schema
 from mcp_analysis.store.identify import SUPPORTED, identify
 from mcp_analysis.store.lance import lancedb, table_names
@@ -99,15 +99,12 @@ class Store(StoreWrites, StoreMaintenance):
     ) -> Store:
         if is_local_path(location):
             p = Path(location)
-            if not p.exists():
-                if not create:
-                    raise DatabaseNotFoundError(
-                        f"No knowledge base at {p}. Create one with `mcp-analysis add PATH --db {p}`, "
-                        "point --db / MCP_ANALYSIS_DB at an existing one, or try `mcp-analysis serve --sample`."
-                    )
-                p.mkdir(parents=True, exist_ok=True)
-            elif not p.is_dir():
-                raise DatabaseNotFoundError(f"{p} is a file, not a LanceDB knowledge base directory.")
+            if not p.exists() and not create:
+                raise DatabaseNotFoundError(
+                    f"No knowledge base at {p}. Create one with `mcp-analysis add PATH --db {p}`, "
+                    "point --db / MCP_ANALYSIS_DB at an existing one, or try `mcp-analysis serve --sample`."
+                )
+            make_database_directory(p)
         options = object_store_options(location, storage_options)
         db = await lancedb.connect_async(location, read_consistency_interval=read_consistency, storage_options=options)
         names = await table_names(db)

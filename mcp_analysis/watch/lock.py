@@ -25,7 +25,7 @@ import anyio
 
 from mcp_analysis.config import Settings, redact_url
 from mcp_analysis.errors import AnalysisError
-from mcp_analysis.paths import is_local_path
+from mcp_analysis.paths import is_local_path, make_database_directory
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ def _refusal(db: str, holder: str) -> WatcherRefused:
 def _file_lock(db: Path) -> Iterator[None]:
     import fcntl
 
-    db.mkdir(parents=True, exist_ok=True)
+    make_database_directory(db)  # a --db naming a file is said as `add` says it, not as "FileExistsError"
     path = db / LOCK_FILE
     handle: IO[str] = open(path, "a+")  # noqa: SIM115 - held for the watcher's lifetime
     try:
