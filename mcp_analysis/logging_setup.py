@@ -19,6 +19,20 @@ class RedactingFormatter(logging.Formatter):
         return redact_urls_in(super().format(record))
 
 
+class OneLineFromLibraries(logging.Filter):
+    """A library's record in one line, without its traceback: the failure it is about reaches the
+    user as our own one-line message (a skipped file, a tool error); `--debug` shows it whole."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name == "mcp_analysis" or record.name.startswith("mcp_analysis."):
+            return True
+        record.exc_info = record.exc_text = record.stack_info = None
+        message = record.getMessage()
+        if "\n" in message:
+            record.msg, record.args = message.split("\n", 1)[0].rstrip(" :") + " (details with --debug)", None
+        return True
+
+
 def configure_logging(level: str = "INFO") -> None:
     """Send all logging to stderr at `level`; quieten chatty third-party loggers."""
     root = logging.getLogger()
@@ -26,9 +40,12 @@ def configure_logging(level: str = "INFO") -> None:
         root.removeHandler(handler)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(RedactingFormatter(_FORMAT, datefmt="%H:%M:%S"))
+    if level.upper() != "DEBUG":
+        handler.addFilter(OneLineFromLibraries())
     root.addHandler(handler)
     root.setLevel(level.upper())
-    quiet = logging.WARNING if level.upper() != "DEBUG" else logging.INFO
+    # Chatty libraries: warnings at most (never below the level asked for: ERROR means errors only).
+    quiet = max(logging.WARNING, root.level) if level.upper() != "DEBUG" else logging.INFO
     # Progress of slow first-use steps: plain lines, shown unless logging asks for errors only.
     progress = logging.getLogger(PROGRESS_LOGGER)
     for handler in list(progress.handlers):

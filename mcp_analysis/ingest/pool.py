@@ -64,7 +64,7 @@ class ConversionWorker:
         env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1"}
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "mcp_analysis.ingest.worker", str(to_child_r), str(from_child_w)],
+                [sys.executable, "-m", "mcp_analysis.ingest.worker", str(to_child_r), str(from_child_w), _log_level()],
                 pass_fds=(to_child_r, from_child_w),
                 stdin=subprocess.DEVNULL,
                 stdout=sys.stderr.fileno() if _has_fileno(sys.stderr) else subprocess.DEVNULL,
@@ -266,3 +266,8 @@ def _has_fileno(stream: Any) -> bool:
     except (AttributeError, OSError, ValueError):
         return False
     return True
+
+
+def _log_level() -> str:
+    """This process's logging level, for its workers to log at too."""
+    return logging.getLevelName(logging.getLogger().getEffectiveLevel())

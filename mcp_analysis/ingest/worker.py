@@ -33,6 +33,7 @@ from mcp_analysis.errors import AnalysisError
 from mcp_analysis.ingest import files, formats
 from mcp_analysis.ingest.formats.base import Source
 from mcp_analysis.ingest.limits import MB, Limits
+from mcp_analysis.logging_setup import configure_logging
 
 log = logging.getLogger(__name__)
 
@@ -176,7 +177,8 @@ def main(argv: list[str]) -> None:
     inbox = Connection(int(argv[1]), writable=False)
     outbox = Connection(int(argv[2]), readable=False)
     os.dup2(2, 1)
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    # The parent's level (`--debug` shows the parsers' tracebacks; otherwise one line each).
+    configure_logging(argv[3] if len(argv) > 3 else "WARNING")
     with contextlib.suppress(EOFError):
         _, limits, chunk_tokens = inbox.recv()
         tokenizer = _warm_up()
