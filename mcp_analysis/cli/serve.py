@@ -61,7 +61,7 @@ def serve(
         settings = options.settings(server=server or None)
     except Exception as exc:
         raise fail(exc, options.debug) from None
-    configure_logging(settings.server.log_level)
+    configure_logging("DEBUG" if options.debug else settings.server.log_level)  # --debug: tracebacks too
     folders = watch_arguments(watch, settings)
     if folders and options.sample:
         raise fail(AnalysisError("--watch writes to the knowledge base; use --db, not --sample."), options.debug)
