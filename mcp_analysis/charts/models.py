@@ -23,7 +23,9 @@ class Chart(BaseModel):
     png: bytes = Field(repr=False, description="Palette PNG.")
     svg: str = Field(repr=False)
     render_ms: float = 0.0
-    _held: int | None = PrivateAttr(None)  # held_bytes, measured once
+    # Measured once (the spec does not change once drawn): walking it costs up to ~50 ms.
+    _kept: int | None = PrivateAttr(None)
+    _held: int | None = PrivateAttr(None)
 
     def summary(self) -> dict[str, Any]:
         """What `await chart(spec)` returns to the sandboxed code: plain values only."""
@@ -39,7 +41,10 @@ class Chart(BaseModel):
     @property
     def kept_bytes(self) -> int:
         """What keeping this chart costs a session: its PNG, its SVG and its spec as JSON."""
-        return len(self.png) + len(self.svg.encode()) + len(json.dumps(self.spec, ensure_ascii=False).encode())
+        if self._kept is None:
+            spec = len(json.dumps(self.spec, ensure_ascii=False).encode())
+            self._kept = len(self.png) + len(self.svg.encode()) + spec
+        return self._kept
 
     @property
     def held_bytes(self) -> int:
@@ -49,6 +54,11 @@ class Chart(BaseModel):
         if self._held is None:
             self._held = sys.getsizeof(self.png) + sys.getsizeof(self.svg) + held_size(self.spec)
         return self._held
+
+    def measure(self) -> Chart:
+        """Measure `kept_bytes` and `held_bytes` now (in a worker thread: not on the event loop)."""
+        _ = self.kept_bytes, self.held_bytes
+        return self
 
 
 def held_size(value: Any) -> int:
