@@ -19,6 +19,12 @@ class ChartSettings(BaseModel):
     max_values: int = Field(
         200_000, ge=100, description="Values in one spec (numbers, strings, list items, keys), data included."
     )
+    max_spec_kb: int = Field(
+        2048,
+        ge=16,
+        description="Size of one spec as JSON (UTF-8), data included, in KB: measured in the sandbox before the spec "
+        "leaves it and again on the server, before anything is copied.",
+    )
     max_text_chars: int = Field(1000, ge=10, description="Characters of any one string in a spec (a title, a label).")
     max_depth: int = Field(24, ge=4, le=200, description="Nesting depth of a spec (objects and lists).")
     max_views: int = Field(16, ge=1, description="Views in one chart: layers, concatenated and repeated charts.")

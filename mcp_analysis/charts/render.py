@@ -11,7 +11,8 @@ first render), so a server that never draws a chart never pays for it.
 Requests are served one at a time (one child, a thread lock); the blocking pipe I/O
 runs in a worker thread so the event loop never waits on it, and works from any event
 loop. A caller that is cancelled stops waiting at once; the render it started still
-ends within its timeout.
+ends within its timeout. A child that dies of a signal is named by its cause (`died`): out
+of memory under `charts.renderer_memory_mb` (SIGABRT, SIGTRAP), or killed, not "exit -6".
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import json
 import logging
 import os
 import select
+import signal
 import subprocess
 import sys
 import threading
@@ -68,14 +70,9 @@ class ChartRenderer:
         return process.pid if process is not None and process.poll() is None else None
 
     async def render(self, checked: CheckedSpec) -> RenderedChart:
-        request = json.dumps(
-            {
-                "spec": checked.spec,
-                "max_size_px": self.settings.max_size_px,
-                "max_png_bytes": self.settings.max_png_bytes,
-            },
-            ensure_ascii=False,
-        ).encode()
+        # The checked text as it is (the spec is not serialized again): JSON of at most charts.max_spec_kb.
+        limits = json.dumps({"max_size_px": self.settings.max_size_px, "max_png_bytes": self.settings.max_png_bytes})
+        request = ('{"spec":' + checked.text + "," + limits[1:]).encode()
         return await anyio.to_thread.run_sync(self._render_blocking, request, abandon_on_cancel=True)
 
     def close(self) -> None:
@@ -141,8 +138,10 @@ class ChartRenderer:
             process.stdin.write(len(request).to_bytes(HEADER, "big") + request)
             process.stdin.flush()
         except OSError as exc:
-            raise _RendererGone(f"the chart renderer stopped unexpectedly ({exc}); try again") from None
-        reader = _Reader(process, self.settings.render_timeout, deadline)
+            code = process.poll()
+            why = died(code, self.settings) if code is not None else f"the chart renderer stopped unexpectedly ({exc})"
+            raise _RendererGone(f"{why}; try again") from None
+        reader = _Reader(process, self.settings, deadline)
         header = json.loads(reader.frame())
         if not header.get("ok"):
             return header, b"", b""
@@ -202,11 +201,12 @@ class _RendererGone(Exception):
 class _Reader:
     """Reads reply frames from the child until a deadline; past it the child is killed."""
 
-    def __init__(self, process: subprocess.Popen[bytes], timeout: float, deadline: float) -> None:
+    def __init__(self, process: subprocess.Popen[bytes], settings: ChartSettings, deadline: float) -> None:
         assert process.stdout is not None
         self.process = process
         self.stream: IO[bytes] = process.stdout
-        self.timeout = timeout
+        self.settings = settings
+        self.timeout = settings.render_timeout
         self.deadline = deadline
 
     def frame(self) -> bytes:
@@ -227,11 +227,37 @@ class _Reader:
                 )
             chunk = os.read(fd, min(left, 1 << 20))
             if not chunk:
-                code = self.process.wait()
-                raise _RendererGone(f"the chart renderer stopped unexpectedly (exit {code}); the chart was not drawn")
+                raise _RendererGone(f"{died(self.process.wait(), self.settings)}; the chart was not drawn")
             parts.append(chunk)
             left -= len(chunk)
         return b"".join(parts)
+
+
+#: How the renderer ends when an allocation fails under its cap: its allocator aborts (SIGABRT,
+#: "memory allocation of N bytes failed"), its JavaScript engine traps (SIGTRAP, "Fatal JavaScript
+#: out of memory"). By name: Windows has neither.
+OUT_OF_MEMORY = frozenset({"SIGABRT", "SIGTRAP"})
+
+
+def died(code: int, settings: ChartSettings) -> str:
+    """Why the renderer process ended with exit status `code` (negative: the signal), for the code's traceback."""
+    if code >= 0:
+        return f"the chart renderer stopped unexpectedly (exit {code})"
+    try:
+        sig = signal.Signals(-code)
+    except ValueError:
+        return f"the chart renderer was ended by signal {-code}"
+    if sig.name in OUT_OF_MEMORY:
+        return (
+            f"the chart renderer ran out of memory ({sig.name}: it may use {settings.renderer_memory_mb:,} MB, "
+            "charts.renderer_memory_mb); draw fewer points, shorter labels or simpler transforms"
+        )
+    if sig.name == "SIGKILL":
+        return (
+            "the chart renderer was killed (SIGKILL: the machine ran out of memory, or it was stopped from "
+            f"outside; its own limit is charts.renderer_memory_mb, {settings.renderer_memory_mb:,} MB)"
+        )
+    return f"the chart renderer crashed ({sig.name})"
 
 
 def _rss_mb(pid: int) -> float:

@@ -5,7 +5,9 @@ reach the network or a file (`url` and `href` are refused wherever they appear, 
 are data generators), and nothing may make validation or rendering cost more than the
 limits allow: the walk is iterative, checks sizes before it walks them (a list of ten
 million rows is refused by its length, a 50 MB title by its length) and stops at the
-first value past `charts.max_values`. What passes is re-encoded as plain JSON, so the
+first value past `charts.max_values` or past `charts.max_spec_kb` of JSON (counted as it
+walks, so 5,000 rows of 36 fields of 1,000 characters, 180 MB, are refused after ~2 MB of
+them, before anything is copied). What passes is re-encoded as plain JSON, so the
 renderer gets exactly what was checked. Rendered size and time are bounded again where
 they are known: in the renderer process (charts/worker.py, charts/render.py).
 """
@@ -16,6 +18,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from json.encoder import encode_basestring
 from typing import Any
 
 from mcp_analysis.charts.limits import ChartSettings
@@ -55,13 +58,14 @@ class CheckedSpec:
     rows: int
     views: int
     title: str | None
+    size: int = 0  # bytes of `text` in UTF-8
 
 
 def validate_spec(spec: Any, limits: ChartSettings) -> CheckedSpec:
     """Check `spec` against `limits`; raise ChartError saying what to change."""
     if not isinstance(spec, Mapping):
         raise ChartError(f"chart(spec): spec must be a dict (a Vega-Lite specification), not {type(spec).__name__}.")
-    rows = _walk(spec, limits)
+    rows, size = _walk(spec, limits)
     try:
         text = json.dumps(spec, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     except ValueError as exc:  # NaN or infinity: not JSON; the walk has excluded everything else
@@ -73,7 +77,7 @@ def validate_spec(spec: Any, limits: ChartSettings) -> CheckedSpec:
             f"chart(): the spec draws {views} views (layers, concatenated or repeated charts); at most "
             f"{limits.max_views} (charts.max_views). Split it into several charts."
         )
-    return CheckedSpec(text=text, spec=checked, rows=rows, views=views, title=spec_title(checked))
+    return CheckedSpec(text=text, spec=checked, rows=rows, views=views, title=spec_title(checked), size=size)
 
 
 def spec_title(spec: Mapping[str, Any]) -> str | None:
@@ -97,11 +101,15 @@ def where(path: Path) -> str:
     return text
 
 
-def _walk(spec: Mapping[str, Any], limits: ChartSettings) -> int:
-    """Check every value's type and size; return the number of data rows. Sizes are checked before
-    a container is walked, so the cost is bounded by the limits, not by what was sent."""
+def _walk(spec: Mapping[str, Any], limits: ChartSettings) -> tuple[int, int]:
+    """Check every value's type and size; return the number of data rows and the spec's size as
+    JSON. Sizes are checked before a container is walked, so the cost is bounded by the limits,
+    not by what was sent. The size is counted as `json.dumps` writes the spec (compact, UTF-8),
+    value by value, so a spec past `charts.max_spec_kb` is refused before any copy of it is made."""
     rows = 0
     count = 0
+    size = 0
+    most = limits.max_spec_kb * 1024
     stack: list[tuple[Any, Path, int]] = [(spec, None, 1)]
     while stack:
         node, path, depth = stack.pop()
@@ -112,14 +120,17 @@ def _walk(spec: Mapping[str, Any], limits: ChartSettings) -> int:
                     f"chart(): the text at {where(path)} is {len(node):,} characters; at most "
                     f"{limits.max_text_chars:,} (charts.max_text_chars). Shorten titles and labels."
                 )
+            size += text_bytes(node)
         elif isinstance(node, bool) or node is None:
-            continue
+            size += 5 if node is False else 4  # false, true, null
         elif isinstance(node, int):
             if node.bit_length() > MAX_INT_BITS:
                 raise ChartError(f"chart(): the number at {where(path)} is too large for a chart (beyond 2**63).")
+            size += len(int.__repr__(node))
         elif isinstance(node, float):
             if not math.isfinite(node):
                 raise ChartError(f"chart(): {node} at {where(path)} is not a number a chart can show.")
+            size += len(float.__repr__(node))
         elif isinstance(node, Mapping | list | tuple):
             if depth >= limits.max_depth:
                 raise ChartError(
@@ -127,8 +138,12 @@ def _walk(spec: Mapping[str, Any], limits: ChartSettings) -> int:
                     "(charts.max_depth)."
                 )
             _check_count(count + len(node), limits)
+            size += 1 + len(node) if node else 2  # brackets and commas
+            _check_size(size + len(node), most)  # each item is at least one byte more
             if isinstance(node, Mapping):
-                rows += _push_items(node, path, depth, stack)
+                held, keys = _push_items(node, path, depth, stack)
+                rows += held
+                size += keys
                 if rows > limits.max_rows:
                     raise ChartError(
                         f"chart(): the data holds {rows:,} rows; a chart takes at most {limits.max_rows:,} "
@@ -141,12 +156,22 @@ def _walk(spec: Mapping[str, Any], limits: ChartSettings) -> int:
                 f"chart(): {type(node).__name__} at {where(path)} cannot be in a spec; a spec holds dicts, lists, "
                 "strings, numbers, booleans and None."
             )
-    return rows
+        _check_size(size, most)
+    return rows, size
 
 
-def _push_items(node: Mapping[Any, Any], path: Path, depth: int, stack: list[tuple[Any, Path, int]]) -> int:
-    """Queue a dict's values; return the data rows it holds directly (data.values, datasets)."""
+def text_bytes(text: str) -> int:
+    """Bytes of `text` as a JSON string in UTF-8 (`json.dumps(..., ensure_ascii=False)`): quotes,
+    escapes and multi-byte characters included."""
+    quoted = encode_basestring(text)
+    return len(quoted) if quoted.isascii() else len(quoted.encode("utf-8", "surrogatepass"))
+
+
+def _push_items(node: Mapping[Any, Any], path: Path, depth: int, stack: list[tuple[Any, Path, int]]) -> tuple[int, int]:
+    """Queue a dict's values; return the data rows it holds directly (data.values, datasets) and
+    the bytes of its keys as JSON (each with its colon)."""
     rows = 0
+    keys = 0
     is_datasets = path is not None and path[1] == "datasets"
     for key, value in node.items():
         if not isinstance(key, str):
@@ -163,8 +188,9 @@ def _push_items(node: Mapping[Any, Any], path: Path, depth: int, stack: list[tup
             )
         if (key == "values" or is_datasets) and isinstance(value, list | tuple):
             rows += len(value)
+        keys += text_bytes(key) + 1
         stack.append((value, (path, key), depth + 1))
-    return rows
+    return rows, keys
 
 
 def _check_count(count: int, limits: ChartSettings) -> None:
@@ -172,6 +198,14 @@ def _check_count(count: int, limits: ChartSettings) -> None:
         raise ChartError(
             f"chart(): the spec holds more than {limits.max_values:,} values (charts.max_values). Draw fewer "
             "points: aggregate or sample the rows first."
+        )
+
+
+def _check_size(size: int, most: int) -> None:
+    if size > most:
+        raise ChartError(
+            f"chart(): the spec is more than {most // 1024:,} KB as JSON, data included (charts.max_spec_kb). "
+            "Draw fewer rows or shorter values: aggregate or sample first, and keep only the fields the chart uses."
         )
 
 

@@ -98,10 +98,15 @@ def _first_line(exc: BaseException) -> str:
     return text[:1000] or type(exc).__name__
 
 
-def serve(requests: BinaryIO, replies: BinaryIO) -> None:
+def serve(requests: BinaryIO, replies: BinaryIO, memory_mb: int = 0) -> None:
     while (body := read_frame(requests)) is not None:
         try:
             header, svg, png = render(json.loads(body))
+        except MemoryError:
+            header, svg, png = refusal(
+                f"the chart renderer ran out of memory (it may use {memory_mb:,} MB, charts.renderer_memory_mb); "
+                "draw fewer points, shorter labels or simpler transforms"
+            )
         except Exception as exc:  # a reply, never a dead renderer, for anything a spec can provoke
             header, svg, png = refusal(f"{type(exc).__name__}: {exc}"[:1000])
         write_frame(replies, json.dumps(header).encode())
@@ -120,7 +125,7 @@ def main() -> None:
     # The frames own the original stdout; anything printed (by us or native code) goes to stderr.
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
-    serve(sys.stdin.buffer, replies)
+    serve(sys.stdin.buffer, replies, memory_mb)
 
 
 if __name__ == "__main__":

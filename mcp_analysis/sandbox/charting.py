@@ -9,9 +9,12 @@ gets back a small dict describing the chart (monty passes plain values only).
 `CHART_PRELUDE` (fed to every fresh interpreter with the presentation prelude) defines
 `chart()` in the sandbox: it counts the spec's data rows there, so ten million points are
 refused at once instead of being copied to the server first (1 M rows took 1.4 s to copy;
-10 M exhausted the interpreter's memory on the way), then calls the host's `_mcp_chart`.
-The host validates everything again: an interpreter state saved without the prelude calls
-the host's `chart` directly.
+10 M exhausted the interpreter's memory on the way), then its size as JSON, value by value
+and stopping at `charts.max_spec_kb` (5,000 rows of 36 fields of 1,000 characters, shared in
+the sandbox, were 180 MB on the server: two at once took it from 347 MB to 1.6 GB), then
+calls the host's `_mcp_chart`. The sandbox's count is a lower bound (a character counts one
+byte), so it never refuses what the host accepts. The host validates everything again,
+exactly: an interpreter state saved without the prelude calls the host's `chart` directly.
 """
 
 from __future__ import annotations
@@ -30,13 +33,65 @@ CHART_PRELUDE = '''
 
 async def chart(spec):
     """chart(spec) -> dict: draw a Vega-Lite chart (rows inline in data.values) into this call's result."""
-    most = (await _mcp_chart_limits())["max_rows"]
+    limits = await _mcp_chart_limits()
+    most = limits["max_rows"]
     rows = _chart_rows(spec)
     if rows > most:
         raise ValueError("chart(): the data holds " + format(rows, ",") + " rows; a chart takes at most "
                          + format(most, ",") + " (charts.max_rows). Aggregate first (a sum or mean per group "
                          + "in Python), or sample the rows.")
+    _chart_size(spec, limits)
     return await _mcp_chart(spec)
+
+
+def _chart_size(spec, limits):
+    most = limits["max_spec_kb"] * 1024
+    longest = limits["max_text_chars"]
+    size = 0
+    stack = [spec]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            if len(node) > longest:
+                raise ValueError("chart(): the text at " + _chart_where(spec, node) + " is " + format(len(node), ",")
+                                 + " characters; at most " + format(longest, ",")
+                                 + " (charts.max_text_chars). Shorten titles and labels.")
+            size += len(node) + 2
+        elif isinstance(node, (dict, list, tuple)):
+            size += len(node) + 1 if node else 2
+            if size + len(node) > most:
+                size += len(node)
+            elif isinstance(node, dict):
+                for key, value in node.items():
+                    size += len(key) + 3 if isinstance(key, str) else 3
+                    stack.append(value)
+            else:
+                stack.extend(node)
+        elif isinstance(node, bool) or node is None:
+            size += 4
+        elif isinstance(node, (int, float)):
+            size += len(str(node))
+        else:
+            size += 1
+        if size > most:
+            raise ValueError("chart(): the spec is more than " + format(most // 1024, ",") + " KB as JSON, data "
+                             + "included (charts.max_spec_kb). Draw fewer rows or shorter values: aggregate or "
+                             + "sample first, and keep only the fields the chart uses.")
+
+
+def _chart_where(spec, target):
+    stack = [(spec, "spec")]
+    while stack:
+        node, path = stack.pop()
+        if node is target:
+            return path
+        if isinstance(node, dict):
+            for key, value in node.items():
+                stack.append((value, path + "." + str(key)))
+        elif isinstance(node, (list, tuple)):
+            for i, item in enumerate(node):
+                stack.append((item, path + "[" + str(i) + "]"))
+    return "spec"
 
 
 def _chart_rows(spec):
@@ -100,12 +155,18 @@ class ChartDrawer:
             svg=rendered.svg,
             render_ms=rendered.render_ms,
         )
+        await anyio.to_thread.run_sync(chart.measure)  # what keeping it costs, measured off the event loop
         self._drawn.append(chart)
         return chart.summary()
 
     async def limits(self) -> dict[str, Any]:
         """What the prelude's chart() checks before the spec leaves the sandbox."""
-        return {"max_rows": self.settings.max_rows}
+        settings = self.settings
+        return {
+            "max_rows": settings.max_rows,
+            "max_spec_kb": settings.max_spec_kb,
+            "max_text_chars": settings.max_text_chars,
+        }
 
     def functions(self) -> dict[str, Any]:
         """The host functions: `_mcp_*` for the prelude, `chart` for a state saved without it."""

@@ -21,3 +21,6 @@ class ExecutionResult(BaseModel):
     )
     # Left out of model_dump(): each front door decides how a chart reaches its client.
     charts: list[Chart] = Field(default_factory=list, exclude=True, description="Drawn by `await chart(spec)`.")
+    charts_not_kept: str | None = Field(
+        None, exclude=True, description="Why the session did not keep charts of this call, when not its chart limits."
+    )

@@ -67,7 +67,7 @@ class _RuntimeCollector:
         )
         yield GaugeMetricFamily(
             "mcp_analysis_sessions_state_bytes",
-            "Interpreter state live sessions hold in memory (bounded by sessions.max_memory_mb).",
+            "Interpreter state and kept charts live sessions hold in memory (bounded by sessions.max_memory_mb).",
             value=sessions.memory.state_bytes if sessions is not None else 0,
         )
         yield CounterMetricFamily(

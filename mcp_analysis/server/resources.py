@@ -169,7 +169,8 @@ async def session_chart(session_id: str, n: str, extension: str, ctx: Context) -
         charts = analysis.kb.settings.charts
         raise ResourceNotFoundError(
             f"Session {analysis.id} keeps no chart {label(n, 20)}: it keeps the latest {charts.max_kept} charts "
-            f"of its current analysis (charts.max_kept, charts.max_kept_mb: older ones are dropped), numbered "
+            f"of its current analysis (charts.max_kept, charts.max_kept_mb, and within the server's memory for "
+            f"sessions, sessions.max_memory_mb: older ones are dropped), numbered "
             f"from 1; new_analysis clears them. Draw it again with `await chart(spec)` in execute_code."
         )
     if extension == "png":

@@ -106,7 +106,7 @@ async def execute_code(
     analysis = call.analysis
     result = await with_progress(ctx, call.settings.sandbox.code_timeout, analysis.execute(code))
     index = analysis.state.execution_counter
-    charts = [ChartOut.of(c, chart_resource(analysis, c.index)) for c in result.charts]
+    charts = [ChartOut.of(c, chart_resource(analysis, c.index), result.charts_not_kept) for c in result.charts]
     model = ExecuteOutput.of(analysis.id, index, result, charts)
     full_output = uris.session_execution(analysis.id, index)
     pngs = [png_data(c) for c in result.charts]

@@ -176,7 +176,7 @@ class AnalysisSession:
         result = await interpreter.execute(code, os_handler=self.fs, functions=functions)
         result.charts = self.host.charts.take()
         self.state.execution_counter += 1
-        self._keep_charts(result.charts)
+        result.charts_not_kept = self._keep_charts(result.charts)
         self.state.record_execution(
             CodeExecutionEntry(
                 index=self.state.execution_counter,
@@ -187,13 +187,22 @@ class AnalysisSession:
         await self._changed()
         return result
 
-    def _keep_charts(self, charts: list[Chart]) -> None:
-        """Charts stay with the session within charts.max_kept / max_kept_mb, and together with
-        the variables within sandbox.max_state_mb: the oldest charts go first."""
+    def _keep_charts(self, charts: list[Chart]) -> str | None:
+        """Charts stay with the session within charts.max_kept / max_kept_mb, together with the
+        variables within sandbox.max_state_mb, and in memory within what the server's budget leaves
+        a session that lives only in memory (sessions.max_memory_mb): the oldest charts go first.
+        Returns why charts of this call were not kept, when the server's budget is the reason."""
         settings = self.kb.settings
         variables = len(self._interpreter_state or b"")
         most_bytes = max(0, min(settings.charts.max_kept_mb * 2**20, settings.sandbox.max_state_mb * 2**20 - variables))
-        self.state.record_charts(charts, self.state.execution_counter, settings.charts.max_kept, most_bytes)
+        kept = self._persistence
+        room = kept.keeper.room_for_charts(self) if kept is not None and charts else None
+        by_memory = self.state.record_charts(
+            charts, self.state.execution_counter, settings.charts.max_kept, most_bytes, room
+        )
+        if by_memory and any(self.state.chart(c.index) is None for c in charts):
+            return "the server's memory for analysis sessions is full, sessions.max_memory_mb"
+        return None
 
     async def search(self, query: str, limit: int | None = None) -> list[SearchResult]:
         corpus, _ = self._ready()

@@ -323,6 +323,9 @@ class SessionManager:
     def admit_state(self, session: AnalysisSession, size: int) -> str | None:
         return self.memory.admit(session, size)
 
+    def room_for_charts(self, session: AnalysisSession) -> int | None:
+        return self.memory.room_for_charts(session)
+
     # -------------------------------------------------------------- capacity
 
     async def _enforce_capacity(self) -> None:

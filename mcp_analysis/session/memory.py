@@ -1,10 +1,13 @@
-"""The memory budget for interpreter states (`sessions.max_memory_mb`), between calls and during them.
+"""The memory budget for sessions' interpreter states and charts (`sessions.max_memory_mb`).
 
-Every live session holds its last interpreter state in this process's memory. A session
-kept in the store may always grow: beyond the budget, idle ones leave memory (least
-recently used first) and are loaded again on their next call. Sessions that live only in
-memory cannot leave it without being lost, so they share the budget, and the call that
-would pass it keeps nothing (its result says so; earlier variables stay).
+Every live session holds its last interpreter state and the charts it keeps (PNG, SVG, spec;
+`Chart.held_bytes`) in this process's memory, between calls and during them: both count (charts
+were not counted: 30 sessions of ~5.5 MB of charts under a 64 MB budget took +190 MB, none
+refused). A session kept in the store may always grow: beyond the budget, idle ones leave
+memory (least recently used first) and are loaded again on their next call. Sessions that
+live only in memory cannot leave it without being lost, so they share the budget, and the
+call that would pass it keeps nothing (its result says so; earlier variables stay), nor the
+charts that would (their lines say so; `room_for_charts`).
 
 A session a call uses cannot leave memory either, so calls at once could load far more than
 the budget (20 calls on 20 kept 40 MB sessions: 800 MB). A call whose session must be loaded
@@ -36,6 +39,11 @@ def state_size(session: AnalysisSession) -> int:
     return len(state) if state is not None else 0
 
 
+def held_size(session: AnalysisSession) -> int:
+    """What the budget counts of a session: its interpreter state and the charts it keeps."""
+    return state_size(session) + session.state.charts_held
+
+
 class MemoryBudget:
     """The budget over the states of `live` sessions, and what it dropped."""
 
@@ -58,8 +66,8 @@ class MemoryBudget:
 
     @property
     def state_bytes(self) -> int:
-        """Interpreter state held in memory by the live sessions."""
-        return sum(state_size(s) for s in self.live.sessions())
+        """Interpreter states and kept charts held in memory by the live sessions."""
+        return sum(held_size(s) for s in self.live.sessions())
 
     @property
     def used(self) -> int:
@@ -74,7 +82,7 @@ class MemoryBudget:
         """None if `session` may keep a state of `size` bytes (asked before it is kept), else why not."""
         if session.persistence.in_store:
             return None
-        held = sum(state_size(s) for s in self.live.sessions() if s is not session and not s.persistence.stored_copy)
+        held = self._held_by_others(session) + session.state.charts_held
         if held + size <= self.budget:
             return None
         return (
@@ -82,6 +90,16 @@ class MemoryBudget:
             f"live only in memory, this state {size / 2**20:,.0f} MB, budget {self.budget // 2**20} MB, "
             "sessions.max_memory_mb)"
         )
+
+    def room_for_charts(self, session: AnalysisSession) -> int | None:
+        """Bytes `session` may hold in charts next to its state (None: no bound, it may leave memory)."""
+        if session.persistence.in_store:
+            return None
+        return max(0, self.budget - self._held_by_others(session) - state_size(session))
+
+    def _held_by_others(self, session: AnalysisSession) -> int:
+        """What the sessions that live only in memory hold, but `session`."""
+        return sum(held_size(s) for s in self.live.sessions() if s is not session and not s.persistence.stored_copy)
 
     # ------------------------------------------------------------ admission
 
@@ -93,7 +111,7 @@ class MemoryBudget:
 
     def remember(self, key: SessionKey, session: AnalysisSession) -> None:
         """`session` leaves memory: its size is what loading it again will take."""
-        self._sizes[key] = state_size(session)
+        self._sizes[key] = held_size(session)
         self._sizes.move_to_end(key)
         while len(self._sizes) > _SIZES_REMEMBERED:
             self._sizes.popitem(last=False)
@@ -146,7 +164,7 @@ class MemoryBudget:
         for key, session in self.live.least_recent_first():
             if over <= 0:
                 break
-            size = state_size(session)
+            size = held_size(session)
             if busy(session) or not session.persistence.stored_copy or not size:
                 continue
             over -= size

@@ -2,9 +2,10 @@
 
 A session created by a `SessionManager` owns one `Persistence`; a standalone session (the
 CLI, the pydantic-ai toolset, the Python API) has none and is kept nowhere. The session
-asks its keeper to write it through after every call that changed it (`commit`) and
-whether it may keep a larger interpreter state (`admit_state`); the manager updates the
-record through the methods below, which say what happened.
+asks its keeper to write it through after every call that changed it (`commit`), whether
+it may keep a larger interpreter state (`admit_state`) and how much of its charts memory may
+hold (`room_for_charts`); the manager updates the record through the methods below, which say
+what happened.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ class Keeper(Protocol[S]):
 
     def admit_state(self, session: S, size: int) -> str | None:
         """None if `session` may keep an interpreter state of `size` bytes, else why not."""
+
+    def room_for_charts(self, session: S) -> int | None:
+        """Bytes of charts `session` may keep in memory next to its state (None: no bound)."""
 
 
 class Persistence(Generic[S]):

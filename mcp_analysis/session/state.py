@@ -112,17 +112,33 @@ class AnalysisState(BaseModel):
             size -= _execution_chars(self.executions.pop(0))
         self._executions_chars = size
 
-    def record_charts(self, charts: list[Chart], execution: int, most: int, most_bytes: int) -> None:
-        """Keep `charts` (drawn by `execution`); the oldest go first past `most` charts or `most_bytes`.
+    def record_charts(
+        self, charts: list[Chart], execution: int, most: int, most_bytes: int, most_held: int | None = None
+    ) -> bool:
+        """Keep `charts` (drawn by `execution`); the oldest go first past `most` charts, `most_bytes`
+        (as stored) or `most_held` (in memory; None: no bound). True if `most_held` dropped one.
 
-        A chart that alone exceeds `most_bytes` is not kept at all."""
+        A chart that alone exceeds a bound is not kept at all."""
         for chart in charts:
             chart.execution = execution
             self.chart_counter = max(self.chart_counter, chart.index)
         self.charts.extend(charts)
         size = sum(c.kept_bytes for c in self.charts)
-        while self.charts and (len(self.charts) > most or size > most_bytes):
-            size -= self.charts.pop(0).kept_bytes
+        held = self.charts_held
+        by_memory = False
+        while self.charts and (
+            len(self.charts) > most or size > most_bytes or (most_held is not None and held > most_held)
+        ):
+            by_memory = by_memory or (len(self.charts) <= most and size <= most_bytes)
+            oldest = self.charts.pop(0)
+            size -= oldest.kept_bytes
+            held -= oldest.held_bytes
+        return by_memory
+
+    @property
+    def charts_held(self) -> int:
+        """Bytes the kept charts hold in memory (counted against sessions.max_memory_mb)."""
+        return sum(c.held_bytes for c in self.charts)
 
     def chart(self, index: int) -> Chart | None:
         return next((c for c in self.charts if c.index == index), None)

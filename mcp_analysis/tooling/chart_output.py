@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 from mcp_analysis.charts.models import Chart
 
 PNG = "image/png"
+NOT_KEPT = "charts.max_kept, charts.max_kept_mb"  # why a session drops charts, unless the server's memory is why
 
 #: A chart's resource URI by extension ("png", "svg", "json"); None when the session did not keep it.
 ChartResource = Callable[[str], str] | None
@@ -36,9 +37,11 @@ class ChartOut(BaseModel):
     spec_uri: str | None = Field(None, description="Resource with the whole spec, rows included.")
     spec: dict[str, Any] | None = Field(None, description="The Vega-Lite spec as rendered.")
     rows_omitted: bool = Field(False, description="The spec's inline rows were left out here (see spec_uri).")
+    # Why the session did not keep it (its line says so); not part of the structured content.
+    not_kept: str = Field(NOT_KEPT, exclude=True)
 
     @classmethod
-    def of(cls, chart: Chart, resource: ChartResource) -> ChartOut:
+    def of(cls, chart: Chart, resource: ChartResource, not_kept: str | None = None) -> ChartOut:
         return cls(
             index=chart.index,
             title=chart.title,
@@ -49,6 +52,7 @@ class ChartOut(BaseModel):
             svg_uri=resource("svg") if resource else None,
             spec_uri=resource("json") if resource else None,
             spec=chart.spec,
+            not_kept=not_kept or NOT_KEPT,
         )
 
     def line(self) -> str:
@@ -62,7 +66,7 @@ class ChartOut(BaseModel):
         if self.png_uri:
             parts.append(f"{self.png_uri} (also .svg, .json for the spec)")
         else:
-            parts.append("not kept by the session (charts.max_kept, charts.max_kept_mb)")
+            parts.append(f"not kept by the session ({self.not_kept})")
         if self.rows_omitted or (self.spec is None and self.rows):
             parts.append(f"{self.rows:,} data rows in the spec resource, not here")
         return " · ".join(parts)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -166,6 +167,38 @@ def test_a_spec_with_more_values_than_allowed_is_refused_before_its_rows_are_wal
     wide = [{f"f{i}": i for i in range(60)} for _ in range(4000)]  # 4,000 rows, 240,000 values
     with pytest.raises(ChartError, match=r"more than 200,000 values \(charts.max_values\)"):
         validate_spec(bar(data={"values": wide}), LIMITS)
+
+
+def test_a_spec_larger_than_max_spec_kb_is_refused_by_its_bytes() -> None:
+    # The hostile round's spec: 5,000 rows sharing one dict of 36 fields of 1,000 characters, 180 MB
+    # as JSON. Its values pass charts.max_values; its bytes are counted as the walk goes, so it is
+    # refused after ~2 MB of them (the default), before json.dumps makes the first copy.
+    row = {f"k{j}": "x" * 999 + str(j % 10) for j in range(36)}
+    with pytest.raises(ChartError, match=r"more than 2,048 KB as JSON, data included \(charts.max_spec_kb\)"):
+        validate_spec(bar(data={"values": [row] * 5000}), LIMITS)
+    small, kilobyte = ChartSettings(max_spec_kb=16), {"a": "x" * 1000}  # 1,009 bytes as a row
+    with pytest.raises(ChartError, match=r"more than 16 KB as JSON"):  # the bound is the setting's
+        validate_spec(bar(data={"values": [kilobyte] * 17}), small)
+    assert validate_spec(bar(data={"values": [kilobyte] * 15}), small).rows == 15
+
+
+SIZED = {
+    "escapes, accents and emoji": {"t": 'é"\\\n\x01 😀\u2028', "k\u00e9y": ["\x7f", ""]},
+    "numbers and constants": {"n": [0, -1, 2**62, 1e22, -2.5e-300, 5e-324, 0.1 + 0.2, True, False, None]},
+    "empty and nested": {"a": {}, "b": [], "c": [[{}], {"d": [[]]}]},
+}
+
+
+@pytest.mark.parametrize("name", [*SIZED, *MODEL_WRITTEN])
+def test_the_size_counted_is_the_json_the_renderer_gets(name: str) -> None:
+    extra = SIZED.get(name)
+    spec = bar(usermeta=extra) if extra is not None else MODEL_WRITTEN[name]
+    checked = validate_spec(spec, LIMITS)
+    assert (
+        checked.size
+        == len(checked.text.encode())
+        == len(json.dumps(spec, ensure_ascii=False, separators=(",", ":")).encode())
+    )
 
 
 @pytest.mark.parametrize(

@@ -17,6 +17,9 @@ class _Keeper:
     def admit_state(self, session: object, size: int) -> str | None:
         return None
 
+    def room_for_charts(self, session: object) -> int | None:
+        return None
+
 
 def test_a_store_backed_session_is_a_droppable_copy_only_once_saved_or_loaded() -> None:
     kept = Persistence(SessionKey.handle("s_x"), _Keeper(), in_store=True)
