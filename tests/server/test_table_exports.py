@@ -36,8 +36,8 @@ FORMULAS_CSV = (
     "@SUM(A1),+1 555 0100,-\n"
     "Bob,plain,+2\n"
 )
-BIG_ROWS = 300  # about 6,000 characters of CSV: over the 2,000 kept at ingest
-INGEST_ENV = {"MCP_ANALYSIS_INGEST__MAX_TABLE_CHARS": "2000"}
+BIG_ROWS = 600  # about 12,000 characters of CSV: over the 5,000 kept at ingest
+INGEST_ENV = {"MCP_ANALYSIS_INGEST__MAX_TABLE_CHARS": "5000"}
 
 
 @pytest.fixture(scope="module")
@@ -126,12 +126,12 @@ async def test_a_table_over_the_ingest_bound_keeps_its_first_rows_with_a_warning
     kb: tuple[Path, dict[str, str], str], tmp_path: Path
 ) -> None:
     db, ids, stderr = kb
-    assert "orders.csv" in stderr and "ingest.max_table_chars (2,000)" in stderr, stderr
+    assert "orders.csv" in stderr and "ingest.max_table_chars (5,000)" in stderr, stderr
     async with _client(db, tmp_path) as client:
         orders = json.loads(await _read(client, f"documents:///{ids['orders.csv']}/tables.json"))[0]
         kept = orders["truncated"]["rows_kept"]
         assert orders["truncated"]["rows"] == BIG_ROWS + 1 and 50 < kept == orders["rows"] < BIG_ROWS
-        assert orders["size"] <= 2000
+        assert 4000 < orders["size"] <= 5000  # over 4 bytes a character of the 1,000 below: refused unread
         text = await _read(client, f"documents:///{ids['orders.csv']}/tables/0.csv")
         assert text.splitlines()[0] == "order_id,region,units,price" and len(text.splitlines()) == kept
 
@@ -151,3 +151,60 @@ async def test_a_resource_read_over_its_bound_is_refused_naming_the_setting_and_
             f"json.dumps(len(Path('/documents/{ids['orders.csv']}/tables/0.csv').read_text().splitlines()))",
         )
         assert lines > 50
+
+
+def _as_before_sizes_were_kept(db: Path, rows: int) -> int:
+    """Make `db`'s document_tables as knowledge bases from before this change have it (no csv_bytes,
+    no layout), with its one table's CSV replaced by `rows` rows compressed as a stream (no size in
+    the frame either): the decompression must be bounded as it runs. Returns the CSV's size."""
+    import lancedb
+    import pyarrow as pa
+    import zstandard
+
+    table = lancedb.connect(str(db)).open_table("document_tables")
+    table.drop_columns(["csv_bytes", "layout"])
+    data = table.to_arrow()
+    line = b"x" * 60 + b",1\r\n"
+    sink = pa.BufferOutputStream()
+    with zstandard.ZstdCompressor(write_content_size=False).stream_writer(sink, closefd=False) as writer:
+        writer.write(b"name,value\r\n")
+        for _ in range(rows // 1000):
+            writer.write(line * 1000)
+    blob = sink.getvalue().to_pybytes()
+    assert len(blob) < 100_000 and zstandard.frame_content_size(blob) == -1  # a small row, a big table
+    data = data.set_column(data.schema.get_field_index("csv"), "csv", pa.array([blob], pa.large_binary()))
+    table.delete("true")
+    table.add(data)
+    return 12 + len(line) * (rows // 1000) * 1000
+
+
+async def test_tables_stored_without_their_size_are_bounded_while_decompressing(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "old.csv").write_text("name,value\nx,1\n", encoding="utf-8")
+    db = tmp_path / "kb.lancedb"
+    assert run_cli("--db", str(db), "add", str(docs)).returncode == 0
+    size = _as_before_sizes_were_kept(db, 300_000)  # 19 MB of CSV, over both bounds below
+    (old_id,) = [d["id"] for d in json.loads(run_cli("--db", str(db), "list", "--json").stdout)]
+    bounds = {"MCP_ANALYSIS_SANDBOX__MAX_MEMORY_MB": "16", "MCP_ANALYSIS_SERVER__MAX_TABLE_RESOURCE_CHARS": "1000000"}
+    async with _client(db, tmp_path, **bounds) as client:
+        entry = json.loads(await _read(client, f"documents:///{old_id}/tables.json"))[0]
+        assert entry["size"] is None and entry["title"] == "" and entry["header"] == ["name", "value"]
+        with pytest.raises(Exception, match=r"server\.max_table_resource_chars=1,000,000"):
+            await _read(client, f"documents:///{old_id}/tables/0.csv")
+        result = await client.call_tool(
+            "execute_code", {"code": f"from pathlib import Path\nPath('/documents/{old_id}/tables/0.csv').read_text()"}
+        )
+        error = (result.structured_content or {}).get("error") or ""
+        assert "File too large" in error and "sandbox.max_memory_mb=16" in error, result
+        assert f"{size:,}" not in error  # refused as the stream passed the bound, not once whole
+        assert json.loads(await _read(client, f"documents:///{old_id}/tables.json"))  # still serving
+    # Adding to such a knowledge base gives document_tables its new columns; old rows keep nulls.
+    (docs / "new.csv").write_text("port,calls\nBergen,3\n", encoding="utf-8")
+    assert run_cli("--db", str(db), "add", str(docs / "new.csv")).returncode == 0
+    new_id = next(d["id"] for d in json.loads(run_cli("--db", str(db), "list", "--json").stdout) if d["id"] != old_id)
+    async with _client(db, tmp_path) as client:
+        assert json.loads(await _read(client, f"documents:///{new_id}/tables.json"))[0]["size"] == len(
+            "port,calls\r\nBergen,3\r\n"
+        )
+        assert json.loads(await _read(client, f"documents:///{old_id}/tables.json"))[0]["size"] is None
