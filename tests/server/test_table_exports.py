@@ -40,6 +40,30 @@ BIG_ROWS = 600  # about 12,000 characters of CSV: over the 5,000 kept at ingest
 INGEST_ENV = {"MCP_ANALYSIS_INGEST__MAX_TABLE_CHARS": "5000"}
 
 
+BERTHS = [["Region", "Berths", "Depth"], ["Bergen", "12", "14.5"], ["Oslo", "8", "11"]]
+
+
+def write_titled_tables(docs: Path) -> None:
+    """berths.docx and berths.pptx: one table each, its first row one merged title cell over the header."""
+    import docx
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    document = docx.Document()
+    table = document.add_table(rows=4, cols=3)
+    deck = Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[5])
+    grid = slide.shapes.add_table(4, 3, Inches(1), Inches(2), Inches(6), Inches(2)).table
+    for cell in (table.cell(0, 0).merge(table.cell(0, 2)), grid.cell(0, 0)):
+        cell.text = "Berths by port, 2025"
+    grid.cell(0, 0).merge(grid.cell(0, 2))
+    for r, row in enumerate(BERTHS, 1):
+        for c, value in enumerate(row):
+            table.cell(r, c).text = grid.cell(r, c).text = value
+    document.save(str(docs / "berths.docx"))
+    deck.save(str(docs / "berths.pptx"))
+
+
 @pytest.fixture(scope="module")
 def kb(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str], str]:
     """A knowledge base made by `add` (the real CLI); returns (db, file name -> id, add's stderr)."""
@@ -48,6 +72,7 @@ def kb(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str], 
     docs.mkdir()
     write_workbook(docs / "revenue.xlsx")
     (docs / "fleet.html").write_text(FLEET_HTML, encoding="utf-8")
+    write_titled_tables(docs)
     (docs / "formulas.csv").write_text(FORMULAS_CSV, encoding="utf-8")
     rows = "".join(f"{i},North,{i % 50},{1 + i / 10}\n" for i in range(1, BIG_ROWS + 1))
     (docs / "orders.csv").write_text("order_id,region,units,price\n" + rows, encoding="utf-8")
@@ -92,6 +117,11 @@ async def test_a_sheet_with_title_notes_and_a_source_line_reads_with_csv_dictrea
         fleet = json.loads(await _read(client, f"documents:///{ids['fleet.html']}/tables.json"))[0]
         assert fleet["title"] == "Vessels in service by region" and fleet["header"] == ["Region", "2023", "2024"]
         assert fleet["footer"] == ["Source: registry extract, March 2025"]
+        for name in ("berths.docx", "berths.pptx"):
+            (berths,) = json.loads(await _read(client, f"documents:///{ids[name]}/tables.json"))
+            assert (berths["title"], berths["header"], berths["header_row"]) == ("Berths by port, 2025", BERTHS[0], 1)
+            text = await _read(client, f"documents:///{ids[name]}/tables/0.csv")
+            assert list(csv.reader(text.splitlines())) == BERTHS
         # The sandbox reads the same file from its header row.
         seen = await _run(
             client,
