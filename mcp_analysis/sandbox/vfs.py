@@ -189,7 +189,8 @@ class DocumentsFS:
             except TableTooLargeError as exc:
                 raise OSError(
                     f"[Errno 27] File too large: '{ROOT}/{meta.id}/{name}' holds {exc.size:,} bytes or more, more than "
-                    f"one read may bring into the sandbox ({exc.limit:,} characters, {self.bounds.setting})."
+                    f"one read may bring into the sandbox ({exc.limit:,} characters, {self.bounds.setting}). "
+                    "search() finds the rows you need; tables.json gives each table's size."
                 ) from None
         else:
             text = json.dumps(await self.corpus.toc(meta.id), ensure_ascii=False, indent=2)

@@ -127,9 +127,12 @@ async def test_a_sheet_with_title_notes_and_a_source_line_reads_with_csv_dictrea
             client,
             "import csv, json\nfrom pathlib import Path\n"
             f"t = json.loads(Path('/documents/{ids['fleet.html']}/tables.json').read_text())[0]\n"
-            "json.dumps(list(csv.DictReader(Path(t['path']).read_text().splitlines())))",
+            "json.dumps([list(csv.DictReader(Path(t['path']).read_text().splitlines())), t['size'],"
+            " Path(t['path']).stat().st_size])",
         )
-        assert seen == [
+        rows, size, stat_size = seen
+        assert size == stat_size == len("Region,2023,2024\r\nNorway,12,14\r\nDenmark,7,9\r\n")
+        assert rows == [
             {"Region": "Norway", "2023": "12", "2024": "14"},
             {"Region": "Denmark", "2023": "7", "2024": "9"},
         ]
