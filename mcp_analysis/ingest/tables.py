@@ -158,7 +158,8 @@ def table_records(tables: list[ExtractedTable]) -> list[dict[str, Any]]:
     compressor = zstandard.ZstdCompressor(level=6)
     records = []
     for t in tables:
-        data = csv_text(t.lines).encode("utf-8")
+        text = csv_text(t.lines)
+        data = text.encode("utf-8")
         records.append(
             {
                 "index": t.index,
@@ -169,7 +170,8 @@ def table_records(tables: list[ExtractedTable]) -> list[dict[str, Any]]:
                 "header": json.dumps(t.header, ensure_ascii=False),
                 "page_numbers": t.page_numbers,
                 "csv": compressor.compress(data),
-                "csv_bytes": len(data),  # checked before a read decompresses it
+                "csv_bytes": len(data),
+                "csv_chars": len(text),  # checked before a read decompresses it
                 "layout": json.dumps(t.layout_json(), ensure_ascii=False),
             }
         )

@@ -188,7 +188,7 @@ class DocumentsFS:
                 return await self.corpus.table_csv(meta.id, index, self.bounds.max_text_chars)
             except TableTooLargeError as exc:
                 raise OSError(
-                    f"[Errno 27] File too large: '{ROOT}/{meta.id}/{name}' holds {exc.size:,} bytes or more, more than "
+                    f"[Errno 27] File too large: '{ROOT}/{meta.id}/{name}' holds {exc.measure}, more than "
                     f"one read may bring into the sandbox ({exc.limit:,} characters, {self.bounds.setting}). "
                     "search() finds the rows you need; tables.json gives each table's size."
                 ) from None

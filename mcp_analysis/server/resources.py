@@ -111,7 +111,7 @@ async def table_csv(document_id: str, index: str, ctx: Context) -> str:
         return for_people(await corpus.table_csv(meta.id, number, limit))
     except TableTooLargeError as exc:
         raise ResourceError(
-            f"Table {number} of document {meta.id} is {exc.size:,} bytes of CSV or more, more than one resource read "
+            f"Table {number} of document {meta.id} is {exc.measure} of CSV, more than one resource read "
             f"returns (server.max_table_resource_chars={limit:,}). Read it in execute_code, where code can take "
             f"the rows it needs: Path('/documents/{meta.id}/tables/{number}.csv').read_text().splitlines(); "
             "tables.json gives its size and header."

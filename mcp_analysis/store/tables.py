@@ -113,7 +113,7 @@ def _bounded_decompress(blob: bytes, most: int, max_chars: int) -> bytes:
             parts.append(chunk)
             size += len(chunk)
             if size > most:
-                raise TableTooLargeError(size, max_chars)
+                raise TableTooLargeError(f"more than {most:,} bytes", max_chars)
     return b"".join(parts)
 
 
@@ -126,19 +126,23 @@ async def stored_size(store: Any, document_id: str, index: int) -> int | None:
 async def stored_csv(store: Any, document_id: str, index: int, max_chars: int) -> str | None:
     """A stored table's CSV, None without such a table; TableTooLargeError over `max_chars`
     characters, raised from the stored size before decompressing, or (a table stored without
-    its size) once the decompression passes what `max_chars` characters can take."""
-    row = await _stored_row(store, document_id, index, ["csv", "csv_bytes"])
+    it) from its size in bytes, or once the decompression passes what `max_chars` characters
+    can take."""
+    row = await _stored_row(store, document_id, index, ["csv", "csv_bytes", "csv_chars"])
     if row is None or row["csv"] is None:
         return None
+    chars = row.get("csv_chars")
+    if chars is not None and chars > max_chars:
+        raise TableTooLargeError(f"{chars:,} characters", max_chars)
     size, most = _known_size(row), max_chars * _BYTES_PER_CHAR
     if size is not None and size > most:
-        raise TableTooLargeError(size, max_chars)
+        raise TableTooLargeError(f"{size:,} bytes", max_chars)
     if size is not None:
         text = zstandard.ZstdDecompressor().decompress(row["csv"], max_output_size=size).decode("utf-8")
     else:
         text = _bounded_decompress(row["csv"], most, max_chars).decode("utf-8")
     if len(text) > max_chars:
-        raise TableTooLargeError(len(text), max_chars)
+        raise TableTooLargeError(f"{len(text):,} characters", max_chars)
     return text
 
 
@@ -201,5 +205,5 @@ def derived_csv(tables: list[ExtractedTable], index: int, max_chars: int) -> str
         return None
     size = sum(len(line) + 2 for line in tables[index].lines)
     if size > max_chars:
-        raise TableTooLargeError(size, max_chars)
+        raise TableTooLargeError(f"{size:,} characters", max_chars)
     return csv_text(tables[index].lines)
