@@ -220,6 +220,12 @@ class ServerSettings(_Section):
         48_000, ge=2000, description="Budget of one tool result (text + structured); fits a 25k-token host limit."
     )
     resource_page_size: int = Field(500, ge=1, le=10_000)
+    max_table_resource_chars: int = Field(
+        16_000_000,
+        ge=1000,
+        description="Characters of CSV one read of a documents:///{id}/tables/{n}.csv resource may return; a "
+        "larger table is refused (from its stored size, before it is decompressed): read it in execute_code.",
+    )
     watch_interval: float = Field(2.0, gt=0, description="Seconds between checks for added documents.")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 

@@ -303,13 +303,19 @@ class Corpus:
         meta = await self.get(document_id)
         return await self.kb.tables.entries(meta, await self.kb.items(document_id, self.filter))
 
-    async def table_csv(self, document_id: str, index: int) -> str:
-        """Every row of one table of a visible document, as CSV."""
+    async def table_csv(self, document_id: str, index: int, max_chars: int) -> str:
+        """Every row of one table of a visible document, as CSV (TableTooLargeError past `max_chars`,
+        before it is decompressed)."""
         meta = await self.get(document_id)
-        text = await self.kb.tables.csv(meta, index, await self.kb.items(document_id, self.filter))
+        text = await self.kb.tables.csv(meta, index, await self.kb.items(document_id, self.filter), max_chars)
         if text is None:
             raise DocumentNotFoundError(f"Document {document_id} has no table {index}; its tables.json lists them.")
         return text
+
+    async def table_size(self, document_id: str, index: int) -> int | None:
+        """The size in bytes of one table's CSV, without reading its rows (None when unknown)."""
+        meta = await self.get(document_id)
+        return await self.kb.tables.size(meta, index, await self.kb.items(document_id, self.filter))
 
     async def toc(self, document_id: str) -> dict[str, Any]:
         """The section tree: each heading with its item range and the chunk ids inside it."""

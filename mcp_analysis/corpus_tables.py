@@ -21,6 +21,7 @@ from mcp_analysis.store.tables import (
     derived_tables,
     stored_csv,
     stored_entries,
+    stored_size,
     table_item_counts,
 )
 
@@ -81,7 +82,14 @@ class TableReader:
                 "name": e.name,
                 "rows": e.rows,
                 "columns": e.columns,
+                "title": e.layout["title"],
+                "notes": e.layout["notes"],
                 "header": e.header,
+                "header_row": e.layout["header_row"],
+                "footer": e.layout["footer"],
+                "total_rows": e.layout["total_rows"],
+                "truncated": e.layout.get("truncated"),
+                "size": e.csv_bytes,
                 "page_numbers": e.page_numbers or pages.get(e.self_ref, []),
                 "self_ref": e.self_ref,
                 "chunk_ids": chunk_ids.get(e.self_ref, []),
@@ -90,11 +98,19 @@ class TableReader:
             for e in cached
         ]
 
-    async def csv(self, meta: DocumentMeta, index: int, items: list[DocumentItem]) -> str | None:
-        """Every row of table `index` as RFC 4180 CSV, or None when there is no such table."""
+    async def csv(self, meta: DocumentMeta, index: int, items: list[DocumentItem], max_chars: int) -> str | None:
+        """Every row of table `index` as RFC 4180 CSV, or None when there is no such table;
+        TableTooLargeError past `max_chars` characters, before the rows are decompressed or joined."""
         if self._stored(meta):
-            return await stored_csv(self.store, meta.id, index)
-        return derived_csv(await self._derived_tables(meta, items), index)
+            return await stored_csv(self.store, meta.id, index, max_chars)
+        return derived_csv(await self._derived_tables(meta, items), index, max_chars)
+
+    async def size(self, meta: DocumentMeta, index: int, items: list[DocumentItem]) -> int | None:
+        """The size in bytes of table `index`'s CSV, None when unknown or no such table."""
+        if self._stored(meta):
+            return await stored_size(self.store, meta.id, index)
+        tables = await self._derived_tables(meta, items)
+        return derived_entries(tables)[index].csv_bytes if 0 <= index < len(tables) else None
 
     async def _derived_tables(self, meta: DocumentMeta, items: list[DocumentItem]) -> list[Any]:
         key = self._key(meta)

@@ -54,6 +54,15 @@ class SandboxError(AnalysisError):
     """The sandbox could not run the code (not an error *in* the code)."""
 
 
+class TableTooLargeError(AnalysisError):
+    """A table's CSV is larger than one read may bring: found from its stored size before it is
+    decompressed (or while, for tables stored without it); the reader names its setting."""
+
+    def __init__(self, measure: str, limit: int) -> None:
+        super().__init__(f"the table's CSV is {measure}, over the {limit:,} characters a read may bring")
+        self.measure, self.limit = measure, limit  # measure: "31,993,402 characters", "more than 4,000 bytes"
+
+
 class ChartError(AnalysisError):
     """A chart spec was refused (unsafe or too large) or could not be rendered."""
 

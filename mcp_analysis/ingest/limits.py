@@ -28,6 +28,7 @@ class Limits:
     max_unpacked_bytes: int = 512 * MB
     max_table_cells: int = 20_000_000  # all tables of one file together (a sheet's rows are kept as text)
     max_table_chunks: int = 200  # chunks one table becomes at most: its rows are grouped to fit
+    max_table_chars: int = 32_000_000  # characters of CSV one table keeps (its first rows beyond)
     ocr: Literal["auto", "off"] = "auto"  # images and PDF pages without a text layer: OCR costs seconds a page
 
 
@@ -40,6 +41,7 @@ SETTING = {
     "max_depth": "ingest.max_depth",
     "max_unpacked_bytes": "ingest.max_unpacked_mb",
     "max_table_cells": "ingest.max_table_cells",
+    "max_table_chars": "ingest.max_table_chars",
 }
 
 _DEFAULT = Limits()
@@ -85,6 +87,12 @@ class IngestSettings(BaseModel):
         le=100_000,
         description="Chunks one table becomes at most (its rows are grouped to fit, each group with the header row).",
     )
+    max_table_chars: int = Field(
+        _DEFAULT.max_table_chars,
+        ge=1000,
+        description="Characters of CSV one table keeps (tables/{n}.csv): a larger table keeps its first rows, "
+        "with a warning.",
+    )
     ocr: Literal["auto", "off"] = Field(
         _DEFAULT.ocr,
         description="auto: read images and PDF pages without a text layer by OCR (offline); off: skip them.",
@@ -100,5 +108,6 @@ class IngestSettings(BaseModel):
             max_unpacked_bytes=int(self.max_unpacked_mb * MB),
             max_table_cells=self.max_table_cells,
             max_table_chunks=self.max_table_chunks,
+            max_table_chars=self.max_table_chars,
             ocr=self.ocr,
         )

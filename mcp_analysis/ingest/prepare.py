@@ -72,7 +72,7 @@ def prepare(source: Source, tokenizer: Any, chunk_tokens: int) -> PreparedFile:
         raise IngestError(f"no text could be extracted{detail}")
 
     count = token_counter(tokenizer, chunk_tokens)
-    tables = extract_tables(converted.document, converted.tables)
+    tables = extract_tables(converted.document, converted.tables, source.limits.max_table_chars, converted.warnings)
     by_ref = {t.self_ref: t for t in tables}
     chunks = chunk_items(items, count, chunk_tokens, by_ref, source.limits.max_table_chunks)
     payload = json.dumps(converted.document.export_to_dict(), ensure_ascii=False).encode("utf-8")

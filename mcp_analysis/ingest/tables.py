@@ -1,10 +1,12 @@
-"""Every table of a document as data: name, header, every row as CSV, pages.
+"""Every table of a document as data: name, title, header, every row as CSV, pages.
 
 One list per document in reading order, whatever the format: tables a converter read as
 rows (sheets, CSV files) come with their names and every row; the others (HTML,
 Markdown, DOCX, PDF, slides, ODF) are taken from the document's TableItems, a cell's text
 at its top-left position (as spreadsheets store merged cells). Body tables with cells only,
-as the document's items have them. This is what
+as the document's items have them. A title or notes above the header row and a footer below
+the data are kept apart (table_layout.py), so the CSV starts at the header row; a table over
+`ingest.max_table_chars` keeps its first rows (`truncated`). This is what
 `/documents/{id}/tables.json` and `tables/{index}.csv` serve, and what the chunker groups
 into rows-with-header chunks. It works on a stored DoclingDocument too (haiku.rag
 databases, documents ingested before tables were kept).
@@ -23,6 +25,7 @@ from docling_core.types.doc import ContentLayer, DoclingDocument, TableItem
 
 from mcp_analysis.ingest.formats.base import TableRows
 from mcp_analysis.ingest.formats.cells import CsvLines, csv_text, parse_lines, written_cell
+from mcp_analysis.ingest.table_layout import Layout, detect
 
 
 @dataclass
@@ -31,9 +34,11 @@ class ExtractedTable:
     self_ref: str
     name: str
     columns: int
-    lines: list[str]  # every row, RFC 4180, header (the first row) first
+    lines: list[str]  # every row from the header row down (the footer left out), RFC 4180
     page_numbers: list[int] = field(default_factory=list)
     partial_in_document: bool = False  # the DoclingDocument shows only the first rows
+    layout: Layout = field(default_factory=Layout)  # title, notes and footer left out of `lines`
+    source_rows: int = 0  # rows of `lines` before a truncation (0: not truncated)
 
     @property
     def header(self) -> list[str]:
@@ -42,6 +47,51 @@ class ExtractedTable:
     @property
     def rows(self) -> int:
         return len(self.lines)
+
+    @property
+    def truncated(self) -> bool:
+        return self.source_rows > self.rows
+
+    def layout_json(self) -> dict[str, Any]:
+        """What tables.json says of the rows left out of the CSV (stored as the `layout` column)."""
+        out: dict[str, Any] = {
+            "title": self.layout.title,
+            "notes": self.layout.notes,
+            "header_row": self.layout.header_row,
+            "footer": self.layout.footer,
+            "total_rows": self.layout.total_rows,
+        }
+        if self.truncated:
+            out["truncated"] = {"rows_kept": self.rows, "rows": self.source_rows}
+        return out
+
+
+def with_layout(table: ExtractedTable) -> ExtractedTable:
+    """The table from its header row down, its footer apart (see table_layout.py)."""
+    layout = detect(table.lines)
+    if layout.header_row or layout.footer_rows:
+        table.lines = table.lines[layout.header_row : len(table.lines) - layout.footer_rows]
+    table.layout = layout
+    return table
+
+
+def truncate(table: ExtractedTable, max_chars: int) -> str | None:
+    """Keep the table's first rows that fit `max_chars` characters of CSV; the warning, if any were cut."""
+    size = kept = 0
+    for line in table.lines:
+        size += len(line) + 2
+        if size > max_chars:
+            break
+        kept += 1
+    else:
+        return None
+    total = sum(len(line) + 2 for line in table.lines)
+    table.source_rows, table.lines = len(table.lines), table.lines[:kept]
+    return (
+        f"table {table.name!r} is {total:,} characters of CSV, more than ingest.max_table_chars ({max_chars:,}) "
+        f"allows: its first {kept:,} of {table.source_rows:,} rows are kept (raise ingest.max_table_chars "
+        "to keep them all)"
+    )
 
 
 def _caption(item: TableItem, doc: DoclingDocument) -> str:
@@ -71,8 +121,14 @@ def table_lines(item: TableItem) -> tuple[list[str], int]:
     return lines, width
 
 
-def extract_tables(doc: DoclingDocument, read_as_rows: Sequence[TableRows] = ()) -> list[ExtractedTable]:
-    """The document's tables in reading order (see module docs)."""
+def extract_tables(
+    doc: DoclingDocument,
+    read_as_rows: Sequence[TableRows] = (),
+    max_chars: int | None = None,
+    warnings: list[str] | None = None,
+) -> list[ExtractedTable]:
+    """The document's tables in reading order (see module docs); a table over `max_chars`
+    characters of CSV is truncated, a warning added to `warnings`."""
     known = {t.self_ref: t for t in read_as_rows}
     out: list[ExtractedTable] = []
     for item, _level in doc.iterate_items(included_content_layers={ContentLayer.BODY}):
@@ -88,28 +144,38 @@ def extract_tables(doc: DoclingDocument, read_as_rows: Sequence[TableRows] = ())
                 continue
             name = _caption(item, doc) or f"Table {len(out) + 1}"
             table = ExtractedTable(len(out), item.self_ref, name, width, lines, pages)
-        out.append(table)
+        out.append(with_layout(table))
+        cut = truncate(table, max_chars) if max_chars is not None else None
+        if cut and warnings is not None:
+            warnings.append(cut)
     return out
 
 
 def table_records(tables: list[ExtractedTable]) -> list[dict[str, Any]]:
     """The tables as rows of the store's ``document_tables`` (the pipeline adds the document id):
-    every table's lines as one zstd-compressed RFC 4180 text, made in the conversion worker so
-    the ingest holds 100,000 rows as a few MB of bytes, not as strings."""
+    every table's lines as one zstd-compressed RFC 4180 text and its size, made in the conversion
+    worker so the ingest holds 100,000 rows as a few MB of bytes, not as strings."""
     compressor = zstandard.ZstdCompressor(level=6)
-    return [
-        {
-            "index": t.index,
-            "self_ref": t.self_ref,
-            "name": t.name,
-            "rows": t.rows,
-            "columns": t.columns,
-            "header": json.dumps(t.header, ensure_ascii=False),
-            "page_numbers": t.page_numbers,
-            "csv": compressor.compress(csv_text(t.lines).encode("utf-8")),
-        }
-        for t in tables
-    ]
+    records = []
+    for t in tables:
+        text = csv_text(t.lines)
+        data = text.encode("utf-8")
+        records.append(
+            {
+                "index": t.index,
+                "self_ref": t.self_ref,
+                "name": t.name,
+                "rows": t.rows,
+                "columns": t.columns,
+                "header": json.dumps(t.header, ensure_ascii=False),
+                "page_numbers": t.page_numbers,
+                "csv": compressor.compress(data),
+                "csv_bytes": len(data),
+                "csv_chars": len(text),  # checked before a read decompresses it
+                "layout": json.dumps(t.layout_json(), ensure_ascii=False),
+            }
+        )
+    return records
 
 
 MAX_TABLE_CHUNKS = 200  # a table becomes at most this many chunks, however many rows it has
@@ -131,16 +197,19 @@ class RowGroup:
 def row_groups(
     table: ExtractedTable, count_tokens: Callable[[Sequence[str]], list[int]], max_tokens: int, max_chunks: int
 ) -> list[RowGroup]:
-    """The table as chunks: its header line, then as many rows as fit `max_tokens`.
+    """The table as chunks: its title and header line, then as many rows as fit `max_tokens`
+    (the notes open the first chunk, the footer closes the last).
 
     Rows are sized from a sample (tokenizing 100,000 rows one by one costs more than it
     tells); past `max_chunks` chunks the groups grow instead, so a huge sheet stays a
     bounded number of chunks (the full-text index still sees every row; the embedder
     sees each group's lead).
     """
+    title = table.layout.title
     if len(table.lines) <= 1:
-        return [RowGroup(table.lines[0], table.lines[0])] if table.lines else []
-    header, body = table.lines[0], table.lines[1:]
+        text = "\n".join(filter(None, [title, *table.lines[:1]]))
+        return [RowGroup(text, text)] if text else []
+    header, body = "\n".join(filter(None, [title, table.lines[0]])), table.lines[1:]
     sample = body[:: max(1, len(body) // _SAMPLE_ROWS)][:_SAMPLE_ROWS]
     per_row = max(1.0, sum(count_tokens(sample)) / len(sample))
     room = max(1.0, max_tokens - count_tokens([header])[0])
@@ -148,9 +217,15 @@ def row_groups(
     per_chunk = max(fits, math.ceil(len(body) / max(1, max_chunks)))
     starts = range(0, len(body), per_chunk)
     leads = _leads(header, [body[i : i + min(fits, per_chunk)] for i in starts], count_tokens, max_tokens)
-    return [
+    groups = [
         RowGroup("\n".join([header, *body[i : i + per_chunk]]), lead) for i, lead in zip(starts, leads, strict=True)
     ]
+    if table.layout.notes:  # the full-text index keeps every word of the table: notes with the first rows
+        opening = "\n".join(filter(None, [title, *table.layout.notes, table.lines[0]]))
+        groups[0].text = opening + groups[0].text[len(header) :]
+    if table.layout.footer:
+        groups[-1].text = "\n".join([groups[-1].text, *table.layout.footer])
+    return groups
 
 
 def _leads(

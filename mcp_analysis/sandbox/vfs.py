@@ -4,14 +4,16 @@
     /documents/{id}/content.txt     full text                                 loaded on first read
     /documents/{id}/items.jsonl     one JSON object per document item         loaded on first read
     /documents/{id}/toc.json        section tree with item ranges, chunk ids  loaded on first read
-    /documents/{id}/tables.json     one entry per table (name, rows, header)  loaded on first read
-    /documents/{id}/tables/{n}.csv  every row of table n, RFC 4180            loaded on first read
+    /documents/{id}/tables.json     one entry per table (name, title, header) loaded on first read
+    /documents/{id}/tables/{n}.csv  table n from its header row, RFC 4180     loaded on first read (raw
+                                    values: the MCP resource neutralises formula cells, not this)
 
 Every path is normalized first (``..`` cannot climb out); anything outside the tree
 is FileNotFoundError, every write is PermissionError, the environment is empty.
 Documents outside the session's filter do not exist here, whatever id is guessed.
 Listing never loads contents. Paths longer than 4,096 characters and reads larger
-than the session's memory limit allows are refused (sandbox/bounds.py); listing a
+than the session's memory limit allows are refused (sandbox/bounds.py; a table from its
+stored size, before it is decompressed); listing a
 large tree is built in a worker thread, off the event loop.
 """
 
@@ -30,7 +32,7 @@ import anyio
 from pydantic_monty import NOT_HANDLED, MontyFileHandle, ScanEntry, StatResult
 
 from mcp_analysis.corpus import Corpus
-from mcp_analysis.errors import DocumentNotFoundError
+from mcp_analysis.errors import DocumentNotFoundError, TableTooLargeError
 from mcp_analysis.sandbox.bounds import HostBounds, check_path
 from mcp_analysis.store.models import DocumentMeta
 
@@ -57,6 +59,14 @@ def _normalize(path: Any) -> str:
     if not raw.startswith("/"):
         raw = "/" + raw
     return "/" + posixpath.normpath(raw).lstrip("/")  # POSIX keeps a leading "//"; we do not
+
+
+def table_index(meta: DocumentMeta, name: str) -> int:
+    """The n of "tables/{n}.csv" (DocumentNotFoundError for another name)."""
+    file_name = name[len(TABLES_DIR) + 1 :]
+    if not name.startswith(f"{TABLES_DIR}/") or not _TABLE_FILE.fullmatch(file_name):
+        raise DocumentNotFoundError(f"No table {file_name!r} in document {meta.id}; tables.json lists them.")
+    return int(file_name[:-4])
 
 
 def _not_found(path: str) -> FileNotFoundError:
@@ -145,6 +155,15 @@ class DocumentsFS:
                 return "file", meta, f"{TABLES_DIR}/{parts[2]}"
         return "missing", None, None
 
+    async def _table_size(self, meta: DocumentMeta, name: str) -> int:
+        size = await self.corpus.table_size(meta.id, table_index(meta, name))
+        if size is not None:
+            return size
+        try:
+            return len((await self.render(meta, name)).encode("utf-8"))
+        except OSError:  # over the read bound: say so when read, not when listed
+            return self.bounds.max_text_chars + 1
+
     async def _table_count(self, meta: DocumentMeta) -> int:
         return (await self.corpus.kb.tables.counts([meta])).get(meta.id, 0)
 
@@ -164,10 +183,15 @@ class DocumentsFS:
         elif name == "tables.json":
             text = json.dumps(await self.corpus.tables(meta.id), ensure_ascii=False, indent=2)
         elif name.startswith(f"{TABLES_DIR}/"):
-            file_name = name[len(TABLES_DIR) + 1 :]
-            if not _TABLE_FILE.fullmatch(file_name):
-                raise DocumentNotFoundError(f"No table {file_name!r} in document {meta.id}; tables.json lists them.")
-            return await self.corpus.table_csv(meta.id, int(file_name[:-4]))  # can be large: not cached here
+            index = table_index(meta, name)
+            try:  # can be large: not cached here; refused from its stored size before it is decompressed
+                return await self.corpus.table_csv(meta.id, index, self.bounds.max_text_chars)
+            except TableTooLargeError as exc:
+                raise OSError(
+                    f"[Errno 27] File too large: '{ROOT}/{meta.id}/{name}' holds {exc.measure}, more than "
+                    f"one read may bring into the sandbox ({exc.limit:,} characters, {self.bounds.setting}). "
+                    "search() finds the rows you need; tables.json gives each table's size."
+                ) from None
         else:
             text = json.dumps(await self.corpus.toc(meta.id), ensure_ascii=False, indent=2)
         if name != "content.txt":  # content is cached by the knowledge base already
@@ -282,7 +306,12 @@ class DocumentsFS:
         mtime = _epoch(meta) if meta else 0.0
         if kind != "file" or meta is None or name is None:
             return StatResult.dir_stat(0o555, mtime)
-        size = meta.content_size if name == "content.txt" else len((await self.render(meta, name)).encode("utf-8"))
+        if name == "content.txt":
+            size = meta.content_size
+        elif name.startswith(f"{TABLES_DIR}/"):
+            size = await self._table_size(meta, name)
+        else:
+            size = len((await self.render(meta, name)).encode("utf-8"))
         return StatResult.file_stat(size, 0o444, mtime)
 
     async def _resolve(self, path: Any) -> str:

@@ -20,10 +20,11 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, Completion, Resource, ResourceTemplateReference
 
-from mcp_analysis.errors import AnalysisError
+from mcp_analysis.errors import AnalysisError, TableTooLargeError
 from mcp_analysis.search.excerpt import label
 from mcp_analysis.server import uris
 from mcp_analysis.server.calls import runtime_of
+from mcp_analysis.server.csv_export import for_people
 from mcp_analysis.server.errors import protocol_error, user_errors
 from mcp_analysis.server.identity import caller_filter
 from mcp_analysis.server.runtime import Runtime
@@ -31,13 +32,15 @@ from mcp_analysis.server.runtime import Runtime
 if TYPE_CHECKING:
     from mcp_analysis.corpus import Corpus
     from mcp_analysis.session.analysis import AnalysisSession
+    from mcp_analysis.store.models import DocumentMeta
 
 DOCUMENT_FILE_DESCRIPTIONS = {
     "metadata.json": "A document's id, title, uri, created_at and metadata.",
     "content.txt": "A document's full text (markdown, tables as markdown).",
     "items.jsonl": "A document's items (one JSON object per line, with self_ref and label).",
     "toc.json": "A document's section tree with item ranges and chunk ids.",
-    "tables.json": "A document's tables: index, name, rows, columns, header, pages, chunk ids, path.",
+    "tables.json": "A document's tables: index, name, title, notes, header, header_row, footer, total_rows, rows, "
+    "columns, size, pages, chunk ids, path.",
 }
 CHART_DESCRIPTIONS = {
     "png": "A chart drawn by `await chart(spec)` in execute_code, as PNG (numbered per session).",
@@ -69,14 +72,19 @@ async def caller_session(ctx: Context, session_id: str) -> AnalysisSession:
 # ----------------------------------------------------------------------------- documents
 
 
-async def document_file(document_id: str, name: str, ctx: Context) -> str:
-    """One of a document's /documents files, rendered as the sandbox sees it."""
-    from mcp_analysis.sandbox.vfs import DocumentsFS  # LanceDB-backed: loaded with the runtime, not before
-
+async def _visible(document_id: str, ctx: Context) -> tuple[Corpus, DocumentMeta]:
     corpus = await caller_corpus(runtime_of(ctx))
     meta = await corpus.find(document_id)
     if meta is None:
         raise ResourceNotFoundError(f"No document {label(document_id)!r} (unknown, or outside your filter).")
+    return corpus, meta
+
+
+async def document_file(document_id: str, name: str, ctx: Context) -> str:
+    """One of a document's /documents files, rendered as the sandbox sees it."""
+    from mcp_analysis.sandbox.vfs import DocumentsFS  # LanceDB-backed: loaded with the runtime, not before
+
+    corpus, meta = await _visible(document_id, ctx)
     return await DocumentsFS(corpus).render(meta, name)
 
 
@@ -91,8 +99,23 @@ def document_file_reader(name: str) -> Callable[[str, Context], Awaitable[str]]:
 
 
 async def table_csv(document_id: str, index: str, ctx: Context) -> str:
-    """Every row of one table of a document (the sandbox's /documents/{id}/tables/{index}.csv)."""
-    return await document_file(document_id, f"tables/{index}.csv", ctx)
+    """One table of a document from its header row (the sandbox's /documents/{id}/tables/{index}.csv),
+    formula cells neutralised for the people who open it (server/csv_export.py), refused past
+    `server.max_table_resource_chars` before it is decompressed."""
+    from mcp_analysis.sandbox.vfs import table_index  # LanceDB-backed: loaded with the runtime, not before
+
+    corpus, meta = await _visible(document_id, ctx)
+    number = table_index(meta, f"tables/{index}.csv")
+    limit = runtime_of(ctx).settings.server.max_table_resource_chars
+    try:
+        return for_people(await corpus.table_csv(meta.id, number, limit))
+    except TableTooLargeError as exc:
+        raise ResourceError(
+            f"Table {number} of document {meta.id} is {exc.measure} of CSV, more than one resource read "
+            f"returns (server.max_table_resource_chars={limit:,}). Read it in execute_code, where code can take "
+            f"the rows it needs: Path('/documents/{meta.id}/tables/{number}.csv').read_text().splitlines(); "
+            "tables.json gives its size and header."
+        ) from None
 
 
 @user_errors(protocol_error)
@@ -216,7 +239,8 @@ def register_resources(server: MCPServer[Any], runtime: Runtime) -> None:
         uris.DOCUMENT_TABLE_CSV,
         name="document-table-csv",
         title="Document table (CSV)",
-        description="Every row of one table of a document as RFC 4180 CSV, header row first (see tables.json).",
+        description="One table of a document as RFC 4180 CSV from its header row (title, notes and footer are in "
+        "tables.json); cells that would run as spreadsheet formulas start with ' (raw values: execute_code).",
         mime_type="text/csv",
     )(user_errors(ResourceError)(table_csv))
     server.resource(

@@ -9,8 +9,11 @@
                       heading_level, picture_data, chunk_ids
 - ``settings``        id, settings (JSON text: schema version, embedder, vector dimension)
 - ``document_tables`` document_id, index, self_ref, name, rows, columns, header (JSON text),
-                      page_numbers, csv (zstd RFC 4180 text): every table's rows (ours only;
-                      for other databases tables are read from the stored DoclingDocument)
+                      page_numbers, csv (zstd RFC 4180 text), csv_bytes / csv_chars (its size uncompressed),
+                      layout (JSON text: title, notes, header_row, footer, total_rows,
+                      truncated): every table's rows (ours only; for other databases tables are
+                      read from the stored DoclingDocument). csv_bytes, csv_chars and layout are null in
+                      rows written before they existed (the columns are added on the next write)
 """
 
 from __future__ import annotations
@@ -76,6 +79,9 @@ DOCUMENT_TABLES_SCHEMA = pa.schema(
         pa.field("header", pa.string()),
         pa.field("page_numbers", pa.list_(pa.int32())),
         pa.field("csv", pa.large_binary()),
+        pa.field("csv_bytes", pa.int64()),
+        pa.field("csv_chars", pa.int64()),
+        pa.field("layout", pa.string()),
     ]
 )
 

@@ -11,17 +11,20 @@ items) and the tables read always agree.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import zstandard
 
+from mcp_analysis.errors import TableTooLargeError
 from mcp_analysis.ingest.formats.cells import csv_text
 from mcp_analysis.ingest.tables import ExtractedTable, extract_tables
 from mcp_analysis.store import schema
 from mcp_analysis.store.filters import sql_in, sql_quote
 
 TABLES_KEY = "tables"  # document metadata: how many tables ingest stored for the document
+_NO_LAYOUT: dict[str, Any] = {"title": "", "notes": [], "header_row": 0, "footer": [], "total_rows": []}
+_BYTES_PER_CHAR = 4  # UTF-8: a text of n characters is n to 4n bytes
 
 
 @dataclass
@@ -35,14 +38,23 @@ class TableEntry:
     header: list[str]
     page_numbers: list[int]
     self_ref: str
+    layout: dict[str, Any] = field(default_factory=lambda: dict(_NO_LAYOUT))  # ExtractedTable.layout_json
+    csv_bytes: int | None = None  # the CSV's size; None for tables stored before it was kept
 
 
 def _entry(t: ExtractedTable) -> TableEntry:
-    return TableEntry(t.index, t.name, t.rows, t.columns, t.header, t.page_numbers, t.self_ref)
+    size = sum(len(line.encode("utf-8")) + 2 for line in t.lines)
+    return TableEntry(t.index, t.name, t.rows, t.columns, t.header, t.page_numbers, t.self_ref, t.layout_json(), size)
+
+
+async def _columns(store: Any) -> set[str]:
+    return set((await store.tables[schema.DOCUMENT_TABLES].schema()).names)
 
 
 async def stored_entries(store: Any, document_id: str) -> list[TableEntry]:
+    have = await _columns(store)
     columns = ["index", "name", "rows", "columns", "header", "page_numbers", "self_ref"]
+    columns += [c for c in ("layout", "csv_bytes") if c in have]  # missing from older knowledge bases
     rows = (
         await store.tables[schema.DOCUMENT_TABLES]
         .query()
@@ -60,23 +72,78 @@ async def stored_entries(store: Any, document_id: str) -> list[TableEntry]:
             json.loads(r["header"] or "[]"),
             list(r["page_numbers"] or []),
             r["self_ref"] or "",
+            {**_NO_LAYOUT, **json.loads(r.get("layout") or "{}")},
+            r.get("csv_bytes"),
         )
         for r in rows
     ]
 
 
-async def stored_csv(store: Any, document_id: str, index: int) -> str | None:
+async def _stored_row(store: Any, document_id: str, index: int, columns: list[str]) -> dict[str, Any] | None:
+    have = await _columns(store)
     rows = (
         await store.tables[schema.DOCUMENT_TABLES]
         .query()
         .where(f"document_id = {sql_quote(document_id)} AND index = {int(index)}")
-        .select(["csv"])
+        .select([c for c in columns if c in have])
         .limit(1)
         .to_list()
     )
-    if not rows or rows[0]["csv"] is None:
+    return rows[0] if rows else None
+
+
+def _known_size(row: dict[str, Any]) -> int | None:
+    """The CSV's uncompressed size: stored, else from its zstd frame header (written by
+    `compress()`), else unknown."""
+    if row.get("csv_bytes") is not None:
+        return int(row["csv_bytes"])
+    try:
+        size = zstandard.frame_content_size(row["csv"])
+    except zstandard.ZstdError:
         return None
-    return zstandard.ZstdDecompressor().decompress(rows[0]["csv"]).decode("utf-8")
+    return size if size >= 0 else None
+
+
+def _bounded_decompress(blob: bytes, most: int, max_chars: int) -> bytes:
+    """Decompress a frame of unknown size, stopping (TableTooLargeError) once past `most` bytes."""
+    parts: list[bytes] = []
+    size = 0
+    with zstandard.ZstdDecompressor().stream_reader(blob) as reader:
+        while chunk := reader.read(1 << 20):
+            parts.append(chunk)
+            size += len(chunk)
+            if size > most:
+                raise TableTooLargeError(f"more than {most:,} bytes", max_chars)
+    return b"".join(parts)
+
+
+async def stored_size(store: Any, document_id: str, index: int) -> int | None:
+    """The size in bytes of a stored table's CSV, without decompressing it (None: unknown or no table)."""
+    row = await _stored_row(store, document_id, index, ["csv", "csv_bytes"])
+    return _known_size(row) if row is not None and row.get("csv") is not None else None
+
+
+async def stored_csv(store: Any, document_id: str, index: int, max_chars: int) -> str | None:
+    """A stored table's CSV, None without such a table; TableTooLargeError over `max_chars`
+    characters, raised from the stored size before decompressing, or (a table stored without
+    it) from its size in bytes, or once the decompression passes what `max_chars` characters
+    can take."""
+    row = await _stored_row(store, document_id, index, ["csv", "csv_bytes", "csv_chars"])
+    if row is None or row["csv"] is None:
+        return None
+    chars = row.get("csv_chars")
+    if chars is not None and chars > max_chars:
+        raise TableTooLargeError(f"{chars:,} characters", max_chars)
+    size, most = _known_size(row), max_chars * _BYTES_PER_CHAR
+    if size is not None and size > most:
+        raise TableTooLargeError(f"{size:,} bytes", max_chars)
+    if size is not None:
+        text = zstandard.ZstdDecompressor().decompress(row["csv"], max_output_size=size).decode("utf-8")
+    else:
+        text = _bounded_decompress(row["csv"], most, max_chars).decode("utf-8")
+    if len(text) > max_chars:
+        raise TableTooLargeError(f"{len(text):,} characters", max_chars)
+    return text
 
 
 async def derived_tables(store: Any, document_id: str, table_refs: list[str]) -> list[ExtractedTable]:
@@ -132,5 +199,11 @@ async def table_item_counts(store: Any, document_ids: list[str]) -> dict[str, in
     return counts
 
 
-def derived_csv(tables: list[ExtractedTable], index: int) -> str | None:
-    return csv_text(tables[index].lines) if 0 <= index < len(tables) else None
+def derived_csv(tables: list[ExtractedTable], index: int, max_chars: int) -> str | None:
+    """A derived table's CSV (TableTooLargeError over `max_chars`, measured before it is joined)."""
+    if not 0 <= index < len(tables):
+        return None
+    size = sum(len(line) + 2 for line in tables[index].lines)
+    if size > max_chars:
+        raise TableTooLargeError(f"{size:,} characters", max_chars)
+    return csv_text(tables[index].lines)

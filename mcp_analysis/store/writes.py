@@ -95,10 +95,7 @@ class StoreWrites(StoreReads):
             )
         tables = [row for b in batch for row in b.tables]
         if tables:
-            if schema.DOCUMENT_TABLES not in self.tables:  # a knowledge base made before the table existed
-                self.tables[schema.DOCUMENT_TABLES] = await self._connection.create_table(
-                    schema.DOCUMENT_TABLES, schema=schema.DOCUMENT_TABLES_SCHEMA, exist_ok=True
-                )
+            await self._document_tables_ready()
             await self.tables[schema.DOCUMENT_TABLES].add(
                 pa.Table.from_pylist(tables, schema=schema.DOCUMENT_TABLES_SCHEMA)
             )
@@ -120,6 +117,19 @@ class StoreWrites(StoreReads):
         if replaced:
             await self.delete_rows(replaced)
         return replaced
+
+    async def _document_tables_ready(self) -> None:
+        """document_tables with every column: knowledge bases made before the table, or before
+        some of its columns, get them (older rows hold nulls there, which the readers expect)."""
+        if schema.DOCUMENT_TABLES not in self.tables:
+            self.tables[schema.DOCUMENT_TABLES] = await self._connection.create_table(
+                schema.DOCUMENT_TABLES, schema=schema.DOCUMENT_TABLES_SCHEMA, exist_ok=True
+            )
+        table = self.tables[schema.DOCUMENT_TABLES]
+        have = set((await table.schema()).names)
+        missing = [f for f in schema.DOCUMENT_TABLES_SCHEMA if f.name not in have]
+        if missing:
+            await table.add_columns(missing)
 
     async def update_meta(self, *metas: DocumentMeta) -> None:
         """Rewrite these documents' metadata rows (by id), all in one commit. A document removed

@@ -46,7 +46,7 @@ Documents are read-only files (pathlib.Path, open(), os.listdir, os.walk):
                                  section_header, text, list_item, table, code, ...), text,
                                  page_numbers, heading_level, chunk_ids
   /documents/{id}/toc.json       section tree: heading, level, item_range, chunk_ids
-  /documents/{id}/tables.json    tables: index, name, rows, columns, header, path (tables/{n}.csv: every row)
+  /documents/{id}/tables.json    tables: index, name, title, header, path (tables/{n}.csv: rows from the header)
 `await search(query, limit=10)` returns hits, `await list_documents()` documents; each prints
 as one short line, every field is an attribute or a key: hit.content (the whole passage),
 hit.excerpt, hit.chunk_id, hit.document_id, hit.document_title, hit.headings, hit.page_numbers,

@@ -113,10 +113,12 @@ def test_every_format_lists_its_tables_with_names_headers_and_paths(sandbox_view
                           "export.csv", "berths.html"}  # fmt: skip
     revenue = found["revenue.xlsx"]["tables"]
     assert [(t["index"], t["name"], t["rows"], t["columns"]) for t in revenue] == [
-        (0, "Revenue", 8, 4),
+        (0, "Revenue", 4, 4),
         (1, "Staff", 2, 3),
     ]
     assert revenue[1]["header"] == ["Name", "Role", "Started"]
+    assert revenue[0]["header"] == ["Region", "Q1", "Q2", "Reported"] and revenue[0]["header_row"] == 2
+    assert revenue[0]["title"].startswith("Revenue by region") and revenue[0]["footer"][0].startswith("Source:")
     assert revenue[1]["path"].endswith("/tables/1.csv") and found["revenue.xlsx"]["files"] == ["0.csv", "1.csv"]
     assert all(t["chunk_ids"] for t in revenue)  # searchable
     assert found["revenue.xlsx"]["meta"]["tables"] == 2

@@ -28,20 +28,19 @@ def _rows(table) -> list[list[str]]:  # type: ignore[no-untyped-def]
     return parse_lines(table.lines)
 
 
-def test_a_sheet_is_its_used_range_with_notes_rows_dates_and_cached_formula_values(tmp_path: Path) -> None:
+def test_a_sheet_starts_at_its_header_row_with_title_footer_dates_and_cached_formula_values(tmp_path: Path) -> None:
     converted = _convert(write_workbook(tmp_path / "revenue.xlsx"))
     tables = extract_tables(converted.document, converted.tables)
     assert [t.name for t in tables] == ["Revenue", "Staff"]  # the empty sheet has no table
     revenue = _rows(tables[0])
-    assert revenue[0][0] == "Revenue by region, EUR (notes above the table)"  # kept, not guessed away
-    assert revenue[0][1:] == ["", "", ""] or revenue[0][1:] == []  # merged cell: value in its top-left cell
-    assert revenue[1] == []  # an empty row inside the used range stays
-    assert revenue[2] == ["Region", "Q1", "Q2", "Reported"]
-    assert revenue[3] == ["North", "1200.5", "1300", "2025-03-31"]
-    assert revenue[4] == ["South", "1000000", "0.25", "2025-04-01T14:05:00"]
-    assert revenue[5] == ["Total", "1001200.5", "1300.25"]  # formulas give their cached values
-    assert revenue[-1] == ["Source: finance department, unaudited"]  # the notes row below too
-    assert tables[0].header == ["Revenue by region, EUR (notes above the table)"]
+    assert revenue[0] == ["Region", "Q1", "Q2", "Reported"]  # the merged title and the blank row are above
+    assert revenue[1] == ["North", "1200.5", "1300", "2025-03-31"]
+    assert revenue[2] == ["South", "1000000", "0.25", "2025-04-01T14:05:00"]
+    assert revenue[3] == ["Total", "1001200.5", "1300.25"]  # formulas give their cached values
+    assert len(revenue) == 4 and tables[0].header == ["Region", "Q1", "Q2", "Reported"]
+    layout = tables[0].layout_json()  # nothing is lost: the rows left out are in tables.json
+    assert layout["title"] == "Revenue by region, EUR (notes above the table)" and layout["header_row"] == 2
+    assert layout["footer"] == ["Source: finance department, unaudited"] and layout["total_rows"] == [2]
     assert _rows(tables[1]) == [["Name", "Role", "Started"], ["Ana", "Pilot", "2019-06-01"]]
     assert converted.warnings == []
     titles = [t.text for t in converted.document.texts]
@@ -100,10 +99,12 @@ def test_delimited_files_are_sniffed_and_cells_made_plain_only_where_unambiguous
         encoding="utf-8",
     )
     converted = _convert(path)
-    rows = _rows(extract_tables(converted.document, converted.tables)[0])
-    assert rows[2] == ["region", "amount", "date", "note"]
-    assert rows[3] == ["North", "1234.50", "2025-03-31", "two lines"]  # one row per CSV line
-    assert rows[4] == ["South", "1,234", "03/04/2025"]  # ambiguous: kept as written
+    table = extract_tables(converted.document, converted.tables)[0]
+    rows = _rows(table)
+    assert rows[0] == ["region", "amount", "date", "note"]  # the title line is tables.json's `title`
+    assert table.layout.title == "Sales export, generated 2025-04-01" and table.layout.header_row == 2
+    assert rows[1] == ["North", "1234.50", "2025-03-31", "two lines"]  # one row per CSV line
+    assert rows[2] == ["South", "1,234", "03/04/2025"]  # ambiguous: kept as written
     tsv = tmp_path / "t.tsv"
     tsv.write_text("a\tb\n1\t2,5\n", encoding="utf-8")
     converted = _convert(tsv)

@@ -112,6 +112,8 @@ async def test_search_inside_the_sandbox_is_recorded_and_citable(kb: KnowledgeBa
         assert session.state.citations == [chunk_id]
 
 
+# The workbook's sheets have a title and notes above the header and a note below the data:
+# tables.json keeps them apart, so the CSV reads with csv.DictReader as it is.
 READ_TABLE = """
 import csv
 import json
@@ -120,30 +122,21 @@ def sheet(name):
     for d in Path('/documents').iterdir():
         for t in json.loads((d / 'tables.json').read_text()):
             if t['name'] == name:
-                return d.name, list(csv.reader(Path(t['path']).read_text().splitlines()))
-def rows_under(rows, first_header_cell):
-    start = 0
-    while not (rows[start] and rows[start][0] == first_header_cell):
-        start += 1
-    header, data = rows[start], []
-    for r in rows[start + 1:]:
-        if not any(r):
-            break
-        data.append(dict(zip(header, r)))
-    return data
+                return t, list(csv.DictReader(Path(t['path']).read_text().splitlines()))
 """
 
 
 async def test_revenue_by_region_from_the_workbook_adds_up_to_the_quarterly_reports(kb: KnowledgeBase) -> None:
     code = """
-_, rows = sheet('Revenue by region')
-regions = [r for r in rows_under(rows, 'Region') if r['Region'] != 'Total']
+table, rows = sheet('Revenue by region')
+regions = [r for i, r in enumerate(rows) if i not in table['total_rows']]
 quarters = ['Q1 2025', 'Q2 2025', 'Q3 2025', 'Q4 2025']
 growth = {r['Region']: float(r['Q4 2025']) / float(r['Q1 2025']) - 1 for r in regions}
 fastest = max(growth, key=lambda region: growth[region])
 top_q3 = max(regions, key=lambda r: float(r['Q3 2025']))['Region']
 by_quarter = {q: sum(float(r[q]) for r in regions) for q in quarters}
-total_row = [r for r in rows_under(rows, 'Region') if r['Region'] == 'Total'][0]
+(total_row,) = [rows[i] for i in table['total_rows']]
+sheet_title, footer = table['title'], table['footer']
 reported = {}
 for d in Path('/documents').iterdir():
     title = json.loads((d / 'metadata.json').read_text())['title']
@@ -160,9 +153,10 @@ for d in Path('/documents').iterdir():
     async with AnalysisSession(kb) as session:
         result = await session.execute(READ_TABLE + code)
         assert result.success, result.error
-        answers = await session.execute("[fastest, top_q3, by_quarter, reported, total_row]")
+        answers = await session.execute("[fastest, top_q3, by_quarter, reported, total_row, sheet_title, footer]")
         assert answers.success, answers.error
-        fastest, top_q3, by_quarter, reported, total_row = ast.literal_eval(answers.value)
+        fastest, top_q3, by_quarter, reported, total_row, title, footer = ast.literal_eval(answers.value)
+    assert title.startswith("Halvorsen Marine Systems - revenue by region") and footer[0].startswith("Source:")
     assert fastest == max(expected_growth, key=expected_growth.__getitem__)
     assert top_q3 == max(REVENUE_BY_REGION, key=lambda region: REVENUE_BY_REGION[region][2])
     assert by_quarter == expected_sums == reported  # the workbook agrees with the four reports
@@ -173,8 +167,7 @@ for d in Path('/documents').iterdir():
 
 async def test_support_tickets_per_product_and_per_quarter_from_the_workbook(kb: KnowledgeBase) -> None:
     code = """
-_, rows = sheet('Support tickets')
-tickets = rows_under(rows, 'Ticket')
+_, tickets = sheet('Support tickets')
 per_product = {}
 hours = {}
 for t in tickets:
