@@ -33,12 +33,13 @@ from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.errors import AnalysisError, IngestError
 from mcp_analysis.ingest import formats
 from mcp_analysis.ingest.chunker import ChunkDraft
+from mcp_analysis.ingest.excluded import excluded_paths
 from mcp_analysis.ingest.files import (
     check_entry,
     collect_files,
     display_name,
     file_uri,
-    knowledge_base_directory,
+    same_file,
 )
 from mcp_analysis.ingest.items import ItemDraft
 from mcp_analysis.ingest.lock import ingest_lock
@@ -177,11 +178,12 @@ class Ingestor:
         self.pool = pool
         self.moves_within = moves_within
         self.limits = pool.limits if pool is not None else kb.settings.ingest.limits()
+        self._links_named: set[Path] = set()  # links named by the caller: followed (the only ones)
 
     async def add(
         self, paths: Sequence[Path], *, title: str | None = None, metadata: dict[str, Any] | None = None
     ) -> IngestReport:
-        files, skipped = collect_files(paths, knowledge_base_directory(self.kb.store.path))
+        files, skipped = collect_files(paths, excluded_paths(self.kb.settings, self.kb.store.path))
         if title and len(files) != 1:
             raise IngestError(f"--title applies to exactly one file, but {len(files)} files were given.")
         report = IngestReport(skipped=list(skipped))
@@ -192,6 +194,7 @@ class Ingestor:
             if files:
                 pool.start()  # the workers import their parsers while the store opens
             within = self.moves_within or _folders_of(paths)
+            self._links_named = {Path(p).expanduser().absolute() for p in paths if Path(p).is_symlink()}
             await self._add(files, title, metadata or {}, report, pool, within)
         finally:
             if pool is not self.pool:
@@ -296,6 +299,11 @@ class Ingestor:
         read = await anyio.to_thread.run_sync(
             worker.read, os.fspath(path), display_name(path.name), abandon_on_cancel=True
         )
+        if path not in self._links_named and not same_file(path, read.signature):
+            worker.drop()  # swapped for a link (or another file) since the folder was walked
+            raise IngestError(
+                "it was replaced while it was read (saved again, or swapped for a symbolic link): add it again"
+            )
         if existing is not None and existing.content_hash == read.digest:
             worker.drop()
             return read.digest, None, None

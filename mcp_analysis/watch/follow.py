@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -24,7 +25,6 @@ import anyio
 from anyio.abc import TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from mcp_analysis.ingest.files import inside
 from mcp_analysis.watch.mirror import FolderMirror, SyncReport
 from mcp_analysis.watch.rules import relative_to_any
 from mcp_analysis.watch.settings import WatchSettings
@@ -41,17 +41,18 @@ RESTART_MAX_SECONDS = 60.0
 
 
 def signature(path: Path) -> Signature:
-    """What changes while a file (or any file under a folder) is written; None when gone."""
+    """What changes while a file (or any file under a folder) is written; None when gone. Links are
+    never followed (a link's own status is its signature): a link out is refused, never walked."""
     try:
-        if path.is_dir():
-            entries = []
-            for root, _dirs, names in os.walk(path):
-                for name in names:
-                    stat = (Path(root) / name).stat()
-                    entries.append((root, name, stat.st_size, stat.st_mtime_ns))
-            return tuple(sorted(entries))
-        stat = path.stat()
-        return (stat.st_size, stat.st_mtime_ns)
+        status = path.lstat()
+        if not stat.S_ISDIR(status.st_mode):
+            return (status.st_size, status.st_mtime_ns)
+        entries = []
+        for root, _dirs, names in os.walk(path):  # never enters a linked folder
+            for name in names:
+                status = (Path(root) / name).lstat()
+                entries.append((root, name, status.st_size, status.st_mtime_ns))
+        return tuple(sorted(entries))
     except OSError:  # gone (or going) now: a later event or round tells
         return None
 
@@ -87,7 +88,7 @@ class FolderWatcher:
         found = relative_to_any(Path(raw), self.mirror.folders)
         if found is None or self.mirror.rules.ignored(found[1]):
             return False
-        return not inside(raw, self.mirror.own_folder)  # the knowledge base's writes are no events to follow
+        return self.mirror.excluded.covers(Path(raw)) is None  # e.g. the knowledge base's writes: no events to follow
 
     async def _events(self, send: MemoryObjectSendStream[set[Path]], *, task_status: TaskStatus[None]) -> None:
         import watchfiles
