@@ -63,12 +63,12 @@ def test_sync_refuses_links_out_of_the_folder_and_names_them(tmp_path: Path) -> 
     env = {"XDG_DATA_HOME": str(tmp_path / "data")}
 
     result = run_cli("--db", str(db), "sync", str(folder), "--json", env=env)
+    assert anyio.run(uris, db) == {good.as_uri()}  # neither the secret nor the private note
     assert result.returncode == 1, result.stderr  # the refused links are reported as failures
     failed = dict(json.loads(result.stdout)["failed"])
     assert set(failed) == {str(folder / "link.md"), str(folder / "away")}, failed
     assert "a symbolic link to a file outside" in failed[str(folder / "link.md")]
     assert "a symbolic link to a folder outside" in failed[str(folder / "away")]
-    assert anyio.run(uris, db) == {good.as_uri()}  # neither the secret nor the private note
 
     (folder / "link.md").unlink()
     (folder / "away").unlink()
@@ -129,6 +129,7 @@ def test_the_servers_own_files_in_the_folder_are_never_documents(tmp_path: Path)
 
     for command in (["sync", "."], ["add", "."]):
         result = run_in(folder, "--db", "../kb", *command, env=env)
+        assert anyio.run(uris, db) == {notes.as_uri()}, command
         assert result.returncode == 0, result.stderr
         told = " ".join(result.stderr.split())
         for name, why in (
@@ -137,7 +138,6 @@ def test_the_servers_own_files_in_the_folder_are_never_documents(tmp_path: Path)
             ("sessions", "the folder of hibernated sessions (sessions.dir)"),
         ):
             assert f"{folder / name} lies inside the" in told and why in told, (command, told)
-        assert anyio.run(uris, db) == {notes.as_uri()}, command
 
 
 # --- serve --watch: one server for the module, two watched folders ----------------------------
@@ -192,27 +192,28 @@ async def test_links_made_while_watching_are_refused_and_named(server: HttpServe
     secret, private = outside(place)
     (folder / "link.md").symlink_to(secret)
     (folder / "away").symlink_to(private)
-    await eventually(logged(server, f"could not add {folder / 'link.md'}: a symbolic link to a file outside"), "link")
-    await eventually(logged(server, f"could not add {folder / 'away'}: a symbolic link to a folder outside"), "away")
-    note(private / "later.md", "Later", "Written into the linked folder while it is linked.")
     marker = note(folder / "marker.md", "Marker", "After the links.")
     await eventually(lambda: _has(server, marker), "a marker")
+    note(private / "later.md", "Later", "Written into the linked folder while it is linked.")
+    second = note(folder / "second-marker.md", "Marker", "After a file written through the link.")
+    await eventually(lambda: _has(server, second), "a second marker")
     found = await listed(server)
     assert not [uri for uri in found if "/outside/" in uri], found
+    await eventually(logged(server, f"could not add {folder / 'link.md'}: a symbolic link to a file outside"), "link")
+    await eventually(logged(server, f"could not add {folder / 'away'}: a symbolic link to a folder outside"), "away")
 
 
 async def test_a_watched_folder_deleted_and_made_again_is_followed_again(server: HttpServer, place: Path) -> None:
     folder = place / "comes-and-goes"
     await eventually(lambda: _has(server, folder / "first.md"), "the start-up mirror")
     shutil.rmtree(folder)
-    await eventually(logged(server, f"watched folder {folder} is gone; waiting for it"), "the folder noticed gone")
     await eventually(lambda: _lacks(server, folder / "first.md"), "a gone folder's documents go")
-
     second = note(folder / "second.md", "Second", "Made again: the axolotl.")
-    await eventually(logged(server, f"{folder} is back; mirroring it"), "the folder noticed back")
     await eventually(lambda: _has(server, second), "the folder made again is mirrored")
     third = note(folder / "third.md", "Third", "Later: a quokka.")
     await eventually(lambda: _has(server, third), "then followed")
+    assert await logged(server, f"watched folder {folder} is gone; waiting for it")()
+    assert await logged(server, f"{folder} is back; mirroring it")()
 
     fresh = place / "fresh"  # rsync --delete-after style: a new folder renamed over the old one
     fourth = note(fresh / "fourth.md", "Fourth", "Replaced whole: a pangolin.")
