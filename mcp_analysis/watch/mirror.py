@@ -2,7 +2,9 @@
 
 Every change goes through `Ingestor.add`, the path `mcp-analysis add` takes (same readers,
 bounds, ingest lock, atomic batches, unchanged bytes skipped by hash). Only documents whose
-uri lies inside a watched folder are ever removed.
+uri lies inside a watched folder are ever removed. A path is read only when it is its own real
+path: a link, or a path under one, never is (a link out of the folders is refused, naming it), so
+no document's uri lies outside the folders.
 """
 
 from __future__ import annotations
@@ -217,7 +219,7 @@ def _name_earlier_documents(links: list[Path], metas: list[DocumentMeta]) -> Non
         if meta is not None:
             log.warning(
                 "watch: %s links to %s, a document of this knowledge base (id %s), kept: added by hand, or through "
-                "this link by an earlier version. `mcp-analysis remove %s` removes it.",
+                "this link by an earlier version. `mcp-analysis rm %s` removes it.",
                 display_name(link),
                 meta.uri,
                 meta.id,

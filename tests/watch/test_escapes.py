@@ -91,7 +91,7 @@ def test_a_document_an_earlier_version_made_through_a_link_is_named(tmp_path: Pa
     assert result.returncode == 1, result.stderr
     told = " ".join(result.stderr.split())
     assert f"{folder / 'link.md'} links to {secret.as_uri()}, a document of this knowledge base" in told
-    assert "mcp-analysis remove" in told
+    assert "mcp-analysis rm" in told
     assert secret.as_uri() in anyio.run(uris, db)
 
 
