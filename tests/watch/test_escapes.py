@@ -95,6 +95,16 @@ def test_a_document_an_earlier_version_made_through_a_link_is_named(tmp_path: Pa
     assert secret.as_uri() in anyio.run(uris, db)
 
 
+def test_a_link_named_on_the_add_command_line_is_followed(tmp_path: Path) -> None:
+    """The user's explicit choice: the link's target is added, under the target's own uri."""
+    secret, _ = outside(tmp_path)
+    (tmp_path / "link.md").symlink_to(secret)
+    env = {"XDG_DATA_HOME": str(tmp_path / "data")}
+    result = run_cli("--db", str(tmp_path / "kb.lancedb"), "add", str(tmp_path / "link.md"), env=env)
+    assert result.returncode == 0, result.stderr
+    assert anyio.run(uris, tmp_path / "kb.lancedb") == {secret.as_uri()}
+
+
 def run_in(folder: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """The command line run from `folder` (where the default config file mcp-analysis.yaml is read)."""
     environment = {**os.environ, **env, "PYTHONPATH": str(REPO)}
@@ -208,12 +218,12 @@ async def test_a_watched_folder_deleted_and_made_again_is_followed_again(server:
     await eventually(lambda: _has(server, folder / "first.md"), "the start-up mirror")
     shutil.rmtree(folder)
     await eventually(lambda: _lacks(server, folder / "first.md"), "a gone folder's documents go")
+    await eventually(logged(server, f"watched folder {folder} is gone; waiting for it"), "the folder noticed gone")
     second = note(folder / "second.md", "Second", "Made again: the axolotl.")
     await eventually(lambda: _has(server, second), "the folder made again is mirrored")
     third = note(folder / "third.md", "Third", "Later: a quokka.")
     await eventually(lambda: _has(server, third), "then followed")
-    assert await logged(server, f"watched folder {folder} is gone; waiting for it")()
-    assert await logged(server, f"{folder} is back; mirroring it")()
+    await eventually(logged(server, f"{folder} is back; mirroring it"), "the folder noticed back")
 
     fresh = place / "fresh"  # rsync --delete-after style: a new folder renamed over the old one
     fourth = note(fresh / "fourth.md", "Fourth", "Replaced whole: a pangolin.")
