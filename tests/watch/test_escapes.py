@@ -246,3 +246,16 @@ async def _has(server: HttpServer, path: Path) -> bool:
 
 async def _lacks(server: HttpServer, path: Path) -> bool:
     return path.as_uri() not in await listed(server)
+
+
+def test_the_settle_check_never_walks_a_link(tmp_path: Path) -> None:
+    """A linked folder's files never count in whether a path held still (nor are they stat-ed)."""
+    from mcp_analysis.watch.follow import signature
+
+    _, private = outside(tmp_path)
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "away").symlink_to(private)
+    before = (signature(folder), signature(folder / "away"))
+    note(private / "later.md", "Later", "Written through nothing: beside the link's target.")
+    assert (signature(folder), signature(folder / "away")) == before
