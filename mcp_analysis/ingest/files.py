@@ -187,10 +187,9 @@ def collect_files(paths: Sequence[Path], excluded: Excluded | None = None) -> tu
     scopes = [Path(os.path.realpath(p)) for p in given if p.is_dir()]
     excluded.warn_inside(scopes, "added")
     for path in given:
-        reason = excluded.why(path) if os.path.lexists(path) else None
         if not os.path.lexists(path):
             skipped.append((display_name(path), "does not exist"))
-        elif reason is not None:
+        elif (reason := excluded.why(path)) is not None:
             skipped.append((display_name(path), f"is {reason}, never added as documents"))
         elif path.is_dir():
             found = len(files)
