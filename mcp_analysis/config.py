@@ -322,6 +322,11 @@ class Settings(BaseSettings):
     # Set by load_settings; not a user setting.
     _config_path: Path | None = None
 
+    @property
+    def config_file(self) -> Path | None:
+        """The configuration file these settings were read from (None when none was): never ingested."""
+        return self._config_path
+
     @field_validator("db", mode="before")
     @classmethod
     def _expand_db(cls, value: Any) -> Any:
@@ -397,10 +402,13 @@ def load_settings(config: str | Path | None = None, **overrides: Any) -> Setting
             settings = Settings(**merged)
         else:
             settings = Settings()
+        path, _ = _config_file_choice()
     except ValidationError as exc:
         raise ConfigError(format_validation_error(exc)) from None
     finally:
         _CONFIG_OVERRIDE[0] = None
+    if path is not None and path.is_file():
+        settings._config_path = path.absolute()
     return settings
 
 

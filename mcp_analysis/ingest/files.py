@@ -1,7 +1,11 @@
 """Which paths ingest reads, and how it reads one: regular files only, bytes read once, bounded.
 
-- A directory is walked without following symlinked directories; names stay as they are in the
-  folder (a symlink is reported under its own name, never its target's).
+- A directory is walked without following symbolic links: a link whose target lies outside the
+  folders named is refused and reported under its own name; one inside is left to its target
+  (read where it lies, if followed: never twice, never past hidden or excluded paths). A file
+  or folder named on the command line that is itself a link is followed: the user chose it.
+- The server's own files (excluded.py: the knowledge base, the config and tokens files, the
+  sessions folder) are never read, named or met in a walk.
 - Only regular files are opened, and never in a way that can block: `stat` first (a FIFO, device
   or socket is reported without being opened), then `open(O_NONBLOCK)` and `fstat` on the open
   descriptor (an entry swapped for a FIFO in between is caught there).
@@ -25,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcp_analysis.errors import IngestError
+from mcp_analysis.ingest.excluded import Excluded
 from mcp_analysis.ingest.formats.base import SNIFF_BYTES, limit_error
 from mcp_analysis.ingest.limits import MB, Limits
 
@@ -137,13 +142,6 @@ def _read_pieces(fd: int, limits: Limits, text_after: Callable[[bytes], bool]) -
     return bytes(buffer)
 
 
-def knowledge_base_directory(db_path: str) -> Path | None:
-    """The knowledge base's own folder when it is local: never read as documents (its files change
-    with every write, so a watcher following them would re-add them forever)."""
-    path = Path(db_path).expanduser()
-    return path.resolve() if path.is_dir() else None
-
-
 def inside(path: str | os.PathLike[str], folder: Path | None) -> bool:
     """`path` (resolved) is `folder` or lies under it."""
     if folder is None:
@@ -152,28 +150,57 @@ def inside(path: str | os.PathLike[str], folder: Path | None) -> bool:
     return real == folder or real.is_relative_to(folder)
 
 
-def collect_files(paths: Sequence[Path], exclude: Path | None = None) -> tuple[list[Path], list[tuple[str, str]]]:
-    """Files to ingest, as named (directories walked recursively, hidden entries and the folder
-    `exclude` skipped), and the arguments or directories that give nothing to add. Entries are
-    checked one by one later (`check_entry`)."""
+def link_out(link: str | os.PathLike[str], scopes: Sequence[Path]) -> str | None:
+    """Why the symbolic link `link`, met in a folder, is refused: its target lies outside every
+    folder of `scopes` (real paths). None for a link inside them (never read through either: its
+    target is read where it lies, if followed) and for a dangling or looping one."""
+    if not Path(link).exists():
+        return None
+    target = os.path.realpath(link)
+    if any(inside(target, scope) for scope in scopes):
+        return None
+    kind = "folder" if Path(target).is_dir() else "file"
+    return (
+        f"a symbolic link to a {kind} outside the folders added or watched ({display_name(target)}): "
+        "not followed (links out of a folder are never read)"
+    )
+
+
+def same_file(path: str | os.PathLike[str], read: FileSignature) -> bool:
+    """`path` itself (not a link) is the regular file that was read: an entry swapped for a link
+    between the walk and the read is caught here."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) == (read.device, read.inode)
+
+
+def collect_files(paths: Sequence[Path], excluded: Excluded | None = None) -> tuple[list[Path], list[tuple[str, str]]]:
+    """Files to ingest, as named (directories walked recursively, hidden entries, the paths
+    `excluded` and symbolic links skipped: a link out of the folders named is reported), and the
+    arguments or entries that give nothing to add. Entries are checked one by one later (`check_entry`)."""
+    excluded = excluded or Excluded()
     files: list[Path] = []
     skipped: list[tuple[str, str]] = []
-    for raw in paths:
-        path = Path(raw).expanduser().absolute()
+    given = [Path(raw).expanduser().absolute() for raw in paths]
+    scopes = [Path(os.path.realpath(p)) for p in given if p.is_dir()]
+    excluded.warn_inside(scopes, "added")
+    for path in given:
         if not os.path.lexists(path):
             skipped.append((display_name(path), "does not exist"))
-        elif inside(path, exclude):
-            skipped.append((display_name(path), "is the knowledge base's own folder, never added as documents"))
+        elif (reason := excluded.why(path)) is not None:
+            skipped.append((display_name(path), f"is {reason}, never added as documents"))
         elif path.is_dir():
             found = len(files)
-            files.extend(walk(path, skipped, exclude))
+            files.extend(walk(path, skipped, excluded, scopes))
             if len(files) == found:
                 skipped.append((display_name(path), "no files in this directory (hidden files are not added)"))
         else:
             files.append(path)
     seen: set[str] = set()
     unique: list[Path] = []
-    for path in files:  # the same file reached twice (a symlink beside its target) is added once
+    for path in files:  # the same file named twice is added once
         real = os.path.realpath(path)
         if real not in seen:
             seen.add(real)
@@ -181,14 +208,21 @@ def collect_files(paths: Sequence[Path], exclude: Path | None = None) -> tuple[l
     return unique, skipped
 
 
-def walk(top: Path, skipped: list[tuple[str, str]], exclude: Path | None = None) -> Iterator[Path]:
+def walk(
+    top: Path, skipped: list[tuple[str, str]], excluded: Excluded | None = None, scopes: Sequence[Path] = ()
+) -> Iterator[Path]:
     """The non-hidden entries under `top` that are not directories, each directory's own entries
     first, in name order. Iterative (a tree thousands of levels deep is no recursion problem);
-    symlinked directories and the folder `exclude` are not entered; an unreadable directory is
+    the paths `excluded` are not entered; symbolic links are never followed: one whose target
+    lies outside `top` and `scopes` is reported in `skipped`, one inside left to its target, a
+    dangling or looping one yielded (reported by `check_entry`). An unreadable directory is
     reported in `skipped`."""
-    pending = [top]
+    excluded = excluded or Excluded()
+    real_top = Path(os.path.realpath(top))
+    scopes = [real_top, *scopes]
+    pending = [(top, real_top)]  # no link is entered, so an entry's real path is its folder's plus its name
     while pending:
-        directory = pending.pop()
+        directory, real = pending.pop()
         try:
             with os.scandir(directory) as listing:
                 entries = sorted((e for e in listing if not e.name.startswith(".")), key=lambda e: e.name)
@@ -197,10 +231,17 @@ def walk(top: Path, skipped: list[tuple[str, str]], exclude: Path | None = None)
             continue
         subdirectories = []
         for entry in entries:
-            if _is_directory(entry):
-                if not inside(entry.path, exclude):
-                    subdirectories.append(Path(entry.path))
-            elif not (entry.is_symlink() and _points_to_directory(entry.path)):
+            if entry.is_symlink():
+                reason = link_out(entry.path, scopes)
+                if reason is not None:
+                    skipped.append((display_name(entry.path), reason))
+                elif not Path(entry.path).exists():
+                    yield Path(entry.path)
+            elif excluded.covers(real / entry.name) is not None:
+                continue  # named in a warning already (`Excluded.warn_inside`)
+            elif _is_directory(entry):
+                subdirectories.append((Path(entry.path), real / entry.name))
+            else:
                 yield Path(entry.path)
         pending.extend(reversed(subdirectories))
 
@@ -210,10 +251,3 @@ def _is_directory(entry: os.DirEntry[str]) -> bool:
         return entry.is_dir(follow_symlinks=False)
     except OSError:
         return False
-
-
-def _points_to_directory(path: str) -> bool:
-    try:
-        return stat.S_ISDIR(Path(path).stat().st_mode)
-    except OSError:
-        return False  # a loop or a dangling link: reported as the file it claims to be

@@ -33,12 +33,15 @@ from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.errors import AnalysisError, IngestError
 from mcp_analysis.ingest import formats
 from mcp_analysis.ingest.chunker import ChunkDraft
+from mcp_analysis.ingest.excluded import excluded_paths
 from mcp_analysis.ingest.files import (
+    FileSignature,
     check_entry,
     collect_files,
     display_name,
     file_uri,
-    knowledge_base_directory,
+    inside,
+    same_file,
 )
 from mcp_analysis.ingest.items import ItemDraft
 from mcp_analysis.ingest.lock import ingest_lock
@@ -105,6 +108,29 @@ def _folders_of(paths: Sequence[Path]) -> list[Path]:
     `add` looks for moved files' documents (and in their subfolders)."""
     resolved = [Path(os.path.realpath(Path(p).expanduser())) for p in paths]
     return list(dict.fromkeys(p if p.is_dir() else p.parent for p in resolved if os.path.lexists(p)))
+
+
+@dataclass(frozen=True)
+class _Confinement:
+    """Where the files of one add must have been read: a file found in a folder (walked, or given by a
+    folder watcher) is read only as itself (no link swapped in since the walk) inside the folders;
+    a file the user named is read wherever it leads (`add LINK` is their choice)."""
+
+    named: frozenset[Path] = frozenset()
+    folders: tuple[Path, ...] = ()
+
+    @classmethod
+    def of(cls, paths: Sequence[Path], watched: Sequence[Path] | None) -> _Confinement:
+        if watched:
+            return cls(frozenset(), tuple(Path(os.path.realpath(f)) for f in watched))
+        given = [Path(p).expanduser().absolute() for p in paths]
+        folders = tuple(Path(os.path.realpath(p)) for p in given if p.is_dir())
+        return cls(frozenset(p for p in given if not p.is_dir()), folders)
+
+    def holds(self, path: Path, read: FileSignature) -> bool:
+        if path in self.named:
+            return True
+        return same_file(path, read) and any(inside(path, folder) for folder in self.folders)
 
 
 def _now() -> str:
@@ -181,11 +207,12 @@ class Ingestor:
         self.moves_within = moves_within
         self.before_write = before_write
         self.limits = pool.limits if pool is not None else kb.settings.ingest.limits()
+        self._confined = _Confinement()  # of the add running
 
     async def add(
         self, paths: Sequence[Path], *, title: str | None = None, metadata: dict[str, Any] | None = None
     ) -> IngestReport:
-        files, skipped = collect_files(paths, knowledge_base_directory(self.kb.store.path))
+        files, skipped = collect_files(paths, excluded_paths(self.kb.settings, self.kb.store.path))
         if title and len(files) != 1:
             raise IngestError(f"--title applies to exactly one file, but {len(files)} files were given.")
         report = IngestReport(skipped=list(skipped))
@@ -196,6 +223,7 @@ class Ingestor:
             if files:
                 pool.start()  # the workers import their parsers while the store opens
             within = self.moves_within or _folders_of(paths)
+            self._confined = _Confinement.of(paths, self.moves_within)
             await self._add(files, title, metadata or {}, report, pool, within)
         finally:
             if pool is not self.pool:
@@ -300,6 +328,11 @@ class Ingestor:
         read = await anyio.to_thread.run_sync(
             worker.read, os.fspath(path), display_name(path.name), abandon_on_cancel=True
         )
+        if not self._confined.holds(path, read.signature):
+            worker.drop()  # swapped for a link (or another file) since the folder was walked
+            raise IngestError(
+                "it was replaced while it was read (saved again, or swapped for a symbolic link): add it again"
+            )
         if existing is not None and existing.content_hash == read.digest:
             worker.drop()
             return read.digest, None, None

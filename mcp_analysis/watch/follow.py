@@ -10,6 +10,9 @@ for `watch.settle_seconds`, so a file still being written or copied is never rea
 still moving waits for the next round. When applying fails as a whole (the store unreachable,
 the disk full), the paths are tried again after a backoff (1 s doubling to 60 s) instead of
 waiting for another event on them; a file that cannot be read is reported, not retried.
+The watched folders themselves are checked every `ROOT_POLL_SECONDS`: one gone is logged and
+its documents go (as its files' would); one back, or replaced by another folder, is logged,
+watched anew (the OS watcher's watches went with the old folder) and mirrored whole.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -24,7 +28,6 @@ import anyio
 from anyio.abc import TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from mcp_analysis.ingest.files import inside
 from mcp_analysis.watch.lock import WatchLease, WatchLeaseLost
 from mcp_analysis.watch.mirror import FolderMirror, SyncReport
 from mcp_analysis.watch.rules import relative_to_any
@@ -39,22 +42,36 @@ RETRY_FIRST_SECONDS = 1.0
 RETRY_MAX_SECONDS = 60.0
 RESTART_SECONDS = 1.0  # before the OS watcher is set up again after it failed; doubles while it keeps failing
 RESTART_MAX_SECONDS = 60.0
+ROOT_POLL_SECONDS = 2.0  # how often the watched folders themselves are checked (gone, back, replaced)
 
 
 def signature(path: Path) -> Signature:
-    """What changes while a file (or any file under a folder) is written; None when gone."""
+    """What changes while a file (or any file under a folder) is written; None when gone. Links are
+    never followed (a link's own status is its signature): a link out is refused, never walked."""
     try:
-        if path.is_dir():
-            entries = []
-            for root, _dirs, names in os.walk(path):
-                for name in names:
-                    stat = (Path(root) / name).stat()
-                    entries.append((root, name, stat.st_size, stat.st_mtime_ns))
-            return tuple(sorted(entries))
-        stat = path.stat()
-        return (stat.st_size, stat.st_mtime_ns)
+        status = path.lstat()
+        if not stat.S_ISDIR(status.st_mode):
+            return (status.st_size, status.st_mtime_ns)
+        entries = []
+        for root, _dirs, names in os.walk(path):  # never enters a linked folder
+            for name in names:
+                status = (Path(root) / name).lstat()
+                entries.append((root, name, status.st_size, status.st_mtime_ns))
+        return tuple(sorted(entries))
     except OSError:  # gone (or going) now: a later event or round tells
         return None
+
+
+def _identity(folder: Path) -> tuple[int, int] | None:
+    """A watched folder's device and inode; None when it is gone or no longer a folder of its own
+    (a link in its place, or in its path: never followed)."""
+    try:
+        status = folder.lstat()
+    except OSError:
+        return None
+    if not stat.S_ISDIR(status.st_mode) or os.path.realpath(folder) != os.fspath(folder):
+        return None
+    return (status.st_dev, status.st_ino)
 
 
 def log_report(report: SyncReport, when: str) -> None:
@@ -79,12 +96,15 @@ class FolderWatcher:
         self.settings = settings
         self.on_change = on_change
         self.lease = lease
+        self._rewatch = anyio.Event()  # set: a watched folder came back, the OS watcher is set up anew
+        self._watching = anyio.Event()  # set once the OS watcher (anew) covers every folder present
 
     async def run(self, *, task_status: TaskStatus[SyncReport] = anyio.TASK_STATUS_IGNORED) -> None:
         """Start watching, mirror every folder (reported through `task_status`), then follow events."""
         send, receive = anyio.create_memory_object_stream[set[Path]](max_buffer_size=math.inf)
         async with anyio.create_task_group() as tg:
-            await tg.start(self._events, send)
+            await tg.start(self._events, send.clone())
+            tg.start_soon(self._roots, send)
             while True:
                 await self._hold_lease()
                 try:
@@ -100,7 +120,7 @@ class FolderWatcher:
         found = relative_to_any(Path(raw), self.mirror.folders)
         if found is None or self.mirror.rules.ignored(found[1]):
             return False
-        return not inside(raw, self.mirror.own_folder)  # the knowledge base's writes are no events to follow
+        return self.mirror.excluded.covers(Path(raw)) is None  # e.g. the knowledge base's writes: no events to follow
 
     async def _events(self, send: MemoryObjectSendStream[set[Path]], *, task_status: TaskStatus[None]) -> None:
         import watchfiles
@@ -113,9 +133,19 @@ class FolderWatcher:
         async with send:
             while True:
                 resync = failures > 0  # events since the failure are lost: mirror whole once watched anew
+                self._rewatch = anyio.Event()
+                present = [f for f in self.mirror.folders if _identity(f) is not None]
+                if not present:  # every folder gone: nothing to watch until one is back
+                    self._watching.set()
+                    if not started:
+                        task_status.started()
+                        started = True
+                    await self._rewatch.wait()
+                    continue
                 changes = watchfiles.awatch(
-                    *self.mirror.folders,
+                    *present,
                     watch_filter=self._wanted,
+                    stop_event=self._rewatch,
                     step=step,
                     debounce=max(1600, 4 * step),
                     recursive=True,
@@ -123,8 +153,9 @@ class FolderWatcher:
                     rust_timeout=1000 if resync else None,
                     yield_on_timeout=resync,  # the first (maybe empty) batch: the OS watcher is set up
                 )
+                self._watching.set()  # the OS watcher is set up by the first step of the loop below
                 if not started:
-                    task_status.started()  # the OS watcher is set up by the first step of the loop below
+                    task_status.started()
                     started = True
                 lost: list[Exception] = []
                 try:
@@ -134,6 +165,8 @@ class FolderWatcher:
                             resync, failures = False, 0
                         if batch:
                             await send.send({Path(raw) for _, raw in batch})
+                    if self._rewatch.is_set():
+                        continue  # a folder came back: watch it (the roots task mirrors it)
                     return
                 except* (WatchfilesRustInternalError, OSError) as failed:  # also from watchfiles' task group
                     lost += failed.exceptions
@@ -147,6 +180,32 @@ class FolderWatcher:
                 if named is not None:
                     self.mirror.undecodable.note(named)
                 await anyio.sleep(delay)
+
+    async def _roots(self, send: MemoryObjectSendStream[set[Path]]) -> None:
+        """Notice a watched folder gone (deleted, renamed away, unmounted, replaced by a link) and back
+        (restored, cloned again, remounted, replaced by rsync): each is logged and mirrored; a folder
+        back (or replaced) is watched anew first, as the OS watcher's watches went with the old one."""
+        folders = self.mirror.folders
+        async with send:
+            known = await anyio.to_thread.run_sync(lambda: {f: _identity(f) for f in folders})
+            while True:
+                await anyio.sleep(ROOT_POLL_SECONDS)
+                now = await anyio.to_thread.run_sync(lambda: {f: _identity(f) for f in folders})
+                changed = [f for f in folders if now[f] != known[f]]
+                for folder in changed:
+                    if now[folder] is None:
+                        log.warning("watch: watched folder %s is gone; waiting for it", folder)
+                    else:
+                        log.warning(
+                            "watch: %s is %s; mirroring it", folder, "back" if known[folder] is None else "a new folder"
+                        )
+                if any(now[f] is not None for f in changed):
+                    self._watching = anyio.Event()
+                    self._rewatch.set()
+                    await self._watching.wait()
+                if changed:
+                    await send.send(set(changed))  # a gone folder's documents go, as its files did
+                known = now
 
     async def _follow(self, receive: MemoryObjectReceiveStream[set[Path]]) -> None:
         pending: set[Path] = set()

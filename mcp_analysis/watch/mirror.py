@@ -2,7 +2,9 @@
 
 Every change goes through `Ingestor.add`, the path `mcp-analysis add` takes (same readers,
 bounds, ingest lock, atomic batches, unchanged bytes skipped by hash). Only documents whose
-uri lies inside a watched folder are ever removed.
+uri lies inside a watched folder are ever removed. A path is read only when it is its own real
+path: a link, or a path under one, never is (a link out of the folders is refused, naming it), so
+no document's uri lies outside the folders.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import anyio
 
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.ingest import formats
-from mcp_analysis.ingest.files import inside, knowledge_base_directory
+from mcp_analysis.ingest.excluded import excluded_paths
+from mcp_analysis.ingest.files import display_name, file_uri, link_out
 from mcp_analysis.ingest.lock import ingest_lock
 from mcp_analysis.ingest.pipeline import Ingestor, IngestReport
 from mcp_analysis.ingest.pool import ConversionPool
@@ -100,7 +103,8 @@ class FolderMirror:
         # A document added from outside the watched folders is never taken over by a file inside them.
         self.ingestor = Ingestor(kb, pool=self.pool, moves_within=self.folders, before_write=before_write)
         self.before_write = before_write
-        self.own_folder = knowledge_base_directory(kb.store.path)  # inside a watched folder: never followed
+        self.excluded = excluded_paths(kb.settings, kb.store.path)  # the server's own files: never followed
+        self.excluded.warn_inside(self.folders, "watched")
         self.undecodable = UndecodableNames()
 
     def release_workers(self) -> None:
@@ -122,8 +126,9 @@ class FolderMirror:
         scopes = [p for p in dict.fromkeys(paths) if relative_to_any(p, self.folders) is not None]
         if not scopes:
             return report
-        files, unread = await anyio.to_thread.run_sync(self._followed, scopes)
+        files, unread, refused = await anyio.to_thread.run_sync(self._followed, scopes)
         report.unsupported += [str(p) for p in unread if formats.find(p.name) is None and p.suffix]
+        report.failed += [(display_name(link), reason) for link, reason in refused]
         if files:
             report.take(await self.ingestor.add(files))
         present = {p.resolve().as_uri() for p in files + unread}
@@ -131,21 +136,29 @@ class FolderMirror:
         metas = await self.kb.store.all_meta() if self.kb.store.ready else []
         stale = [m for m in metas if m.uri not in present and any(_inside(m.uri, s) for s in scope_uris)]
         await self._remove(stale, report)
+        _name_earlier_documents([link for link, _ in refused], metas)
         return report
 
-    def _followed(self, scopes: Sequence[Path]) -> tuple[list[Path], list[Path]]:
+    def _followed(self, scopes: Sequence[Path]) -> tuple[list[Path], list[Path], list[tuple[Path, str]]]:
         """(followed files to read, followed files to leave unread: of an unsupported type, or named
-        so that the watcher cannot report them and unchanged) under the scopes."""
+        so that the watcher cannot report them and unchanged, links refused: their target lies
+        outside the watched folders) under the scopes. A link is never followed, nor a path
+        under one (the OS watcher may report those): a path is read only when it is its own real path."""
         files: list[Path] = []
+        refused: list[tuple[Path, str]] = []
         for scope in scopes:
             folder, relative = relative_to_any(scope, self.folders) or (scope, Path())
-            if inside(scope, self.own_folder):
+            if os.path.realpath(scope) != os.fspath(scope):  # a link, or a path under one
+                if scope.is_symlink() and not self.rules.ignored(relative):
+                    self._link(scope, refused)
+                continue
+            if self.excluded.covers(scope) is not None:
                 continue
             if scope.is_file():
                 if self.rules.follows(relative):
                     files.append(scope)
             elif scope.is_dir() and not self.rules.ignored(relative):
-                files += self._walk(folder, scope)
+                files += self._walk(folder, scope, refused)
         supported, unsupported, left_be = [], [], []
         for path in dict.fromkeys(files):
             if not _utf8(path):  # noted now, not only once the OS watcher failed a batch on it
@@ -159,22 +172,39 @@ class FolderMirror:
                 unsupported.append(path)
                 continue
             supported.append(path)
-        return supported, unsupported + left_be  # both kept in the knowledge base, neither read
+        return supported, unsupported + left_be, refused  # the first two kept in the knowledge base, neither read
 
-    def _walk(self, folder: Path, top: Path) -> list[Path]:
+    def _walk(self, folder: Path, top: Path, refused: list[tuple[Path, str]]) -> list[Path]:
+        """The followed files under `top` (a real path, so is every path below it: no link is entered)."""
         found: list[Path] = []
         for root, dirs, names in os.walk(top):
             base = Path(root)
-            dirs[:] = sorted(
-                d
-                for d in dirs
-                if not self.rules.ignored((base / d).relative_to(folder)) and not inside(base / d, self.own_folder)
-            )
+            entered = []
+            for name in sorted(dirs):
+                path = base / name
+                if self.rules.ignored(path.relative_to(folder)):
+                    continue
+                if path.is_symlink():  # os.walk lists it, never enters it
+                    self._link(path, refused)
+                elif self.excluded.covers(path) is None:
+                    entered.append(name)
+            dirs[:] = entered
             for name in sorted(names):
                 path = base / name
-                if self.rules.follows(path.relative_to(folder)) and path.is_file():
+                if not self.rules.follows(path.relative_to(folder)):
+                    continue
+                if path.is_symlink():
+                    self._link(path, refused)
+                elif self.excluded.covers(path) is None and path.is_file():
                     found.append(path)
         return found
+
+    def _link(self, link: Path, refused: list[tuple[Path, str]]) -> None:
+        """A link to outside the watched folders is refused, naming it; one inside is left to its
+        target (followed where it lies, if followed): never a uri outside the folders, never twice."""
+        reason = link_out(link, self.folders)
+        if reason is not None:
+            refused.append((link, reason))
 
     async def _remove(self, stale: list[DocumentMeta], report: SyncReport) -> None:
         if not stale:
@@ -188,3 +218,20 @@ class FolderMirror:
                 await store.delete_document(meta.id)
                 report.removed.append(meta.uri)
         await self.kb.refresh()
+
+
+def _name_earlier_documents(links: list[Path], metas: list[DocumentMeta]) -> None:
+    """A refused link whose target is a document: made by an earlier version through the link, or
+    added by hand from where it lies; which one is not recorded, so it is named, not removed."""
+    by_uri = {m.uri: m for m in metas}
+    for link in links:
+        meta = by_uri.get(file_uri(link))
+        if meta is not None:
+            log.warning(
+                "watch: %s links to %s, a document of this knowledge base (id %s), kept: added by hand, or through "
+                "this link by an earlier version. `mcp-analysis rm %s` removes it.",
+                display_name(link),
+                meta.uri,
+                meta.id,
+                meta.id,
+            )

@@ -54,6 +54,19 @@ def with_hook(**variables: str) -> dict[str, str]:
     return {"PYTHONPATH": path, **variables}
 
 
+def outside_link(link: Path, target: str) -> Path:
+    """A link in the folder to a file (a name with a suffix) or folder beside it, holding a secret."""
+    path = link.parent.parent / "outside" / target
+    if path.suffix:
+        path.parent.mkdir(exist_ok=True)
+        path.write_text("# Secret\n\nThe vault code is 4711, never to be ingested.\n")
+    else:
+        path.mkdir(parents=True)
+        (path / "inside.md").write_text("# Private\n\nA private note about the vault.\n")
+    link.symlink_to(path)
+    return link
+
+
 @dataclass
 class Case:
     name: str
@@ -64,7 +77,17 @@ class Case:
 CASES = [
     Case("fifo", lambda d: hostile.fifo(d / "pipe.txt"), ("not a regular file", "named pipe")),
     Case("socket", lambda d: hostile.unix_socket(d / "talk.md"), ("not a regular file", "socket")),
-    Case("dev-zero-link", lambda d: hostile.device_link(d / "zero.txt"), ("not a regular file", "character device")),
+    Case("dev-zero-link", lambda d: hostile.device_link(d / "zero.txt"), ("symbolic link", "outside", "not followed")),
+    Case(
+        "link-to-a-file-outside",  # anyone who can drop a link into the folder would read any file
+        lambda d: outside_link(d / "secret-link.md", "secret.md"),
+        ("symbolic link to a file outside", "not followed"),
+    ),
+    Case(
+        "link-to-a-folder-outside",
+        lambda d: outside_link(d / "elsewhere", "private"),
+        ("symbolic link to a folder outside", "not followed"),
+    ),
     Case(
         "sparse-300mb",
         lambda d: hostile.sparse_text(d / "huge.txt", 300 * MB),
@@ -105,6 +128,7 @@ def hostile_add(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostileAdd
     folder.mkdir()
     (folder / "good.md").write_text(hostile.GOOD_TEXT)
     entries = {case.name: case.build(folder) for case in CASES}
+    (folder / "again.md").symlink_to(folder / "good.md")  # a link inside: good.md is added once, as itself
     deep = hostile.deep_directories(folder, 1500)
     non_utf8 = hostile.non_utf8_name(folder)
     db = root / "kb.lancedb"
@@ -128,6 +152,12 @@ def test_the_good_files_beside_hostile_entries_go_in_and_add_exits_1(hostile_add
     assert hostile_add.result.returncode == 1, hostile_add.result.stderr
     added = hostile_add.report["added"]
     assert sorted(Path(uri).name for uri in added) == ["bottom.md", "caf%E9.md", "good.md"]
+
+
+def test_a_link_inside_the_folder_is_left_to_its_target(hostile_add: HostileAdd) -> None:
+    assert str(hostile_add.folder / "again.md") not in dict(hostile_add.report["skipped"])
+    assert (hostile_add.folder / "good.md").as_uri() in hostile_add.report["added"]
+    assert not [uri for uri in hostile_add.report["added"] if "outside" in uri or "again" in uri]
 
 
 def test_a_directory_tree_deeper_than_the_recursion_limit_is_walked(hostile_add: HostileAdd) -> None:
@@ -202,3 +232,21 @@ def test_a_file_is_stored_as_read_and_one_changing_during_the_read_is_refused(tm
     contents = {Path(meta.uri).name: text for meta, text in anyio.run(stored_documents, db)}
     assert "Paragraph 202" in contents["ledger.md"] and "FINAL TOTAL" not in contents["ledger.md"]
     assert "written while the file was being read" in contents["growing.md"]
+
+
+def test_a_folder_swapped_for_a_link_between_the_walk_and_the_read_is_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    innocent = folder / "sub" / "a.md"
+    innocent.parent.mkdir(parents=True)
+    innocent.write_text(hostile.GOOD_TEXT)
+    secret = tmp_path / "outside" / "a.md"  # the same name, elsewhere
+    secret.parent.mkdir()
+    secret.write_text("# Secret\n\nThe vault code is 4711, never to be ingested.\n")
+    env = with_hook(MCP_ANALYSIS_TEST_SWAP=f"{innocent}={secret.parent}")
+
+    result, report = add(tmp_path / "kb.lancedb", folder, env=env)
+
+    assert (folder / "sub").is_symlink()  # the hook did swap it right before the read
+    assert not [text for _, text in anyio.run(stored_documents, tmp_path / "kb.lancedb") if "4711" in text]
+    assert result.returncode == 1, result.stderr
+    assert "replaced while it was read" in dict(report["skipped"])[str(innocent)]

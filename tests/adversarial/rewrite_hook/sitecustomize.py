@@ -6,14 +6,17 @@ there) and one of these is set:
 - MCP_ANALYSIS_TEST_REWRITE=PATH=NEW_TEXT: right after the read, PATH is saved anew (truncate +
   write, as an editor saves), before the bytes read are converted;
 - MCP_ANALYSIS_TEST_GROW=PATH: once the read has started, a line is appended to PATH, as a
-  program still writing it would.
+  program still writing it would;
+- MCP_ANALYSIS_TEST_SWAP=PATH=FOLDER: right before the read, PATH's folder is renamed away and a
+  symbolic link to FOLDER put in its place, as someone racing the walk would.
 """
 
 import os
 
 _rewrite = os.environ.get("MCP_ANALYSIS_TEST_REWRITE")
 _grow = os.environ.get("MCP_ANALYSIS_TEST_GROW")
-if _rewrite or _grow:
+_swap = os.environ.get("MCP_ANALYSIS_TEST_SWAP")
+if _rewrite or _grow or _swap:
     from mcp_analysis.ingest import files as _files
 
     _read_file = _files.read_file
@@ -22,6 +25,13 @@ if _rewrite or _grow:
 
     def _read_then_rewrite(path, *args, **kwargs):  # type: ignore[no-untyped-def]
         _reading[:] = [os.fspath(path)]
+        swapped, _, folder = (_swap or "").partition("=")
+        if _swap and os.fspath(path) == swapped:
+            from pathlib import Path
+
+            parent = Path(swapped).parent
+            parent.rename(parent.with_name(parent.name + ".moved"))
+            parent.symlink_to(folder)
         result = _read_file(path, *args, **kwargs)
         target, _, text = (_rewrite or "").partition("=")
         if _rewrite and os.fspath(path) == target:

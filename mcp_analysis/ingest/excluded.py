@@ -1,0 +1,75 @@
+"""The paths `add`, `sync` and a folder watcher never read as documents, each with its reason.
+
+The server's own files: the knowledge base's folder (its files change with every write, so a
+watcher following them would re-add them forever), the configuration file in use and the
+bearer tokens file (they hold `sessions.secret`, encryption keys, tokens, a Redis URL with its
+password), and the sessions folder (hibernated sessions). One list for every way in, so no
+reader special-cases one of them; one that lies inside a folder being added or watched is
+named in a warning on stderr.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mcp_analysis.paths import data_home, is_local_path
+
+if TYPE_CHECKING:
+    from mcp_analysis.config import Settings
+
+log = logging.getLogger(__name__)
+
+OWN_FOLDER = "the knowledge base's own folder"
+
+
+def _real(path: str | os.PathLike[str]) -> Path:
+    return Path(os.path.realpath(Path(path).expanduser()))
+
+
+@dataclass(frozen=True)
+class Excluded:
+    """Real paths (a folder covers everything under it) and why each is never read."""
+
+    entries: tuple[tuple[Path, str], ...] = ()
+
+    def why(self, path: str | os.PathLike[str]) -> str | None:
+        """The reason `path` (resolved: a link to one of them is one of them) is never read, else None."""
+        return self.covers(_real(path))
+
+    def covers(self, real: Path) -> str | None:
+        """`why` for a path known to be real (no link in it), without resolving it again."""
+        for where, reason in self.entries:
+            if real == where or real.is_relative_to(where):
+                return reason
+        return None
+
+    def warn_inside(self, folders: Iterable[str | os.PathLike[str]], doing: str) -> None:
+        """Name, on stderr, each entry inside one of `folders` (`doing`: "added", "watched")."""
+        reals = [_real(f) for f in folders]
+        for where, reason in self.entries:
+            folder = next((f for f in reals if where != f and where.is_relative_to(f)), None)
+            if folder is not None:
+                log.warning(
+                    "%s lies inside the %s folder %s: it is %s, never read as a document", where, doing, folder, reason
+                )
+
+
+def excluded_paths(settings: Settings, db_path: str | os.PathLike[str] | None = None) -> Excluded:
+    """The paths `settings` make the server's own: its knowledge base (`db_path`, default `settings.db`),
+    configuration file, tokens file and sessions folder."""
+    entries: list[tuple[Path, str]] = []
+    db = os.fspath(db_path if db_path is not None else settings.db)
+    if is_local_path(db):
+        entries.append((_real(db), OWN_FOLDER))
+    if settings.config_file is not None:
+        entries.append((_real(settings.config_file), "the configuration file in use (it may hold secrets)"))
+    if settings.server.tokens_file is not None:
+        entries.append((_real(settings.server.tokens_file), "the bearer tokens file (server.tokens_file)"))
+    sessions = settings.sessions.dir or data_home() / "sessions"
+    entries.append((_real(sessions), "the folder of hibernated sessions (sessions.dir)"))
+    return Excluded(tuple(entries))

@@ -1,0 +1,261 @@
+"""Ways out of a folder added, synced or watched, and the server's own files, through the real command line.
+
+A link dropped into a folder (to an outside file or folder, made before `sync` or while
+`serve --watch` runs) is refused and named, never followed: nothing outside the folders becomes
+a document. The configuration file in use, the tokens file and the sessions folder lying inside
+the folder are never read and are named in a warning. A watched folder deleted (or replaced) and
+made again is followed again. Every wait is a poll against a deadline, never a fixed sleep.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from mcp_analysis.corpus import KnowledgeBase
+from tests.conftest import REPO, make_settings, run_cli
+from tests.mcp_helpers import HttpServer, http_server
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(900)]
+
+DEADLINE = 90.0  # seconds; generous for a loaded machine, only reached when something is broken
+SECRET = "The vault code is 4711, never to be ingested."
+
+
+def note(path: Path, title: str, body: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"# {title}\n\n{body}\n")
+    return path
+
+
+def outside(place: Path) -> tuple[Path, Path]:
+    """A secret file and a private folder beside the folders under test."""
+    secret = note(place / "outside" / "secret.md", "Secret", SECRET)
+    private = place / "outside" / "private"
+    note(private / "inside.md", "Private", "A private note about the vault.")
+    return secret, private
+
+
+async def uris(db: Path) -> set[str]:
+    kb = await KnowledgeBase.open(make_settings(db))
+    try:
+        return {m.uri for m in await kb.store.all_meta()}
+    finally:
+        await kb.close()
+
+
+def test_sync_refuses_links_out_of_the_folder_and_names_them(tmp_path: Path) -> None:
+    secret, private = outside(tmp_path)
+    folder, db = tmp_path / "folder", tmp_path / "kb.lancedb"
+    good = note(folder / "good.md", "Good", "The lighthouse keeper counts albatrosses.")
+    (folder / "link.md").symlink_to(secret)
+    (folder / "away").symlink_to(private)
+    (folder / "again.md").symlink_to(good)  # a link inside: good.md is its document, read once
+    env = {"XDG_DATA_HOME": str(tmp_path / "data")}
+
+    result = run_cli("--db", str(db), "sync", str(folder), "--json", env=env)
+    assert anyio.run(uris, db) == {good.as_uri()}  # neither the secret nor the private note
+    assert result.returncode == 1, result.stderr  # the refused links are reported as failures
+    failed = dict(json.loads(result.stdout)["failed"])
+    assert set(failed) == {str(folder / "link.md"), str(folder / "away")}, failed
+    assert "a symbolic link to a file outside" in failed[str(folder / "link.md")]
+    assert "a symbolic link to a folder outside" in failed[str(folder / "away")]
+
+    (folder / "link.md").unlink()
+    (folder / "away").unlink()
+    result = run_cli("--db", str(db), "sync", str(folder), env=env)
+    assert result.returncode == 0, result.stderr
+    assert "0 added, 0 replaced, 1 unchanged, 0 removed, 0 failed" in result.stdout
+    assert anyio.run(uris, db) == {good.as_uri()}
+
+
+def test_a_document_an_earlier_version_made_through_a_link_is_named(tmp_path: Path) -> None:
+    """Earlier versions stored a link's target under the target's uri; which document came through a
+    link was never recorded, so a sync names such a document (while the link is there) and keeps it."""
+    secret, _ = outside(tmp_path)
+    folder, db = tmp_path / "folder", tmp_path / "kb.lancedb"
+    note(folder / "good.md", "Good", "The lighthouse keeper counts albatrosses.")
+    env = {"XDG_DATA_HOME": str(tmp_path / "data")}
+    assert run_cli("--db", str(db), "add", str(secret), env=env).returncode == 0  # as the target was stored
+    (folder / "link.md").symlink_to(secret)
+    result = run_cli("--db", str(db), "sync", str(folder), env=env)
+    assert result.returncode == 1, result.stderr
+    told = " ".join(result.stderr.split())
+    assert f"{folder / 'link.md'} links to {secret.as_uri()}, a document of this knowledge base" in told
+    assert "mcp-analysis rm" in told
+    assert secret.as_uri() in anyio.run(uris, db)
+
+
+def test_a_link_named_on_the_add_command_line_is_followed(tmp_path: Path) -> None:
+    """The user's explicit choice: the link's target is added, under the target's own uri."""
+    secret, _ = outside(tmp_path)
+    (tmp_path / "link.md").symlink_to(secret)
+    env = {"XDG_DATA_HOME": str(tmp_path / "data")}
+    result = run_cli("--db", str(tmp_path / "kb.lancedb"), "add", str(tmp_path / "link.md"), env=env)
+    assert result.returncode == 0, result.stderr
+    assert anyio.run(uris, tmp_path / "kb.lancedb") == {secret.as_uri()}
+
+
+def run_in(folder: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The command line run from `folder` (where the default config file mcp-analysis.yaml is read)."""
+    environment = {**os.environ, **env, "PYTHONPATH": str(REPO)}
+    environment.pop("MCP_ANALYSIS_CONFIG", None)
+    return subprocess.run(
+        [sys.executable, "-m", "mcp_analysis", *args],
+        cwd=folder,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_the_servers_own_files_in_the_folder_are_never_documents(tmp_path: Path) -> None:
+    folder, db = tmp_path / "work", tmp_path / "kb"
+    notes = note(folder / "notes.md", "Notes", "The quarterly plan.")
+    (folder / "mcp-analysis.yaml").write_text(
+        "sessions:\n"
+        "  secret: secret-token-signing-key-0123456789\n"
+        "  encryption_key: secret-token-encryption-0123456789\n"
+        "  dir: sessions\n"
+        "server:\n"
+        "  tokens_file: tokens.yaml\n"
+    )
+    (folder / "tokens.yaml").write_text(
+        "tokens:\n  - name: alice\n    token: secret-token-of-alice-0123456789\n    filter: \"uri LIKE '%'\"\n"
+    )
+    note(folder / "sessions" / "kept.md", "Session", "A hibernated session's secret token.")
+    env = {"XDG_DATA_HOME": str(tmp_path / "data")}
+
+    for command in (["sync", "."], ["add", "."]):
+        result = run_in(folder, "--db", "../kb", *command, env=env)
+        assert anyio.run(uris, db) == {notes.as_uri()}, command
+        assert result.returncode == 0, result.stderr
+        told = " ".join(result.stderr.split())
+        for name, why in (
+            ("mcp-analysis.yaml", "the configuration file in use"),
+            ("tokens.yaml", "the bearer tokens file (server.tokens_file)"),
+            ("sessions", "the folder of hibernated sessions (sessions.dir)"),
+        ):
+            assert f"{folder / name} lies inside the" in told and why in told, (command, told)
+
+
+# --- serve --watch: one server for the module, two watched folders ----------------------------
+
+
+@pytest.fixture(scope="module")
+def place(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("escapes")
+
+
+@pytest.fixture(scope="module")
+def server(place: Path) -> Iterator[HttpServer]:
+    note(place / "linked" / "start.md", "Start", "Present at start: the okapi.")
+    note(place / "comes-and-goes" / "first.md", "First", "Present at start: the narwhal.")
+    env = {
+        "XDG_DATA_HOME": str(place / "data"),
+        "MCP_ANALYSIS_WATCH__SETTLE_SECONDS": "0.5",
+    }
+    folders = ("--watch", str(place / "linked"), "--watch", str(place / "comes-and-goes"))
+    with http_server(place / "kb.lancedb", *folders, env=env, log_dir=place) as running:
+        yield running
+
+
+async def eventually(check: Callable[[], Awaitable[Any]], what: str) -> Any:
+    try:
+        with anyio.fail_after(DEADLINE):
+            while True:
+                value = await check()
+                if value:
+                    return value
+                await anyio.sleep(0.2)
+    except TimeoutError:
+        raise AssertionError(f"not within {DEADLINE:g} s: {what}") from None
+
+
+async def listed(server: HttpServer) -> set[str]:
+    async with server.client() as client:
+        documents = (await client.call_tool("list_documents", {})).structured_content["documents"]
+    return {d["uri"] for d in documents}
+
+
+def logged(server: HttpServer, text: str) -> Callable[[], Awaitable[bool]]:
+    async def check() -> bool:
+        return text in " ".join(server.log.read_text(errors="replace").split())
+
+    return check
+
+
+async def test_links_made_while_watching_are_refused_and_named(server: HttpServer, place: Path) -> None:
+    folder = place / "linked"
+    await eventually(lambda: _has(server, folder / "start.md"), "the start-up mirror")
+    secret, private = outside(place)
+    (folder / "link.md").symlink_to(secret)
+    (folder / "away").symlink_to(private)
+    marker = note(folder / "marker.md", "Marker", "After the links.")
+    await eventually(lambda: _has(server, marker), "a marker")
+    note(private / "later.md", "Later", "Written into the linked folder while it is linked.")
+    second = note(folder / "second-marker.md", "Marker", "After a file written through the link.")
+    await eventually(lambda: _has(server, second), "a second marker")
+    found = await listed(server)
+    assert not [uri for uri in found if "/outside/" in uri], found
+    await eventually(logged(server, f"could not add {folder / 'link.md'}: a symbolic link to a file outside"), "link")
+    await eventually(logged(server, f"could not add {folder / 'away'}: a symbolic link to a folder outside"), "away")
+
+
+async def test_a_watched_folder_deleted_and_made_again_is_followed_again(server: HttpServer, place: Path) -> None:
+    folder = place / "comes-and-goes"
+    await eventually(lambda: _has(server, folder / "first.md"), "the start-up mirror")
+    shutil.rmtree(folder)
+    await eventually(lambda: _lacks(server, folder / "first.md"), "a gone folder's documents go")
+    await eventually(logged(server, f"watched folder {folder} is gone; waiting for it"), "the folder noticed gone")
+    second = note(folder / "second.md", "Second", "Made again: the axolotl.")
+    await eventually(lambda: _has(server, second), "the folder made again is mirrored")
+    third = note(folder / "third.md", "Third", "Later: a quokka.")
+    await eventually(lambda: _has(server, third), "then followed")
+    await eventually(logged(server, f"{folder} is back; mirroring it"), "the folder noticed back")
+
+    fresh = place / "fresh"  # rsync --delete-after style: a new folder renamed over the old one
+    fourth = note(fresh / "fourth.md", "Fourth", "Replaced whole: a pangolin.")
+    folder.rename(place / "old")
+    fresh.rename(folder)
+    await eventually(lambda: _has(server, folder / fourth.name), "the replacing folder is mirrored")
+    await eventually(lambda: _lacks(server, second), "the replaced folder's documents go")
+    fifth = note(folder / "fifth.md", "Fifth", "Then: a kiwi.")
+    await eventually(lambda: _has(server, fifth), "and followed")
+    note(place / "old" / "sixth.md", "Sixth", "Written into the folder renamed away.")
+    seventh = note(folder / "seventh.md", "Seventh", "A marker.")
+    await eventually(lambda: _has(server, seventh), "a marker")
+    assert (place / "old" / "sixth.md").as_uri() not in await listed(server)
+    assert (folder / "sixth.md").as_uri() not in await listed(server)
+
+
+async def _has(server: HttpServer, path: Path) -> bool:
+    return path.as_uri() in await listed(server)
+
+
+async def _lacks(server: HttpServer, path: Path) -> bool:
+    return path.as_uri() not in await listed(server)
+
+
+def test_the_settle_check_never_walks_a_link(tmp_path: Path) -> None:
+    """A linked folder's files never count in whether a path held still (nor are they stat-ed)."""
+    from mcp_analysis.watch.follow import signature
+
+    _, private = outside(tmp_path)
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "away").symlink_to(private)
+    before = (signature(folder), signature(folder / "away"))
+    note(private / "later.md", "Later", "Written through nothing: beside the link's target.")
+    assert (signature(folder), signature(folder / "away")) == before
