@@ -54,7 +54,7 @@ def convert(source: Source) -> Converted:
     with book:
         for meta in book.sheets_metadata:
             extent = extents.get(meta.name)
-            if extent is not None and extent.cells > cells_left:
+            if extent is not None and (extent.problem or extent.cells > cells_left):
                 result.warnings.append(_too_large(source, meta.name, extent, cells_left))
                 continue
             try:
@@ -99,7 +99,13 @@ def _extents(source: Source) -> dict[str, Extent]:
 
 
 def _too_large(source: Source, name: str, extent: Extent, cells_left: int) -> str:
-    """One sheet too large to hold: named with its extent and the setting, the other sheets still go in."""
+    """One sheet too large to hold (or that cannot be measured): named with its extent and the setting,
+    the other sheets still go in."""
+    if extent.problem:
+        return (
+            f"sheet {name!r} could not be read: {extent.problem}, so the size of its grid cannot be measured "
+            "before it is read; correct the sheet (or save it again from a spreadsheet program) and add the file again"
+        )
     limit = limit_error(source.limits, "max_table_cells", f"{extent.cells:,} cells")
     left = "" if cells_left == source.limits.max_table_cells else f" ({cells_left:,} left after the sheets before it)"
     return (
