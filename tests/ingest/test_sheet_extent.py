@@ -100,6 +100,7 @@ def test_markup_in_comments_and_inside_a_cell_does_not_move_the_rows() -> None:
 
 
 def test_a_doctype_makes_the_sheet_unmeasurable() -> None:
-    xml = b'<!DOCTYPE w [<!ENTITY a "aaaa">]><worksheet><sheetData><row r="1"><c><v>&a;</v></c></row></sheetData></worksheet>'
+    doctype = b'<!DOCTYPE w [<!ENTITY a "aaaa">]>'
+    xml = doctype + sheet('<c r="A1"><v>&a;</v></c>')
     extent = measure(archive(xml), PART)
     assert extent is not None and extent.problem and "DOCTYPE" in extent.problem
