@@ -1,8 +1,8 @@
 """A conversion worker: a child process that reads and converts files, one at a time, under bounds.
 
 Started by pool.py as ``python -m mcp_analysis.ingest.worker READ_FD WRITE_FD``; pickled messages
-over two pipes (stdout is pointed at stderr, so a library's stray print can never reach a stdout
-that is an MCP wire):
+over two pipes (stdout is pointed at stderr, which the parent reads, so a library's stray print can
+never reach a stdout that is an MCP wire, nor a native backtrace the host's log):
 
     parent                          child
     ("start", limits, chunk_tokens)  ("ready",)                        after importing the parsers once
@@ -11,7 +11,8 @@ that is an MCP wire):
     ("drop",)                        nothing: forget the bytes read
 
 `kind` is "refused" (the file cannot be used; the message says why), "memory" (the file needed
-more than `max_memory_mb`; the worker exits after saying so) or "failed" (a parser bug). The
+more than `max_memory_mb`; the worker exits after saying so), "panic" (a Rust library panicked; the
+worker exits after saying so) or "failed" (a parser bug). The
 worker's private memory is capped (RLIMIT_DATA) at what it held after start-up plus
 `max_memory_mb`, and its CPU time per file (RLIMIT_CPU) at `max_seconds`: the parent also
 watches the wall clock and the resident size, and kills the worker past either.
@@ -168,6 +169,15 @@ def serve(inbox: Connection, outbox: Connection, worker: _Worker) -> None:
         except Exception as exc:  # a parser bug on one file must not end the others
             log.debug("Conversion failed", exc_info=True)
             outbox.send(("error", "failed", f"{type(exc).__name__}: {exc}"))
+        except BaseException as exc:
+            if type(exc).__name__ != "PanicException":
+                raise
+            # A Rust library panicked (pyo3 raises it as a BaseException): its state may be broken, so this
+            # worker says why in one line and ends; the next file gets a fresh one.
+            log.debug("A native parser panicked", exc_info=True)
+            worker.pending = None
+            outbox.send(("error", "panic", " ".join(str(exc).split())[:200]))
+            return
 
 
 def main(argv: list[str]) -> None:
