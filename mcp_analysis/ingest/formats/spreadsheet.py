@@ -16,8 +16,8 @@ from typing import Any
 
 from docling_core.types.doc import DoclingDocument
 
-from mcp_analysis.errors import IngestError, IngestLimitError
-from mcp_analysis.ingest.formats.base import BoundedZip, Converted, Source, limit_error
+from mcp_analysis.errors import IngestError
+from mcp_analysis.ingest.formats.base import Converted, Source, limit_error
 from mcp_analysis.ingest.formats.cells import CsvLines, add_rows_table, cell_text
 from mcp_analysis.ingest.formats.office import (
     another_kind,
@@ -27,7 +27,7 @@ from mcp_analysis.ingest.formats.office import (
     is_encrypted_ooxml,
     reason,
 )
-from mcp_analysis.ingest.formats.sheet_extent import Extent, measure, sheet_parts
+from mcp_analysis.ingest.formats.sheet_screen import screen
 
 SUFFIXES = (".xlsx", ".xlsm", ".xls", ".ods")
 
@@ -38,9 +38,9 @@ def convert(source: Source) -> Converted:
     if is_encrypted_ooxml(source.data) or is_encrypted_odf(source.data):
         raise IngestError(encrypted_message("workbook"))
     check_unpacked(source)
-    extents = _extents(source)
+    screened = screen(source)
     try:
-        book = calamine.CalamineWorkbook.from_filelike(io.BytesIO(source.data))
+        book = calamine.CalamineWorkbook.from_filelike(io.BytesIO(screened.data))
     except calamine.PasswordError:
         raise IngestError(encrypted_message("workbook")) from None
     except calamine.CalamineError as exc:
@@ -53,9 +53,8 @@ def convert(source: Source) -> Converted:
     cells_left = source.limits.max_table_cells
     with book:
         for meta in book.sheets_metadata:
-            extent = extents.get(meta.name)
-            if extent is not None and (extent.problem or extent.cells > cells_left):
-                result.warnings.append(_too_large(source, meta.name, extent, cells_left))
+            if meta.name in screened.refused:
+                result.warnings.append(screened.refused[meta.name])
                 continue
             try:
                 sheet = book.get_sheet_by_name(meta.name)
@@ -78,40 +77,6 @@ def convert(source: Source) -> Converted:
         detail = "; ".join(result.warnings) or "every sheet is empty"
         raise IngestError(f"no sheet could be read ({detail})")
     return result
-
-
-def _extents(source: Source) -> dict[str, Extent]:
-    """Each worksheet's extent, for an OOXML workbook (an .xls grid is at most 65,536 x 256 cells)."""
-    if not source.data.startswith(b"PK"):
-        return {}
-    found: dict[str, Extent] = {}
-    try:
-        archive = BoundedZip(source)
-        for name, part in sheet_parts(archive).items():
-            extent = measure(archive, part)
-            if extent is not None:
-                found[name] = extent
-    except IngestLimitError:
-        raise
-    except IngestError:  # a damaged archive or part: calamine says what it makes of it, sheet by sheet
-        pass
-    return found
-
-
-def _too_large(source: Source, name: str, extent: Extent, cells_left: int) -> str:
-    """One sheet too large to hold (or that cannot be measured): named with its extent and the setting,
-    the other sheets still go in."""
-    if extent.problem:
-        return (
-            f"sheet {name!r} could not be read: {extent.problem}, so the size of its grid cannot be measured "
-            "before it is read; correct the sheet (or save it again from a spreadsheet program) and add the file again"
-        )
-    limit = limit_error(source.limits, "max_table_cells", f"{extent.cells:,} cells")
-    left = "" if cells_left == source.limits.max_table_cells else f" ({cells_left:,} left after the sheets before it)"
-    return (
-        f"sheet {name!r} could not be read: its cells span {extent.rows:,} rows x {extent.columns:,} columns "
-        f"({limit}){left}; if most of them are empty, delete the stray cells far from the data"
-    )
 
 
 def _sheet_lines(sheet: Any, name: str, source: Source, cells_left: int) -> tuple[list[str], int]:
