@@ -12,15 +12,13 @@ A table too large is cut out of content.xml (`without_tables`) so the others are
 
 from __future__ import annotations
 
-import io
-import zipfile
 from dataclasses import dataclass, field
 from typing import Any
 from xml.parsers import expat
 from xml.sax.saxutils import quoteattr
 
 from mcp_analysis.ingest.formats.base import MB, BoundedZip
-from mcp_analysis.ingest.formats.sheet_extent import GRID_COLUMNS, GRID_ROWS, Extent
+from mcp_analysis.ingest.formats.sheet_extent import GRID_COLUMNS, GRID_ROWS, Extent, repack
 
 CONTENT = "content.xml"
 _CELLS = ("table:table-cell", "table:covered-table-cell")
@@ -201,9 +199,4 @@ def without_tables(archive: BoundedZip, tables: list[OdsTable]) -> bytes:
         pieces += [content[at : table.start], f"<table:table table:name={quoteattr(table.name)}/>".encode()]
         at = close
     pieces.append(content[at:])
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as packed:
-        for info in archive.archive.infolist():
-            data = b"".join(pieces) if info.filename == CONTENT else archive.read(info.filename)
-            packed.writestr(info, data, compress_type=info.compress_type)
-    return buffer.getvalue()
+    return repack(archive, {CONTENT: b"".join(pieces)})

@@ -16,8 +16,10 @@ calamine only uses it to reserve at most 100,000 cells.
 
 from __future__ import annotations
 
+import io
 import posixpath
 import re
+import zipfile
 from dataclasses import dataclass
 from typing import Any
 from xml.etree import ElementTree
@@ -67,6 +69,16 @@ def sheet_parts(archive: BoundedZip) -> dict[str, str]:
             path = target.lstrip("/") if target.startswith("/") else posixpath.normpath(posixpath.join("xl", target))
             parts[str(sheet.get("name"))] = path
     return parts
+
+
+def repack(archive: BoundedZip, replace: dict[str, bytes]) -> bytes:
+    """The archive again, its members in order, with the parts in `replace` changed (for calamine to read)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as packed:
+        for info in archive.archive.infolist():
+            data = replace[info.filename] if info.filename in replace else archive.read(info.filename)
+            packed.writestr(info, data, compress_type=info.compress_type)
+    return buffer.getvalue()
 
 
 def position(ref: str) -> tuple[int, int | None]:

@@ -27,6 +27,7 @@ from mcp_analysis.ingest.formats.office import (
     is_encrypted_ooxml,
     reason,
 )
+from mcp_analysis.ingest.formats.sheet_repair import reread
 from mcp_analysis.ingest.formats.sheet_screen import screen
 
 SUFFIXES = (".xlsx", ".xlsm", ".xls", ".ods")
@@ -57,7 +58,7 @@ def convert(source: Source) -> Converted:
                 result.warnings.append(screened.refused[meta.name])
                 continue
             try:
-                sheet = book.get_sheet_by_name(meta.name)
+                sheet = _read_sheet(book, meta.name, source)
                 lines, columns = _sheet_lines(sheet, meta.name, source, cells_left)
             except IngestError:
                 raise
@@ -77,6 +78,21 @@ def convert(source: Source) -> Converted:
         detail = "; ".join(result.warnings) or "every sheet is empty"
         raise IngestError(f"no sheet could be read ({detail})")
     return result
+
+
+def _read_sheet(book: Any, name: str, source: Source) -> Any:
+    """The sheet from calamine; if calamine refuses a cell of it, from a mended copy (sheet_repair.py)."""
+    import python_calamine as calamine
+
+    try:
+        return book.get_sheet_by_name(name)
+    except calamine.WorksheetNotFound:
+        raise
+    except calamine.CalamineError:
+        sheet = reread(source, name)
+        if sheet is None:
+            raise
+        return sheet
 
 
 def _sheet_lines(sheet: Any, name: str, source: Source, cells_left: int) -> tuple[list[str], int]:
