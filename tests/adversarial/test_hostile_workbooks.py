@@ -12,6 +12,8 @@ serves every check (module-scoped).
 from __future__ import annotations
 
 import json
+import os
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from subprocess import CompletedProcess
@@ -112,3 +114,30 @@ def test_numbers_written_with_spaces_are_read_as_numbers(added: Added) -> None:
     assert added.notes("quakes.xlsx") == []
     quakes = anyio.run(_contents, added.db)["quakes.xlsx"]
     assert "## quakes" in quakes and "-20.21" in quakes and "4.21" in quakes
+
+
+PANIC_HOOK = Path(__file__).resolve().parent / "panic_hook"
+
+
+def test_a_native_panic_costs_its_file_alone_in_one_line_and_a_fresh_worker_reads_the_next(tmp_path: Path) -> None:
+    """No workbook found makes calamine 0.37 panic, so panic_hook/ raises pyo3's real PanicException where
+    calamine would: the worker says why in one line and ends (a panicked library may be left in any
+    state); the next file is read by a fresh one, and no traceback reaches stderr."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    books.xlsx(folder / "a-panics.xlsx", [("PANIC-MARKER", books.GOOD_ROWS)], compression=zipfile.ZIP_STORED)
+    books.xlsx(folder / "b-after.xlsx", [("Data", books.GOOD_ROWS)])
+    hook = os.pathsep.join(filter(None, [str(PANIC_HOOK), os.environ.get("PYTHONPATH")]))
+    env = {"PYTHONPATH": hook, "MCP_ANALYSIS_TEST_PANIC": "PANIC-MARKER"}
+
+    result = run_cli("--db", str(tmp_path / "kb.lancedb"), "add", str(folder), "--json", env=env)
+
+    report = json.loads(result.stdout)
+    assert [Path(uri).name for uri in report["added"]] == ["b-after.xlsx"], result.stderr
+    ((path, reason),) = report["skipped"]
+    assert Path(path).name == "a-panics.xlsx"
+    assert reason == (
+        "its converter failed inside a native parser (index out of bounds: the len is 3 but the index is 7); "
+        "the file is damaged or hostile"
+    )
+    assert "Traceback" not in result.stderr and "PanicException" not in result.stderr, result.stderr

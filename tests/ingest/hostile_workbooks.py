@@ -19,7 +19,7 @@ GOOD_ROWS = (
 )
 
 
-def xlsx(path: Path, sheets: list[tuple[str, str]]) -> Path:
+def xlsx(path: Path, sheets: list[tuple[str, str]], compression: int = zipfile.ZIP_DEFLATED) -> Path:
     """A workbook of `sheets` (name, the XML inside <sheetData>), nothing more than calamine and Excel need."""
     overrides = "".join(
         f'<Override PartName="/xl/worksheets/sheet{i}.xml" ContentType="{_SHEET_TYPE}"/>'
@@ -44,7 +44,7 @@ def xlsx(path: Path, sheets: list[tuple[str, str]]) -> Path:
         f'<Relationship Id="rId{i}" Type="{_DOC_RELS}/worksheet" Target="worksheets/sheet{i}.xml"/>'
         for i in range(1, len(sheets) + 1)
     )
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as packed:
+    with zipfile.ZipFile(path, "w", compression) as packed:
         packed.writestr("[Content_Types].xml", types)
         packed.writestr("_rels/.rels", root)
         packed.writestr("xl/workbook.xml", book)
