@@ -2,20 +2,23 @@
 
 A sheet too large for `ingest.max_table_cells` (all sheets of the file together, in order), or
 that cannot be measured, is refused by name with a warning, and the other sheets still go in.
-An .xlsx sheet is simply not asked for; an .ods is read whole when it is opened, so a refused
-table is first left empty in the bytes calamine gets (ods_extent.without_tables). An .xls is
-not measured: calamine reads its cell records as they come (a record's column is 16 bits), and
-a grid it cannot allocate ends the conversion worker, which reports it for that file alone.
+An .xlsx sheet is simply not asked for; an .ods or .xls is read whole when it is opened, so a
+refused sheet is first emptied in the bytes calamine gets (ods_extent.without_tables,
+xls_extent.neutralised). An .xls whose compound file this reader cannot follow goes to calamine
+as it is: a grid it then cannot allocate ends the conversion worker, which reports it for that
+file alone.
 """
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 
 from mcp_analysis.errors import IngestError, IngestLimitError
 from mcp_analysis.ingest.formats.base import BoundedZip, Source, limit_error
 from mcp_analysis.ingest.formats.ods_extent import CONTENT, OdsTable, measure_ods, without_tables
 from mcp_analysis.ingest.formats.sheet_extent import Extent, measure, sheet_parts
+from mcp_analysis.ingest.formats.xls_extent import MAGIC, Unreadable, XlsSheet, measure_xls, neutralised
 
 _STRAY = "if most of them are empty, delete the stray cells far from the data"
 _REPEATED = "a cell or row repeated across the grid (number-columns-repeated, number-rows-repeated) makes them"
@@ -29,6 +32,8 @@ class Screened:
 
 def screen(source: Source) -> Screened:
     """The sheets to refuse before calamine reads the file, and the bytes it reads."""
+    if source.data.startswith(MAGIC):
+        return _screen_xls(source)
     if not source.data.startswith(b"PK"):
         return Screened(source.data)
     try:
@@ -72,6 +77,30 @@ def _screen_ods(source: Source, archive: BoundedZip) -> Screened:
             continue
         cut.append(table)
     return Screened(without_tables(archive, cut) if cut else source.data, refused)
+
+
+def _screen_xls(source: Source) -> Screened:
+    try:
+        sheets, stream = measure_xls(source.data)
+    except (Unreadable, struct.error, IndexError, UnicodeDecodeError):
+        return Screened(source.data)
+    refused: dict[str, str] = {}
+    cut: list[XlsSheet] = []
+    left = source.limits.max_table_cells
+    for sheet in sheets:
+        if sheet.cells <= left:
+            left -= sheet.cells
+            continue
+        cut.append(sheet)
+        if sheet.extent.cells >= sheet.reserve:
+            refused[sheet.name] = too_large(source, sheet.name, sheet.extent, sheet.cells, left, _STRAY)
+        else:  # calamine reserves what the record declares, whatever the sheet holds
+            declared = limit_error(source.limits, "max_table_cells", f"{sheet.reserve:,} cells")
+            refused[sheet.name] = (
+                f"sheet {sheet.name!r} could not be read: its DIMENSIONS record declares {declared}; "
+                "save it again from a spreadsheet program"
+            )
+    return Screened(neutralised(source.data, cut, stream) if cut else source.data, refused)
 
 
 def too_large(source: Source, name: str, extent: Extent, cells: int, cells_left: int, hint: str) -> str:

@@ -74,6 +74,8 @@ def convert(source: Source) -> Converted:
             heading = doc.add_heading(text=meta.name, level=1)
             merged = _merged(sheet, lines, columns)
             result.tables.append(add_rows_table(doc, meta.name, lines, columns, parent=heading, merged=merged))
+    listed = {meta.name for meta in book.sheets_metadata}
+    result.warnings += [warning for name, warning in screened.refused.items() if name not in listed]
     if not doc.tables:
         detail = "; ".join(result.warnings) or "every sheet is empty"
         raise IngestError(f"no sheet could be read ({detail})")
