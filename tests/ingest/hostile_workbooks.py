@@ -145,3 +145,22 @@ def xls_far_record(path: Path, row: int = 0xFFFF, column: int = 0xFFFF) -> Path:
     data[at - 6 : at - 2] = struct.pack("<HH", row, column)
     path.write_bytes(bytes(data))
     return path
+
+
+def dates_past_the_last_day(path: Path) -> Path:
+    """A workbook (xlsxwriter) whose `Dates` sheet holds a real date and two numbers in date and duration
+    styles beyond 9999-12-31: -1e300 makes python-calamine's date conversion panic (chrono), 1e10
+    overflows Python's timedelta. Excel shows both as #####."""
+    import xlsxwriter
+
+    book = xlsxwriter.Workbook(str(path))
+    data = book.add_worksheet("Data")
+    data.write_row(0, 0, ["region", "revenue"])
+    data.write_row(1, 0, ["north", 120])
+    dates = book.add_worksheet("Dates")
+    dates.write(0, 0, "when")
+    dates.write_number(1, 0, 45_000, book.add_format({"num_format": "yyyy-mm-dd"}))
+    dates.write_number(2, 0, -1e300, book.add_format({"num_format": "yyyy-mm-dd"}))
+    dates.write_number(3, 0, 1e10, book.add_format({"num_format": "[h]:mm:ss"}))
+    book.close()
+    return path
