@@ -104,3 +104,9 @@ def test_a_doctype_makes_the_sheet_unmeasurable() -> None:
     xml = doctype + sheet('<c r="A1"><v>&a;</v></c>')
     extent = measure(archive(xml), PART)
     assert extent is not None and extent.problem and "DOCTYPE" in extent.problem
+
+
+def test_a_value_inside_an_inline_string_is_never_undone_by_a_later_child() -> None:
+    """calamine keeps `<is>` holding anything (even an empty `<v/>`) as a string: the far cell is in its grid."""
+    xml = sheet('<c r="A1"><v>1</v></c><c r="C1" t="inlineStr"><is><v/></is></c>')
+    assert measure(archive(xml), PART) == Extent(rows=1, columns=3)

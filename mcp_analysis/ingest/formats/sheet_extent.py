@@ -32,6 +32,22 @@ _RELATIONSHIP = "{http://schemas.openxmlformats.org/officeDocument/2006/relation
 _U32 = 0xFFFF_FFFF
 GRID_ROWS, GRID_COLUMNS = 1_048_576, 16_384  # a worksheet's grid ends at XFD1048576
 _SHORT_REF = re.compile(r"([A-Za-z]{0,6})([0-9]{1,9})", re.ASCII)  # no u32 wrap-around possible
+
+
+def _column_numbers() -> dict[str, int]:
+    """0-based column of every one- and two-letter column, in either case (the quick pass's lookups)."""
+    letters = [chr(c) for c in range(65, 91)]
+    names = letters + [a + b for a in letters for b in letters]
+    found = {}
+    for name in names:
+        number = 0
+        for letter in name:
+            number = number * 26 + ord(letter) - 64
+        found[name] = found[name.lower()] = number - 1
+    return found
+
+
+_COLUMNS = _column_numbers()
 # <v> types whose empty text calamine reads as an empty cell; any other type makes a value of it.
 _EMPTY_WHEN_BLANK = frozenset({None, "n", "s", "b", "e"})
 _NO_VALUE_IN_V = frozenset({"inlineStr", "is"})  # calamine ignores <v> in inline-string cells
@@ -158,14 +174,7 @@ class _Sheet:
                 self.in_v = False
                 return
             if self.valued:
-                row, column = self.cell
-                if row >= GRID_ROWS or column >= GRID_COLUMNS:
-                    raise _Unmeasurable(
-                        f"a cell with a value at row {row + 1:,}, column {column + 1:,} lies outside a worksheet's "
-                        "grid (its last cell is XFD1048576)"
-                    )
-                self.top, self.bottom = min(self.top, row), max(self.bottom, row)
-                self.left, self.right = min(self.left, column), max(self.right, column)
+                _include(self, *self.cell)
             self.cell = None
             self.column = (self.column + 1) & _U32
             return
@@ -202,30 +211,96 @@ def _no_doctype(*_args: Any) -> None:
     raise _Unmeasurable("its XML declares a DOCTYPE, which no worksheet has")
 
 
+class _NeedsRows(Exception):
+    """A cell without `r`: its place depends on the rows and cells before it (the full pass)."""
+
+
+class _Referenced:
+    """The quick pass, for a sheet whose every cell has `r` (what Excel, LibreOffice and most writers
+    write): a cell's place is then its reference alone, so start tags suffice (half the calls of
+    the full pass). Any <v> or <is> after a cell's start gives it a value: never less than calamine."""
+
+    def __init__(self) -> None:
+        self.cell: tuple[int, int] | None = None
+        self.cell_type: str | None = None
+        self.valued = False
+        self.top = self.left = 1 << 40
+        self.bottom = self.right = -1
+
+    def start(self, name: str, attrs: dict[str, str]) -> None:
+        if ":" in name:
+            name = name.split(":", 1)[1]
+        if name == "c":  # the hot path: once per cell, so comparisons here, no calls beyond the reference's
+            if self.valued:
+                self.close()
+            ref = attrs.get("r")
+            if ref is None:
+                raise _NeedsRows
+            short = _SHORT_REF.fullmatch(ref)
+            column = _COLUMNS.get(short.group(1)) if short else None
+            if short is None or column is None or short.group(2).lstrip("0") == "":
+                self.cell = _cell_of(ref)
+            else:
+                self.cell = (int(short.group(2)) - 1, column)
+            self.cell_type, self.valued = attrs.get("t"), False
+        elif (name == "is" or (name == "v" and self.cell_type not in _NO_VALUE_IN_V)) and self.cell is not None:
+            self.valued = True  # never reset by a later child: at most more cells than calamine, never fewer
+
+    def close(self) -> None:
+        if self.cell is not None and self.valued:
+            row, column = self.cell
+            if row < self.top or row > self.bottom or column < self.left or column > self.right:
+                _include(self, row, column)
+        self.cell = None
+        self.valued = False
+
+
+def _include(box: _Sheet | _Referenced, row: int, column: int) -> None:
+    """Grow `box` to a cell with a value; one past the grid's last cell makes the sheet unmeasurable."""
+    if row >= GRID_ROWS or column >= GRID_COLUMNS:
+        raise _Unmeasurable(
+            f"a cell with a value at row {row + 1:,}, column {column + 1:,} lies outside a worksheet's "
+            "grid (its last cell is XFD1048576)"
+        )
+    box.top, box.bottom = min(box.top, row), max(box.bottom, row)
+    box.left, box.right = min(box.left, column), max(box.right, column)
+
+
+def _parse(archive: BoundedZip, part: str, handlers: _Sheet | _Referenced) -> None:
+    parser = expat.ParserCreate()
+    parser.buffer_text = True
+    parser.StartElementHandler = handlers.start
+    parser.StartDoctypeDeclHandler = _no_doctype
+    if isinstance(handlers, _Sheet):
+        parser.EndElementHandler = handlers.end
+        parser.CharacterDataHandler = handlers.text
+    read = archive.chunks(part, MB)
+    while piece := read():
+        parser.Parse(piece, False)
+        if isinstance(handlers, _Sheet) and handlers.state == "after":
+            return
+    parser.Parse(b"", True)
+
+
 def measure(archive: BoundedZip, part: str) -> Extent | None:
     """The bounding box of the cells with a value in `part` (None: no such cell, or no such part);
     an Extent with a `problem` when the part cannot be measured."""
     if part not in archive.names():
         return None
-    sheet = _Sheet()
-    parser = expat.ParserCreate()
-    parser.buffer_text = True
-    parser.StartElementHandler = sheet.start
-    parser.EndElementHandler = sheet.end
-    parser.CharacterDataHandler = sheet.text
-    parser.StartDoctypeDeclHandler = _no_doctype
-    read = archive.chunks(part, MB)
+    budget = archive.left
+    box: _Sheet | _Referenced = _Referenced()
     try:
-        while piece := read():
-            parser.Parse(piece, False)
-            if sheet.state == "after":
-                break
-        else:
-            parser.Parse(b"", True)
+        try:
+            _parse(archive, part, box)
+            box.close()
+        except _NeedsRows:
+            archive.left = budget  # the part is read again from its start: its bytes count once
+            box = _Sheet()
+            _parse(archive, part, box)
     except _Unmeasurable as exc:
         return Extent(0, 0, str(exc))
     except expat.ExpatError as exc:
         return Extent(0, 0, f"its XML is not well-formed ({exc})")
-    if sheet.bottom < 0:
+    if box.bottom < 0:
         return None
-    return Extent(sheet.bottom - sheet.top + 1, sheet.right - sheet.left + 1)
+    return Extent(box.bottom - box.top + 1, box.right - box.left + 1)
