@@ -122,8 +122,11 @@ class ConversionWorker:
 
     def convert(self) -> PreparedFile:
         """Convert the bytes the last `read` got."""
-        prepared = self._request(("convert",), self.deadline)[1]
-        if self.baseline is not None and self.alive:
+        reply = self._request(("convert",), self.deadline)
+        prepared = reply[1]
+        if reply[2]:  # a native library panicked on this file and the worker ends: the next file gets a fresh one
+            self.stop()
+        elif self.baseline is not None and self.alive:
             grown = self._resident() - self.baseline
             if grown > self.limits.max_memory_mb * MB * _RECYCLE_FRACTION:
                 self.stop()  # give the memory back; the next file gets a fresh worker

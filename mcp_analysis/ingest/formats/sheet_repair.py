@@ -2,10 +2,13 @@
 
 calamine refuses a whole sheet for one cell it cannot parse: a number written with spaces
 around it (`<v> 41</v>`, as in readxl's datasets.xlsx, which Excel, LibreOffice and openpyxl
-read as 41), a number that is not one under `t="n"`, an unknown error code or cell type.
+read as 41), a number that is not one under `t="n"`, an unknown error code or cell type; and
+python-calamine fails on a number in a date or duration style beyond the last date (-1e300
+makes chrono panic, 1e10 overflows Python's timedelta), which Excel shows as ##### and keeps.
 Here the sheet's XML is mended the way those programs read it, and calamine reads the mended
 copy: spaces around a number are dropped, a `t="n"` value that is still no number is kept
-as its text, as are an unknown error code and an unknown type. Nothing else changes, and a
+as its text, as are an unknown error code and an unknown type, and a number past the last
+date loses its style. Nothing else changes, and a
 sheet that still fails is reported as before. (openpyxl would do it too, but is not a runtime
 dependency: this is a few substitutions on the one sheet that failed.)
 """
@@ -31,6 +34,8 @@ _TYPE = re.compile(rb"""(\st\s*=\s*)(["'])([^"']*)\2""")
 _ERRORS = frozenset(b"#DIV/0! #N/A #NAME? #NULL! #NUM! #REF! #VALUE! #GETTING_DATA".split())
 _KNOWN = frozenset({b"n", b"s", b"b", b"e", b"str", b"d", b"inlineStr", b"is"})
 _SPACE = b" \t\r\n"
+_STYLE = re.compile(rb"""\ss\s*=\s*(["'])[^"']*\1""")
+_LAST_DATE = 2_958_466  # 9999-12-31 is day 2,958,465: past it no program shows a date or duration
 
 
 _NUMBER = re.compile(rb"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?i:inf|infinity|nan)")
@@ -42,8 +47,10 @@ def _mend(match: re.Match[bytes]) -> bytes:
     t = kind.group(3) if kind else None
     if t in (None, b"n"):
         text = text.strip(_SPACE)
-        if t == b"n" and not _NUMBER.fullmatch(text):
+        if not _NUMBER.fullmatch(text):
             start = _TYPE.sub(b"", start, count=1)  # no type: calamine keeps what is not a number as text
+        elif abs(float(text)) >= _LAST_DATE:
+            start = _STYLE.sub(b"", start, count=1)  # no date or duration: a plain number, as Excel keeps it
     elif (t == b"e" and text not in _ERRORS) or t not in _KNOWN:
         start = _TYPE.sub(rb'\1"str"', start, count=1)
     return start + formula + open_v + text + close_v

@@ -17,6 +17,7 @@ from typing import Any
 from docling_core.types.doc import DoclingDocument
 
 from mcp_analysis.errors import IngestError
+from mcp_analysis.ingest.formats import native
 from mcp_analysis.ingest.formats.base import Converted, Source, limit_error
 from mcp_analysis.ingest.formats.cells import CsvLines, add_rows_table, cell_text
 from mcp_analysis.ingest.formats.office import (
@@ -58,8 +59,7 @@ def convert(source: Source) -> Converted:
                 result.warnings.append(screened.refused[meta.name])
                 continue
             try:
-                sheet = _read_sheet(book, meta.name, source)
-                lines, columns = _sheet_lines(sheet, meta.name, source, cells_left)
+                sheet, lines, columns = _read_sheet(book, meta.name, source, cells_left)
             except IngestError:
                 raise
             except calamine.WorksheetNotFound:
@@ -67,6 +67,12 @@ def convert(source: Source) -> Converted:
                 continue
             except Exception as exc:  # one sheet's failure never loses the others
                 result.warnings.append(f"sheet {meta.name!r} could not be read: {reason(exc)}")
+                continue
+            except BaseException as exc:  # a Rust panic (pyo3): this sheet is lost, not the others
+                if not native.is_panic(exc):
+                    raise
+                native.caught()
+                result.warnings.append(f"sheet {meta.name!r} could not be read: its reader failed ({reason(exc)})")
                 continue
             if not lines:
                 continue  # an empty sheet holds nothing to read
@@ -82,19 +88,27 @@ def convert(source: Source) -> Converted:
     return result
 
 
-def _read_sheet(book: Any, name: str, source: Source) -> Any:
-    """The sheet from calamine; if calamine refuses a cell of it, from a mended copy (sheet_repair.py)."""
+def _read_sheet(book: Any, name: str, source: Source, cells_left: int) -> tuple[Any, list[str], int]:
+    """The sheet from calamine, its lines and width; if calamine refuses a cell of it (a parse error,
+    a date out of range, a panic converting one), from a mended copy of its XML (sheet_repair.py)."""
     import python_calamine as calamine
 
     try:
-        return book.get_sheet_by_name(name)
-    except calamine.WorksheetNotFound:
+        sheet = book.get_sheet_by_name(name)
+        return sheet, *_sheet_lines(sheet, name, source, cells_left)
+    except (IngestError, calamine.WorksheetNotFound):
         raise
-    except calamine.CalamineError:
-        sheet = reread(source, name)
-        if sheet is None:
+    except (calamine.CalamineError, ArithmeticError, ValueError) as exc:
+        failed: BaseException = exc
+    except BaseException as exc:
+        if not native.is_panic(exc):
             raise
-        return sheet
+        native.caught()
+        failed = exc
+    sheet = reread(source, name)
+    if sheet is None:
+        raise failed
+    return sheet, *_sheet_lines(sheet, name, source, cells_left)
 
 
 def _sheet_lines(sheet: Any, name: str, source: Source, cells_left: int) -> tuple[list[str], int]:
