@@ -6,12 +6,14 @@ parsed here in pieces (expat, through BoundedZip, so it is bounded too) and posi
 calamine 0.37 positions cells (xlsx/cells_reader.rs, `get_row_column`): a reference is
 letters (either case, any number of them) then digits (leading zeros allowed), in u32
 arithmetic; a cell without one follows the previous cell of its row; a row's `r` sets the
-row, its end moves to the next one. A value past XFD1048576 (which no spreadsheet program
-writes; `ZZZZ2` is 475,254 columns wide) is refused too. Only cells that can hold a value count (a styled empty
-cell, `<c r="X9" s="1"/>`, is not in calamine's grid). What cannot be positioned that way
-(a reference calamine would not read, XML that is not well-formed, a DOCTYPE) makes the
-sheet unmeasurable: it is refused rather than guessed. `<dimension ref>` is not measured:
-calamine only uses it to reserve at most 100,000 cells.
+row, its end moves to the next one (comments and a cell's contents move nothing). When every
+cell has a reference (most writers), a quick pass reads start tags only. Only cells that can
+hold a value count (a styled empty cell, `<c r="X9" s="1"/>`, is not in calamine's grid); a
+doubtful one counts, so the measure is never below calamine's grid. A value past XFD1048576
+(which no spreadsheet program writes; `ZZZZ2` is 475,254 columns wide), a reference calamine
+would not read, XML that is not well-formed or a DOCTYPE make the sheet unmeasurable: it is
+refused rather than guessed. `<dimension ref>` is not measured: calamine only uses it to
+reserve at most 100,000 cells.
 """
 
 from __future__ import annotations
