@@ -67,3 +67,13 @@ def test_a_cut_table_is_empty_to_calamine_and_the_others_are_read(tmp_path: Path
 )
 def test_an_odd_cell_is_mended_as_spreadsheet_programs_read_it(cell: str, fixed: str) -> None:
     assert mended(cell.encode()) == fixed.encode()
+
+
+def test_a_file_of_countless_tables_is_refused_naming_the_setting(tmp_path: Path) -> None:
+    """Each table is a few bytes and an object here (and a sheet in calamine): their number is bounded."""
+    from mcp_analysis.errors import IngestLimitError
+    from mcp_analysis.ingest.limits import Limits
+
+    path = books.ods(tmp_path / "book.ods", [(f"T{n}", books.ODS_GOOD) for n in range(20)])
+    with pytest.raises(IngestLimitError, match=r"at least 11 sheets, over the limit of 10 \(raise ingest.max_items"):
+        measure_ods(BoundedZip(Source(path.read_bytes(), path.name, Limits(max_items=10))))

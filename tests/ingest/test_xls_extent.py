@@ -17,7 +17,7 @@ from tests.ingest import hostile_workbooks as books
 
 def test_sheets_are_measured_as_calamine_holds_them(tmp_path: Path) -> None:
     path = books.xls_far_record(tmp_path / "book.xls", row=40, column=200)
-    sheets, _stream = measure_xls(path.read_bytes())
+    sheets, _stream = measure_xls(Source(path.read_bytes(), path.name))
     book = calamine.CalamineWorkbook.from_path(str(path))
     for sheet in sheets:
         held = book.get_sheet_by_name(sheet.name)
@@ -28,7 +28,7 @@ def test_sheets_are_measured_as_calamine_holds_them(tmp_path: Path) -> None:
 def test_a_far_record_is_neutralised_and_the_other_sheets_are_read(tmp_path: Path) -> None:
     path = books.xls_far_record(tmp_path / "book.xls")
     data = path.read_bytes()
-    sheets, stream = measure_xls(data)
+    sheets, stream = measure_xls(Source(data, path.name))
     assert sheets[1].extent.cells == 65_536 * 65_536
     book = calamine.CalamineWorkbook.from_filelike(io.BytesIO(neutralised(data, [sheets[1]], stream)))
     assert book.get_sheet_by_name("Far").to_python() == []

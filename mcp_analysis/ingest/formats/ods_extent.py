@@ -17,7 +17,7 @@ from typing import Any
 from xml.parsers import expat
 from xml.sax.saxutils import quoteattr
 
-from mcp_analysis.ingest.formats.base import MB, BoundedZip
+from mcp_analysis.ingest.formats.base import MB, BoundedZip, Source, check_items
 from mcp_analysis.ingest.formats.sheet_extent import GRID_COLUMNS, GRID_ROWS, Extent, repack
 
 CONTENT = "content.xml"
@@ -58,6 +58,10 @@ class _Unmeasurable(Exception):
     pass
 
 
+class _TooMany(Exception):
+    pass
+
+
 def _count(value: str | None, what: str) -> int:
     if value is None:
         return 1
@@ -70,8 +74,9 @@ def _count(value: str | None, what: str) -> int:
 class _Content:
     """expat handlers following calamine's ods reader over content.xml."""
 
-    def __init__(self, parser: Any) -> None:
+    def __init__(self, parser: Any, max_tables: int) -> None:
         self.parser = parser
+        self.max_tables = max_tables
         self.tables: list[OdsTable] = []
         self.table: OdsTable | None = None
         self.depth = 0  # elements open inside the table
@@ -141,6 +146,8 @@ class _Content:
             table.end = self.parser.CurrentByteIndex
             self.tables.append(table)
             self.table = None
+            if len(self.tables) > self.max_tables:
+                raise _TooMany
             return
         self.depth -= 1
         if table.problem:
@@ -172,7 +179,7 @@ def measure_ods(archive: BoundedZip) -> list[OdsTable] | str:
     if CONTENT not in archive.names():
         return []  # calamine says what it makes of a file without one
     parser = expat.ParserCreate()
-    content = _Content(parser)
+    content = _Content(parser, archive.limits.max_items)
     parser.buffer_text = True
     parser.StartElementHandler = content.start
     parser.EndElementHandler = content.end
@@ -185,6 +192,8 @@ def measure_ods(archive: BoundedZip) -> list[OdsTable] | str:
         parser.Parse(b"", True)
     except _Unmeasurable as exc:
         return str(exc)
+    except _TooMany:
+        check_items(Source(b"", CONTENT, archive.limits), len(content.tables), "sheets")
     except expat.ExpatError as exc:
         return f"its content.xml is not well-formed XML ({exc})"
     return content.tables

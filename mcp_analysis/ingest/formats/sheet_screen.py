@@ -81,7 +81,7 @@ def _screen_ods(source: Source, archive: BoundedZip) -> Screened:
 
 def _screen_xls(source: Source) -> Screened:
     try:
-        sheets, stream = measure_xls(source.data)
+        sheets, stream = measure_xls(source)
     except (Unreadable, struct.error, IndexError, UnicodeDecodeError):
         return Screened(source.data)
     refused: dict[str, str] = {}

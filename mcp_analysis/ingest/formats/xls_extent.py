@@ -17,6 +17,7 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from mcp_analysis.ingest.formats.base import Source, check_items
 from mcp_analysis.ingest.formats.sheet_extent import Extent
 
 MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
@@ -25,6 +26,7 @@ _U32 = 0xFFFF_FFFF
 _BOF, _EOF, _DIMENSIONS, _BOUNDSHEET, _FORMULA, _STRING, _MULRK = 0x0809, 0x000A, 0x0200, 0x0085, 0x0006, 0x0207, 0x00BD
 # Records holding one cell at (row, column) in their first four bytes, as calamine pushes them.
 _CELLS = frozenset({0x0203, 0x0204, 0x00D6, 0x0205, 0x027E, 0x00FD})
+_MEASURED = _CELLS | {_DIMENSIONS, _FORMULA, _STRING, _MULRK}
 _SKIPPED = 0x0000  # a record type calamine's sheet loop ignores
 
 
@@ -37,7 +39,7 @@ class XlsSheet:
     name: str
     extent: Extent
     reserve: int  # cells a DIMENSIONS record makes calamine reserve
-    records: list[int]  # stream offsets of the records to neutralise if the sheet is refused
+    at: int  # where its records start in the Workbook stream
 
     @property
     def cells(self) -> int:
@@ -73,6 +75,8 @@ class _Compound:
             entries = struct.unpack_from(f"<{per + 1}I", data, self.offset(sector))
             fat_sectors += [s for s in entries[:per] if s < self.sectors]
             sector = entries[per]
+        # a FAT sector listed more than once (or past what the file's sectors need) adds nothing: bounded
+        fat_sectors = list(dict.fromkeys(fat_sectors))[: self.sectors // (self.size // 4) + 1]
         self.fat = [e for s in fat_sectors for e in struct.unpack_from(f"<{self.size // 4}I", data, self.offset(s))]
         self.cutoff = cutoff
         directory = self.read_chain(self.chain(first_dir, self.fat))
@@ -140,43 +144,46 @@ def _records(stream: bytes, at: int) -> Iterator[tuple[int, int, bytes]]:
         at += 4 + length
 
 
+def _own_records(stream: bytes, at: int) -> Iterator[tuple[int, int, bytes]]:
+    """The records of the sheet whose BOF is at `at`, up to its EOF, without those of the substreams
+    nested in it (embedded charts), as calamine reads them."""
+    depth, seen = 0, False
+    for offset, kind, data in _records(stream, at):
+        if depth:
+            depth += 1 if kind == _BOF else -1 if kind == _EOF else 0
+        elif kind == _BOF:
+            depth, seen = (1, seen) if seen else (0, True)
+        elif kind == _EOF:
+            return
+        elif kind in _MEASURED:
+            yield offset, kind, data
+
+
 def _sheet(stream: bytes, name: str, at: int) -> XlsSheet:
     top = left = 1 << 40
     bottom = right = -1
-    reserve, marked, depth, seen, formula = 0, [], 0, False, (0, 0)
+    reserve, formula = 0, (0, 0)
 
     def cell(row: int, column: int) -> None:
         nonlocal top, bottom, left, right
         top, bottom, left, right = min(top, row), max(bottom, row), min(left, column), max(right, column)
 
-    for offset, kind, data in _records(stream, at):
-        if depth:
-            depth += 1 if kind == _BOF else -1 if kind == _EOF else 0
-            continue
-        if kind == _BOF:
-            depth, seen = (1, seen) if seen else (0, True)
-        elif kind == _EOF:
-            break
-        elif kind == _DIMENSIONS and len(data) in (10, 14):
+    for _offset, kind, data in _own_records(stream, at):
+        if kind == _DIMENSIONS and len(data) in (10, 14):
             reserve = max(reserve, _reserve(data))
-            marked.append(offset)
         elif kind in _CELLS and len(data) >= 4:
             cell(*_position(data))
-            marked.append(offset)
         elif kind == _FORMULA and len(data) >= 4:
             formula = _position(data)
             cell(*formula)
-            marked.append(offset)
         elif kind == _STRING:
             cell(*formula)
-            marked.append(offset)
         elif kind == _MULRK and len(data) >= 6:
             row, first = _position(data)
             cell(row, first)
             cell(row, first + max(0, (len(data) - 6) // 6 - 1))
-            marked.append(offset)
     extent = Extent(bottom - top + 1, right - left + 1) if bottom >= 0 else Extent(0, 0)
-    return XlsSheet(name, extent, reserve, marked)
+    return XlsSheet(name, extent, reserve, at)
 
 
 def _reserve(data: bytes) -> int:
@@ -201,14 +208,15 @@ def _name(data: bytes) -> str:
     return text.replace("\0", "")
 
 
-def measure_xls(data: bytes) -> tuple[list[XlsSheet], Stream]:
+def measure_xls(source: Source) -> tuple[list[XlsSheet], Stream]:
     """Every sheet listed in the Workbook stream (calamine reads chart and macro sheets' cells too), measured."""
-    stream = _Compound(data).stream(("Workbook", "Book"))
+    stream = _Compound(source.data).stream(("Workbook", "Book"))
     sheets = []
     for _offset, kind, record in _records(stream.data, 0):
         if kind == _EOF:
             break
         if kind == _BOUNDSHEET and len(record) >= 6:
+            check_items(source, len(sheets) + 1, "sheets")
             sheets.append(_sheet(stream.data, _name(record), struct.unpack_from("<I", record)[0]))
     return sheets, stream
 
@@ -217,7 +225,7 @@ def neutralised(data: bytes, sheets: list[XlsSheet], stream: Stream) -> bytes:
     """The file with the cell and DIMENSIONS records of `sheets` given a type calamine skips."""
     out = bytearray(data)
     for sheet in sheets:
-        for offset in sheet.records:
+        for offset, _kind, _data in _own_records(stream.data, sheet.at):
             for byte, value in enumerate(struct.pack("<H", _SKIPPED)):
                 at = offset + byte
                 out[stream.pieces[at // stream.piece] + at % stream.piece] = value
