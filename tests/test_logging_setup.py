@@ -61,13 +61,17 @@ def test_debug_shows_the_library_tracebacks() -> None:
     assert "KeyError: 'word/document.xml'" in said
 
 
-def test_the_conversion_worker_logs_as_the_command_does(tmp_path: Path) -> None:
-    """The worker takes the command's level and format: `--log-level ERROR` silences a parser's warning."""
+def test_the_conversion_workers_lines_show_with_debug_only(tmp_path: Path) -> None:
+    """What a worker logs (a parser's warning) is the command's DEBUG output, in our format; without
+    --debug stderr holds our own lines only."""
     note = tmp_path / "cafe.md"
     note.write_bytes("# Café\n\nNaïve résumé.\n".encode("cp1252"))  # docling warns that it guessed cp1252
-    shown = run_cli("--db", str(tmp_path / "kb"), "add", str(note))
-    assert shown.returncode == 0, shown.stderr
-    assert " WARNING docling.utils.text_decoding: Document is not UTF-8" in shown.stderr  # our format
-    quiet = run_cli("--db", str(tmp_path / "kb2"), "--log-level", "ERROR", "add", str(note))
+    quiet = run_cli("--db", str(tmp_path / "kb"), "add", str(note))
     assert quiet.returncode == 0, quiet.stderr
     assert "docling" not in quiet.stderr
+    shown = run_cli("--debug", "--db", str(tmp_path / "kb2"), "add", str(note))
+    assert shown.returncode == 0, shown.stderr
+    worker = [line for line in shown.stderr.splitlines() if "docling.utils.text_decoding" in line]
+    assert worker, shown.stderr
+    assert " DEBUG   mcp_analysis.ingest.pool: conversion worker " in worker[0]
+    assert " WARNING docling.utils.text_decoding: Document is not UTF-8" in worker[0]  # the worker's own format

@@ -7,13 +7,20 @@ file is read and converted in a child process; the parent waits with a deadline
 start-up plus `ingest.max_memory_mb`), and kills it past either. A killed or crashed worker is
 replaced by a fresh one when the next file needs it; the parsers are imported once per worker,
 not once per file. The methods block: call them from a thread.
+
+A worker's stdout and stderr (a library's prints, a native parser's last words and Rust backtrace)
+never reach this process's stderr, which may be a host's log: they are read into a short tail,
+logged at DEBUG (`--debug` shows them), and the one telling line of a worker that died is put in
+the file's message.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -37,6 +44,10 @@ log = logging.getLogger(__name__)
 START_SECONDS = 300.0  # importing the parsers takes seconds, more on a loaded machine
 _POLL_SECONDS = 0.05
 _RECYCLE_FRACTION = 0.5  # a worker holding more than this share of max_memory_mb after a file is replaced
+_TAIL_LINES = 64  # a worker's last lines of output kept for the message of its death
+_LINE_BYTES = 4096  # a longer line is cut (a line without an end is read in pieces)
+_OUTPUT_SECONDS = 2.0  # how long a dead worker's last output is waited for
+_ALLOCATION = re.compile(r"memory allocation of (\d+) bytes failed")
 
 
 @dataclass(frozen=True)
@@ -67,12 +78,16 @@ class ConversionWorker:
                 [sys.executable, "-m", "mcp_analysis.ingest.worker", str(to_child_r), str(from_child_w), _log_level()],
                 pass_fds=(to_child_r, from_child_w),
                 stdin=subprocess.DEVNULL,
-                stdout=sys.stderr.fileno() if _has_fileno(sys.stderr) else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
                 env=env,
             )
         finally:
             os.close(to_child_r)
             os.close(from_child_w)
+        self._tail: collections.deque[str] = collections.deque(maxlen=_TAIL_LINES)
+        self._output = threading.Thread(target=self._drain, name=f"worker-{self.process.pid}-output", daemon=True)
+        self._output.start()
         self._watched: psutil.Process | None = None
         with contextlib.suppress(psutil.Error):
             self._watched = psutil.Process(self.process.pid)
@@ -101,13 +116,17 @@ class ConversionWorker:
         The file's wall clock starts here, once the worker is ready, and runs on through `convert`."""
         self._wait_ready()
         self.deadline = time.monotonic() + self.limits.max_seconds
+        self._tail.clear()  # what the worker says from here on is about this file
         reply = self._request(("read", path, name), self.deadline)
         return ReadReply(reply[1], reply[2], reply[3])
 
     def convert(self) -> PreparedFile:
         """Convert the bytes the last `read` got."""
-        prepared = self._request(("convert",), self.deadline)[1]
-        if self.baseline is not None and self.alive:
+        reply = self._request(("convert",), self.deadline)
+        prepared = reply[1]
+        if reply[2]:  # a native library panicked on this file and the worker ends: the next file gets a fresh one
+            self.stop()
+        elif self.baseline is not None and self.alive:
             grown = self._resident() - self.baseline
             if grown > self.limits.max_memory_mb * MB * _RECYCLE_FRACTION:
                 self.stop()  # give the memory back; the next file gets a fresh worker
@@ -130,6 +149,9 @@ class ConversionWorker:
         if kind == "memory":
             self.stop()
             raise limit_reached(self.limits, "max_memory_mb", "converting it")
+        if kind == "panic":
+            self.stop()  # a native library that panicked may be left in any state: the next file gets a fresh worker
+            raise IngestError(f"its converter failed inside a native parser ({text}); the file is damaged or hostile")
         if kind == "depth":
             raise IngestError("its elements nest too deeply for the parser (Python's recursion limit)")
         if kind == "failed":
@@ -170,17 +192,70 @@ class ConversionWorker:
                 code = self.process.wait(timeout=1.0)
         if code is not None and -code == signal.SIGXCPU:
             return limit_reached(self.limits, "max_seconds", "converting it")
+        said = self._last_words()
         if code is not None and -code == signal.SIGABRT:
-            # Native parsers (Rust, C++) abort when an allocation fails, and allocations past the
-            # memory cap fail (worker._cap_memory): most often this is that bound.
-            return IngestError(
-                "its converter aborted (SIGABRT), most often a parser that could not get memory past the "
-                f"limit of {self.limits.max_memory_mb:,} MB per file (raise ingest.max_memory_mb to allow more); "
-                "else the file is damaged"
-            )
+            return self._abort_reason(said)
+        detail = f": {said}" if said else ""
         if code is not None and code < 0:
-            return IngestError(f"its converter was ended by {signal.Signals(-code).name} (a damaged or hostile file?)")
-        return IngestError(f"its converter stopped unexpectedly (exit status {code}); see the messages above")
+            return IngestError(
+                f"its converter was ended by {signal.Signals(-code).name} (a damaged or hostile file?){detail}"
+            )
+        return IngestError(f"its converter stopped unexpectedly (exit status {code}){detail}")
+
+    def _abort_reason(self, said: str) -> IngestError:
+        """Native parsers (Rust, C++) abort when an allocation fails, and allocations past the memory cap
+        fail (worker._cap_memory). Rust says how much it asked for: more than the machine has is no
+        bound to raise, but a file built to make a parser allocate without end."""
+        asked = _ALLOCATION.search(said)
+        limit = f"{self.limits.max_memory_mb:,} MB"
+        if asked is None:
+            return IngestError(
+                f"its converter aborted (SIGABRT), most often a parser that could not get memory past the limit of "
+                f"{limit} per file (raise ingest.max_memory_mb to allow more); else the file is damaged"
+                + (f" ({said})" if said else "")
+            )
+        size = int(asked.group(1))
+        wanted = f"a parser asked for {size / MB:,.0f} MB at once"
+        if size > psutil.virtual_memory().total:
+            return IngestError(
+                f"its converter aborted: {wanted}, more than this machine has, so no memory setting can allow it; "
+                "the file is damaged or made to exhaust memory"
+            )
+        return IngestError(
+            f"its converter aborted: {wanted}, past the limit of {limit} per file "
+            "(raise ingest.max_memory_mb to allow more)"
+        )
+
+    def _drain(self) -> None:
+        """Read the worker's output to its end: kept in the tail, logged at DEBUG, never on our stderr."""
+        stream = self.process.stdout
+        if stream is None:
+            return
+        with contextlib.suppress(OSError, ValueError):
+            while line := stream.readline(_LINE_BYTES):
+                text = line.decode("utf-8", "replace").rstrip()
+                if text:
+                    self._tail.append(text)
+                    log.debug("conversion worker %d: %s", self.process.pid, text)
+
+    def _last_words(self) -> str:
+        """The line of a dead worker's output that says why (a Rust panic's message, a failed allocation,
+        else the last line that is no backtrace frame), cut to one short line; "" if it said nothing."""
+        self._output.join(_OUTPUT_SECONDS)
+        lines = list(self._tail)
+        for index, line in enumerate(lines):
+            if " panicked at " in line:
+                message = lines[index + 1] if index + 1 < len(lines) and line.rstrip().endswith(":") else line
+                return _one_line(message)
+        for line in reversed(lines):
+            if _ALLOCATION.search(line):
+                return _one_line(line)
+        frames = ("stack backtrace:", "note:", "at ", "Traceback")
+        for line in reversed(lines):
+            stripped = line.strip()
+            if stripped and not line[:1].isspace() and not stripped.startswith(frames):
+                return _one_line(stripped)
+        return ""
 
     def stop(self) -> None:
         """Kill the worker (it may be stuck in a parser or a read) and reap it if it goes at once."""
@@ -191,6 +266,10 @@ class ConversionWorker:
         for end in (self.outbox, self.inbox):
             with contextlib.suppress(OSError):
                 end.close()
+        if self.process.returncode is not None:
+            self._output.join(_OUTPUT_SECONDS)
+        if not self._output.is_alive() and self.process.stdout is not None:
+            self.process.stdout.close()
 
 
 class ConversionPool:
@@ -260,14 +339,11 @@ class ConversionPool:
             worker.stop()
 
 
-def _has_fileno(stream: Any) -> bool:
-    try:
-        stream.fileno()
-    except (AttributeError, OSError, ValueError):
-        return False
-    return True
-
-
 def _log_level() -> str:
     """This process's logging level, for its workers to log at too."""
     return logging.getLevelName(logging.getLogger().getEffectiveLevel())
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,17 +1,19 @@
 """A conversion worker: a child process that reads and converts files, one at a time, under bounds.
 
 Started by pool.py as ``python -m mcp_analysis.ingest.worker READ_FD WRITE_FD``; pickled messages
-over two pipes (stdout is pointed at stderr, so a library's stray print can never reach a stdout
-that is an MCP wire):
+over two pipes (stdout is pointed at stderr, which the parent reads, so a library's stray print can
+never reach a stdout that is an MCP wire, nor a native backtrace the host's log):
 
     parent                          child
     ("start", limits, chunk_tokens)  ("ready",)                        after importing the parsers once
     ("read", path, name)             ("read", digest, size, signature) | ("error", kind, message)
-    ("convert",)                     ("prepared", PreparedFile)        | ("error", kind, message)
+    ("convert",)                     ("prepared", PreparedFile, retire) | ("error", kind, message)
     ("drop",)                        nothing: forget the bytes read
 
-`kind` is "refused" (the file cannot be used; the message says why), "memory" (the file needed
-more than `max_memory_mb`; the worker exits after saying so) or "failed" (a parser bug). The
+`retire` is true when a converter caught a native panic (formats/native.py): the worker ends after
+the reply, and the parent replaces it. `kind` is "refused" (the file cannot be used; the message
+says why), "memory" (the file needed more than `max_memory_mb`; the worker exits after saying so),
+"panic" (a Rust library panicked; the worker exits after saying so) or "failed" (a parser bug). The
 worker's private memory is capped (RLIMIT_DATA) at what it held after start-up plus
 `max_memory_mb`, and its CPU time per file (RLIMIT_CPU) at `max_seconds`: the parent also
 watches the wall clock and the resident size, and kills the worker past either.
@@ -31,6 +33,7 @@ from typing import Any
 
 from mcp_analysis.errors import AnalysisError
 from mcp_analysis.ingest import files, formats
+from mcp_analysis.ingest.formats import native
 from mcp_analysis.ingest.formats.base import Source
 from mcp_analysis.ingest.limits import MB, Limits
 from mcp_analysis.logging_setup import configure_logging
@@ -106,6 +109,7 @@ class _Worker:
         self.tokenizer = tokenizer
         self.chunk_tokens = chunk_tokens
         self.pending: Source | None = None
+        self.retire = False  # a native library panicked during the last file: end after it
 
     def read(self, path: str, name: str) -> None:
         self.pending = None
@@ -124,7 +128,10 @@ class _Worker:
         source, self.pending = self.pending, None
         if source is None:
             raise RuntimeError("convert without a file read")
-        self.outbox.send(("prepared", prepare(source, self.tokenizer, self.chunk_tokens)))
+        panics = native.count()
+        prepared = prepare(source, self.tokenizer, self.chunk_tokens)
+        self.retire = native.count() != panics
+        self.outbox.send(("prepared", prepared, self.retire))
 
 
 def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
@@ -153,6 +160,8 @@ def serve(inbox: Connection, outbox: Connection, worker: _Worker) -> None:
                 worker.read(message[1], message[2])
             else:
                 worker.convert()
+                if worker.retire:
+                    return
         except AnalysisError as exc:
             if not _caused_by(exc, MemoryError):
                 outbox.send(("error", "refused", str(exc)))
@@ -169,6 +178,15 @@ def serve(inbox: Connection, outbox: Connection, worker: _Worker) -> None:
         except Exception as exc:  # a parser bug on one file must not end the others
             log.debug("Conversion failed", exc_info=True)
             outbox.send(("error", "failed", f"{type(exc).__name__}: {exc}"))
+        except BaseException as exc:
+            if not native.is_panic(exc):
+                raise
+            # A Rust library panicked (pyo3 raises it as a BaseException): its state may be broken, so this
+            # worker says why in one line and ends; the next file gets a fresh one.
+            log.debug("A native parser panicked", exc_info=True)
+            worker.pending = None
+            outbox.send(("error", "panic", " ".join(str(exc).split())[:200]))
+            return
 
 
 def main(argv: list[str]) -> None:

@@ -151,3 +151,20 @@ def test_an_office_file_under_another_suffix_is_named_with_the_suffix_to_give_it
         archive.writestr("holiday.txt", "not an office file")
     with pytest.raises(IngestError, match="; it is a plain zip archive, not an office file"):
         convert(pool, archive_only)
+
+
+def test_a_worker_whose_native_library_panicked_is_replaced_after_the_file(
+    pool: ConversionPool, tmp_path: Path
+) -> None:
+    """python-calamine panics on a number past the last date in a date style; the sheet is still read
+    (from a mended copy), and the worker, whose library may be left in any state, ends after the file."""
+    from tests.ingest.hostile_workbooks import dates_past_the_last_day
+
+    prepared = convert(pool, dates_past_the_last_day(tmp_path / "dates.xlsx"))
+    assert [t["name"] for t in prepared.tables] == ["Data", "Dates"] and prepared.warnings == []
+    assert pool.pids() == []  # the worker that read it is gone
+    started = pool.started
+    path = tmp_path / "next.md"
+    path.write_text("# Next\n\nRead by a fresh worker.\n")
+    assert "fresh worker" in convert(pool, path).content
+    assert pool.started == started + 1

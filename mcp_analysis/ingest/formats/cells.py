@@ -25,6 +25,8 @@ from mcp_analysis.ingest.formats.base import TableRows
 
 WHOLE_CELLS = 5_000  # tables up to this many cells are kept cell by cell in the document
 PREVIEW_ROWS = 100  # rows of a larger table the document (and so content.txt) shows
+# ... fewer for a wide one: a docling cell is an object of ~1 KB, and docling refuses a table of 1,000,000.
+PREVIEW_CELLS = 50_000
 
 
 def cell_text(value: Any) -> str:
@@ -196,7 +198,7 @@ def add_rows_table(
     """A table given as CSV lines: whole in the document when small, else its first rows;
     the returned TableRows holds every row either way."""
     partial = len(lines) * max(columns, 1) > WHOLE_CELLS
-    shown = lines[:PREVIEW_ROWS] if partial else lines
+    shown = lines[: max(1, min(PREVIEW_ROWS, PREVIEW_CELLS // max(columns, 1)))] if partial else lines
     cells = [row + [""] * (columns - len(row)) for row in parse_lines(shown)]
     self_ref = add_table(doc, cells, parent=parent, prov=prov, merged=merged)
     return TableRows(self_ref, name, columns, lines, partial)

@@ -16,8 +16,9 @@ from typing import Any
 
 from docling_core.types.doc import DoclingDocument
 
-from mcp_analysis.errors import IngestError, IngestLimitError
-from mcp_analysis.ingest.formats.base import BoundedZip, Converted, Source, limit_error
+from mcp_analysis.errors import IngestError
+from mcp_analysis.ingest.formats import native
+from mcp_analysis.ingest.formats.base import Converted, Source, limit_error
 from mcp_analysis.ingest.formats.cells import CsvLines, add_rows_table, cell_text
 from mcp_analysis.ingest.formats.office import (
     another_kind,
@@ -27,7 +28,8 @@ from mcp_analysis.ingest.formats.office import (
     is_encrypted_ooxml,
     reason,
 )
-from mcp_analysis.ingest.formats.sheet_extent import Extent, measure, sheet_parts
+from mcp_analysis.ingest.formats.sheet_repair import reread
+from mcp_analysis.ingest.formats.sheet_screen import screen
 
 SUFFIXES = (".xlsx", ".xlsm", ".xls", ".ods")
 
@@ -38,9 +40,9 @@ def convert(source: Source) -> Converted:
     if is_encrypted_ooxml(source.data) or is_encrypted_odf(source.data):
         raise IngestError(encrypted_message("workbook"))
     check_unpacked(source)
-    extents = _extents(source)
+    screened = screen(source)
     try:
-        book = calamine.CalamineWorkbook.from_filelike(io.BytesIO(source.data))
+        book = calamine.CalamineWorkbook.from_filelike(io.BytesIO(screened.data))
     except calamine.PasswordError:
         raise IngestError(encrypted_message("workbook")) from None
     except calamine.CalamineError as exc:
@@ -53,13 +55,11 @@ def convert(source: Source) -> Converted:
     cells_left = source.limits.max_table_cells
     with book:
         for meta in book.sheets_metadata:
-            extent = extents.get(meta.name)
-            if extent is not None and extent.cells > cells_left:
-                result.warnings.append(_too_large(source, meta.name, extent, cells_left))
+            if meta.name in screened.refused:
+                result.warnings.append(screened.refused[meta.name])
                 continue
             try:
-                sheet = book.get_sheet_by_name(meta.name)
-                lines, columns = _sheet_lines(sheet, meta.name, source, cells_left)
+                sheet, lines, columns = _read_sheet(book, meta.name, source, cells_left)
             except IngestError:
                 raise
             except calamine.WorksheetNotFound:
@@ -68,44 +68,47 @@ def convert(source: Source) -> Converted:
             except Exception as exc:  # one sheet's failure never loses the others
                 result.warnings.append(f"sheet {meta.name!r} could not be read: {reason(exc)}")
                 continue
+            except BaseException as exc:  # a Rust panic (pyo3): this sheet is lost, not the others
+                if not native.is_panic(exc):
+                    raise
+                native.caught()
+                result.warnings.append(f"sheet {meta.name!r} could not be read: its reader failed ({reason(exc)})")
+                continue
             if not lines:
                 continue  # an empty sheet holds nothing to read
             cells_left -= len(lines) * columns
             heading = doc.add_heading(text=meta.name, level=1)
             merged = _merged(sheet, lines, columns)
             result.tables.append(add_rows_table(doc, meta.name, lines, columns, parent=heading, merged=merged))
+    listed = {meta.name for meta in book.sheets_metadata}
+    result.warnings += [warning for name, warning in screened.refused.items() if name not in listed]
     if not doc.tables:
         detail = "; ".join(result.warnings) or "every sheet is empty"
         raise IngestError(f"no sheet could be read ({detail})")
     return result
 
 
-def _extents(source: Source) -> dict[str, Extent]:
-    """Each worksheet's extent, for an OOXML workbook (an .xls grid is at most 65,536 x 256 cells)."""
-    if not source.data.startswith(b"PK"):
-        return {}
-    found: dict[str, Extent] = {}
+def _read_sheet(book: Any, name: str, source: Source, cells_left: int) -> tuple[Any, list[str], int]:
+    """The sheet from calamine, its lines and width; if calamine refuses a cell of it (a parse error,
+    a date out of range, a panic converting one), from a mended copy of its XML (sheet_repair.py)."""
+    import python_calamine as calamine
+
     try:
-        archive = BoundedZip(source)
-        for name, part in sheet_parts(archive).items():
-            extent = measure(archive, part)
-            if extent is not None:
-                found[name] = extent
-    except IngestLimitError:
+        sheet = book.get_sheet_by_name(name)
+        return sheet, *_sheet_lines(sheet, name, source, cells_left)
+    except (IngestError, calamine.WorksheetNotFound):
         raise
-    except IngestError:  # a damaged archive or part: calamine says what it makes of it, sheet by sheet
-        pass
-    return found
-
-
-def _too_large(source: Source, name: str, extent: Extent, cells_left: int) -> str:
-    """One sheet too large to hold: named with its extent and the setting, the other sheets still go in."""
-    limit = limit_error(source.limits, "max_table_cells", f"{extent.cells:,} cells")
-    left = "" if cells_left == source.limits.max_table_cells else f" ({cells_left:,} left after the sheets before it)"
-    return (
-        f"sheet {name!r} could not be read: its cells span {extent.rows:,} rows x {extent.columns:,} columns "
-        f"({limit}){left}; if most of them are empty, delete the stray cells far from the data"
-    )
+    except (calamine.CalamineError, ArithmeticError, ValueError) as exc:
+        failed: BaseException = exc
+    except BaseException as exc:
+        if not native.is_panic(exc):
+            raise
+        native.caught()
+        failed = exc
+    sheet = reread(source, name)
+    if sheet is None:
+        raise failed
+    return sheet, *_sheet_lines(sheet, name, source, cells_left)
 
 
 def _sheet_lines(sheet: Any, name: str, source: Source, cells_left: int) -> tuple[list[str], int]:
