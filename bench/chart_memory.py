@@ -1,4 +1,4 @@
-"""Server memory under the wide-spec chart attack (issue 28, item 7): specs bounded in bytes.
+"""Server memory under the wide-spec chart attack: specs bounded in bytes (charts.max_spec_kb).
 
 Starts `mcp-analysis serve --http` (the sample knowledge base, or `--db`), then --clients clients
 at once each run `await chart(spec)` on a spec of 5,000 rows sharing one dict of 36 fields of
