@@ -59,6 +59,7 @@ def added(tmp_path_factory: pytest.TempPathFactory) -> Added:
         ],
     )
     books.xls_far_record(folder / "far.xls")
+    books.xls_in_mini_stream(folder / "far-mini.xls")
     books.xlsx(folder / "quakes.xlsx", [("Data", books.GOOD_ROWS), ("quakes", books.spaced_numbers(20))])
     books.dates_past_the_last_day(folder / "dates.xlsx")
     db = folder.parent / "kb.lancedb"
@@ -92,7 +93,7 @@ async def _contents(db: Path) -> dict[str, str]:
 
 def test_every_workbook_goes_in_with_its_good_sheets(added: Added) -> None:
     assert added.result.returncode == 0, added.result.stderr
-    names = ["dates.xlsx", "far.xls", "quakes.xlsx", "repeated.ods", "stray.xlsx"]
+    names = ["dates.xlsx", "far-mini.xls", "far.xls", "quakes.xlsx", "repeated.ods", "stray.xlsx"]
     assert sorted(Path(uri).name for uri in added.report["added"]) == names
     contents = anyio.run(_contents, added.db)
     assert all("north" in contents[name] and "120" in contents[name] for name in names)
@@ -114,8 +115,9 @@ def test_repeated_ods_cells_are_refused_by_table_naming_the_setting(added: Added
     assert "ingest.max_unpacked_mb" in spaces
 
 
-def test_an_xls_record_past_the_biff_grid_refuses_its_sheet_by_name(added: Added) -> None:
-    (note,) = added.notes("far.xls")
+@pytest.mark.parametrize("name", ["far.xls", "far-mini.xls"])  # its Workbook stream in FAT or mini sectors
+def test_an_xls_record_past_the_biff_grid_refuses_its_sheet_by_name(added: Added, name: str) -> None:
+    (note,) = added.notes(name)
     assert note.startswith("sheet 'Far' could not be read: its cells span 65,536 rows x 65,536 columns")
     assert "ingest.max_table_cells" in note
 

@@ -1,12 +1,17 @@
 """Workbooks written part by part with zipfile (a few hundred bytes each), as an attacker or an odd
 exporter writes them: far cell references in every spelling calamine reads, repeated ODS cells,
-an .xls record past the BIFF grid, numbers written with spaces around them."""
+an .xls record past the BIFF grid (in xlwt's sectors or in the mini stream), numbers written with
+spaces around them."""
 
 from __future__ import annotations
 
 import struct
 import zipfile
 from pathlib import Path
+
+import olefile
+
+from tests.ingest.compound_files import Entry, compound
 
 _MAIN = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 _RELS = "http://schemas.openxmlformats.org/package/2006/relationships"
@@ -144,6 +149,17 @@ def xls_far_record(path: Path, row: int = 0xFFFF, column: int = 0xFFFF) -> Path:
     assert data[at - 10 : at - 6] == b"\x03\x02\x0e\x00"  # the NUMBER record's id and length
     data[at - 6 : at - 2] = struct.pack("<HH", row, column)
     path.write_bytes(bytes(data))
+    return path
+
+
+def xls_in_mini_stream(path: Path, extra: list[Entry] | None = None) -> Path:
+    """`xls_far_record`'s workbook with its Workbook stream cut to its records (1,767 bytes, not xlwt's 4,096):
+    under 4,096 bytes, it lies in 64-byte sectors of the mini stream, as small workbooks from other writers do.
+    `extra` directory entries go beside it."""
+    with olefile.OleFileIO(str(xls_far_record(path))) as ole:
+        stream = ole.openstream("Workbook").read()
+    records = stream[: len(stream.rstrip(b"\0")) + 3]  # to the last EOF record: 0A 00 00 00
+    path.write_bytes(compound([("Workbook", records)], extra))
     return path
 
 
