@@ -251,3 +251,26 @@ def _is_directory(entry: os.DirEntry[str]) -> bool:
         return entry.is_dir(follow_symlinks=False)
     except OSError:
         return False
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """Where the files of one add must have been read: a file found in a folder (walked, or given by a
+    folder watcher) is read only as itself (no link swapped in since the walk) inside the folders;
+    a file the user named is read wherever it leads (`add LINK` is their choice)."""
+
+    named: frozenset[Path] = frozenset()
+    folders: tuple[Path, ...] = ()
+
+    @classmethod
+    def of(cls, paths: Sequence[Path], watched: Sequence[Path] | None) -> Confinement:
+        if watched:
+            return cls(frozenset(), tuple(Path(os.path.realpath(f)) for f in watched))
+        given = [Path(p).expanduser().absolute() for p in paths]
+        folders = tuple(Path(os.path.realpath(p)) for p in given if p.is_dir())
+        return cls(frozenset(p for p in given if not p.is_dir()), folders)
+
+    def holds(self, path: Path, read: FileSignature) -> bool:
+        if path in self.named:
+            return True
+        return same_file(path, read) and any(inside(path, folder) for folder in self.folders)

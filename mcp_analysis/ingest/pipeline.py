@@ -34,15 +34,7 @@ from mcp_analysis.errors import AnalysisError, IngestError
 from mcp_analysis.ingest import formats
 from mcp_analysis.ingest.chunker import ChunkDraft
 from mcp_analysis.ingest.excluded import excluded_paths
-from mcp_analysis.ingest.files import (
-    FileSignature,
-    check_entry,
-    collect_files,
-    display_name,
-    file_uri,
-    inside,
-    same_file,
-)
+from mcp_analysis.ingest.files import Confinement, check_entry, collect_files, display_name, file_uri
 from mcp_analysis.ingest.items import ItemDraft
 from mcp_analysis.ingest.lock import ingest_lock
 from mcp_analysis.ingest.moves import MovedFiles
@@ -108,29 +100,6 @@ def _folders_of(paths: Sequence[Path]) -> list[Path]:
     `add` looks for moved files' documents (and in their subfolders)."""
     resolved = [Path(os.path.realpath(Path(p).expanduser())) for p in paths]
     return list(dict.fromkeys(p if p.is_dir() else p.parent for p in resolved if os.path.lexists(p)))
-
-
-@dataclass(frozen=True)
-class _Confinement:
-    """Where the files of one add must have been read: a file found in a folder (walked, or given by a
-    folder watcher) is read only as itself (no link swapped in since the walk) inside the folders;
-    a file the user named is read wherever it leads (`add LINK` is their choice)."""
-
-    named: frozenset[Path] = frozenset()
-    folders: tuple[Path, ...] = ()
-
-    @classmethod
-    def of(cls, paths: Sequence[Path], watched: Sequence[Path] | None) -> _Confinement:
-        if watched:
-            return cls(frozenset(), tuple(Path(os.path.realpath(f)) for f in watched))
-        given = [Path(p).expanduser().absolute() for p in paths]
-        folders = tuple(Path(os.path.realpath(p)) for p in given if p.is_dir())
-        return cls(frozenset(p for p in given if not p.is_dir()), folders)
-
-    def holds(self, path: Path, read: FileSignature) -> bool:
-        if path in self.named:
-            return True
-        return same_file(path, read) and any(inside(path, folder) for folder in self.folders)
 
 
 def _now() -> str:
@@ -207,7 +176,7 @@ class Ingestor:
         self.moves_within = moves_within
         self.before_write = before_write
         self.limits = pool.limits if pool is not None else kb.settings.ingest.limits()
-        self._confined = _Confinement()  # of the add running
+        self._confined = Confinement()  # of the add running
 
     async def add(
         self, paths: Sequence[Path], *, title: str | None = None, metadata: dict[str, Any] | None = None
@@ -223,7 +192,7 @@ class Ingestor:
             if files:
                 pool.start()  # the workers import their parsers while the store opens
             within = self.moves_within or _folders_of(paths)
-            self._confined = _Confinement.of(paths, self.moves_within)
+            self._confined = Confinement.of(paths, self.moves_within)
             await self._add(files, title, metadata or {}, report, pool, within)
         finally:
             if pool is not self.pool:
