@@ -327,6 +327,10 @@ class Settings(BaseSettings):
         """The configuration file these settings were read from (None when none was): never ingested."""
         return self._config_path
 
+    def read_from(self, path: Path) -> None:
+        """Remember the configuration file these settings were read from (`load_settings`)."""
+        self._config_path = path.absolute()
+
     @field_validator("db", mode="before")
     @classmethod
     def _expand_db(cls, value: Any) -> Any:
@@ -408,7 +412,7 @@ def load_settings(config: str | Path | None = None, **overrides: Any) -> Setting
     finally:
         _CONFIG_OVERRIDE[0] = None
     if path is not None and path.is_file():
-        settings._config_path = path.absolute()
+        settings.read_from(path)
     return settings
 
 

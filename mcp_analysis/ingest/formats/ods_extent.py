@@ -39,7 +39,7 @@ class OdsTable:
     right: int = -1
     text: int = 0  # characters of text and formulas, clones counted
     problem: str | None = None
-    _top: int | None = field(default=None, repr=False)
+    first_row: int | None = field(default=None, repr=False)  # where the grid starts (the first row with a value)
 
     @property
     def extent(self) -> Extent:
@@ -160,8 +160,8 @@ class _Content:
         if name == "table:table-row" and self.row is not None:
             repeats, top = self.row
             if self.first >= 0:
-                table._top = top if table._top is None else table._top
-                table.rows = top + repeats - table._top
+                table.first_row = top if table.first_row is None else table.first_row
+                table.rows = top + repeats - table.first_row
                 table.left, table.right = min(table.left, self.first), max(table.right, self.last)
             self.row = None
 
