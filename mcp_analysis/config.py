@@ -65,6 +65,20 @@ class SearchSettings(_Section):
         description="Re-rank hybrid candidates by vector, keyword and title scores and show each passage where the "
         "best-scoring hits are; false = reciprocal-rank fusion and keyword-placed passages only.",
     )
+    candidates: int = Field(
+        50,
+        ge=5,
+        le=1000,
+        description="Chunks each leg (vector, full text) of a search fetches for ranking; the candidates are "
+        "their union (bench/passages.py chose 50).",
+    )
+    bare_heading_words: int = Field(
+        3,
+        ge=0,
+        le=50,
+        description="A chunk that is a heading plus at most this many words is never a hit on its own: it joins "
+        "the chunk after it in the section it titles.",
+    )
 
 
 class SandboxSettings(_Section):
