@@ -180,10 +180,13 @@ BARE_WORDS = 3  # a hit whose text besides its headings is at most this many wor
 
 
 def bare_heading(hit: dict[str, Any]) -> bool:
-    """A hit whose text is a heading (or headings) plus at most BARE_WORDS words."""
+    """A hit whose text is a heading (or headings: a markdown heading line or one of its heading path)
+    plus at most BARE_WORDS words."""
     headings = {h.strip() for h in hit.get("headings") or []}
-    lines = [ln.strip() for ln in hit["content"].splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
-    return len(re.findall(r"\w+", " ".join(ln for ln in lines if ln not in headings))) <= BARE_WORDS
+    lines = [ln.strip() for ln in hit["content"].splitlines() if ln.strip()]
+    titles = [ln for ln in lines if ln.startswith("#") or ln in headings]
+    rest = [ln for ln in lines if ln not in titles]
+    return bool(titles) and len(re.findall(r"\w+", " ".join(rest))) <= BARE_WORDS
 
 
 def squash(text: str) -> str:
