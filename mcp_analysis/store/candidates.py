@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import numpy as np
 
 from mcp_analysis.store import schema
@@ -34,6 +35,7 @@ from mcp_analysis.structure import HEADING_LABELS
 CHUNK_COLUMNS = ("id", "document_id", "content", "metadata", "order")
 _FOLLOWERS = 3  # chunks looked at after a bare heading (a heading over sub-headings over text)
 _WORD = re.compile(r"\w+")
+_LONGEST_BARE = 600  # characters: a longer chunk is never only headings and a few words (skips parsing it)
 
 
 @dataclass(eq=False)
@@ -53,6 +55,8 @@ class Candidate:
 
 def is_bare_heading(row: dict[str, Any], max_words: int) -> bool:
     """A chunk that is a heading (or headings) plus at most `max_words` words of its own."""
+    if len(str(row.get("content") or "")) > _LONGEST_BARE:
+        return False
     meta = _metadata(row)
     labels = set(meta.get("labels") or [])
     if labels and labels <= HEADING_LABELS:
@@ -104,23 +108,32 @@ class StoreCandidates(StoreReads):
         keyword = keyword.select([*CHUNK_COLUMNS, *(["vector"] if unit is not None else [])]).limit(per_leg)
         if prefilter:
             keyword = keyword.where(prefilter)
-        found: dict[str, Candidate] = {}
+        nearest = None
         if unit is not None:
             nearest = table.query().nearest_to(unit).distance_type("cosine").select(list(CHUNK_COLUMNS))
             nearest = nearest.limit(per_leg).ef(ef).refine_factor(refine_factor)
             if prefilter:
                 nearest = nearest.where(prefilter)
-            for rank, row in enumerate(await nearest.to_list(), start=1):
-                cosine = 1.0 - float(row.pop("_distance"))
-                found[row["id"]] = Candidate(row, cosine, None, vector_rank=rank)
-        for rank, row in enumerate(await keyword.to_list(), start=1):
+        legs: dict[str, Any] = {"vector": [], "keyword": None}
+
+        async def run(name: str, leg: Any) -> None:
+            legs[name] = await (leg.to_list() if name == "vector" else leg.to_arrow())
+
+        async with anyio.create_task_group() as group:  # both legs at once, as LanceDB's hybrid query does
+            group.start_soon(run, "keyword", keyword)
+            if nearest is not None:
+                group.start_soon(run, "vector", nearest)
+        found: dict[str, Candidate] = {}
+        for rank, row in enumerate(legs["vector"], start=1):
+            cosine = 1.0 - float(row.pop("_distance"))
+            found[row["id"]] = Candidate(row, cosine, None, vector_rank=rank)
+        keyword_rows, cosines = _rows_and_cosines(legs["keyword"], unit)
+        for rank, (row, cosine) in enumerate(zip(keyword_rows, cosines, strict=True), start=1):
             score = float(row.pop("_score"))
-            chunk_vector = row.pop("vector", None)
             if row["id"] in found:
                 known = found[row["id"]]
                 known.keyword, known.keyword_rank = score, rank
             else:
-                cosine = None if unit is None else _cosine(chunk_vector, unit)
                 found[row["id"]] = Candidate(row, cosine, score, keyword_rank=rank)
         listed = list(found.values())
         completed = await self.complete_chunks([c.row for c in listed])
@@ -162,14 +175,12 @@ class StoreCandidates(StoreReads):
         )
         where = f"({spans})" + (f" AND ({prefilter})" if prefilter else "")
         query = self.tables[schema.CHUNKS].query().where(where)
-        rows = await query.select([*CHUNK_COLUMNS, *(["vector"] if unit is not None else [])]).to_list()
-        vectors = [row.pop("vector", None) for row in rows]
+        table = await query.select([*CHUNK_COLUMNS, *(["vector"] if unit is not None else [])]).to_arrow()
+        rows, cosines = _rows_and_cosines(table, unit)
         rows = await self.complete_chunks(rows)
         return {
-            (str(row["document_id"]), int(row["order"] or 0)): Candidate(
-                row, None if unit is None else _cosine(chunk_vector, unit), None
-            )
-            for row, chunk_vector in zip(rows, vectors, strict=True)
+            (str(row["document_id"]), int(row["order"] or 0)): Candidate(row, cosine, None)
+            for row, cosine in zip(rows, cosines, strict=True)
         }
 
 
@@ -207,8 +218,15 @@ def _unit(vector: np.ndarray) -> np.ndarray:
     return as_float / max(float(np.linalg.norm(as_float)), 1e-12)
 
 
-def _cosine(chunk_vector: Any, unit: np.ndarray) -> float | None:
-    if chunk_vector is None:
-        return None
-    values = np.asarray(chunk_vector, dtype=np.float32)
-    return float(values @ unit) / max(float(np.linalg.norm(values)), 1e-12)
+def _rows_and_cosines(table: Any, unit: np.ndarray | None) -> tuple[list[dict[str, Any]], list[float | None]]:
+    """An Arrow table's rows without their vectors, and each vector's cosine to `unit` (None without one)."""
+    if table is None:
+        return [], []
+    if unit is None or "vector" not in table.column_names or table.num_rows == 0:
+        names = [n for n in table.column_names if n != "vector"]
+        return table.select(names).to_pylist(), [None] * table.num_rows
+    column = table.column("vector").combine_chunks()
+    vectors = column.values.to_numpy(zero_copy_only=False).reshape(table.num_rows, -1).astype(np.float32)
+    norms = np.maximum(np.linalg.norm(vectors, axis=1), 1e-12)
+    cosines = (vectors @ unit) / norms
+    return table.drop_columns(["vector"]).to_pylist(), [float(c) for c in cosines]
