@@ -72,6 +72,29 @@ class SearchSettings(_Section):
         description="Chunks each leg (vector, full text) of a search fetches for ranking; the candidates are "
         "their union (bench/passages.py chose 50).",
     )
+    weight_vector: float = Field(
+        0.5, ge=0, le=10, description="Re-ranking: weight of the cosine of a chunk's vector and the question's."
+    )
+    weight_keyword: float = Field(
+        0.2, ge=0, le=10, description="Re-ranking: weight of the full-text score relative to the best candidate's."
+    )
+    weight_title: float = Field(
+        0.2, ge=0, le=10, description="Re-ranking: weight of how much of a document's title the question names."
+    )
+    weight_distinct: float = Field(
+        0.0,
+        ge=0,
+        le=10,
+        description="Re-ranking: weight of the question's words scored (BM25) over the candidates' text, headings, "
+        "title and file name with the candidates' own statistics (what tells near-duplicates apart).",
+    )
+    duplicate_overlap: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="Re-ranking: a hit sharing this share of its word 5-grams with a better hit of another "
+        "document comes after the distinct ones (1 = never).",
+    )
     bare_heading_words: int = Field(
         3,
         ge=0,

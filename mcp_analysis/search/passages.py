@@ -19,7 +19,7 @@ from mcp_analysis.search.budget import rank_share
 from mcp_analysis.search.expand import expand_hits
 from mcp_analysis.search.hybrid import hybrid_search
 from mcp_analysis.search.models import SearchResult
-from mcp_analysis.search.rerank import distinct, rerank
+from mcp_analysis.search.rerank import Weights, distinct, rerank
 from mcp_analysis.store.database import Store
 from mcp_analysis.store.models import DocumentMeta
 
@@ -48,10 +48,17 @@ async def search_passages(
     )
     if not settings.rerank or vector is None:
         return await expand_hits(store, candidates[:head], visible.get, settings.max_context_chars, limit)
-    ranked = rerank(candidates, query, lambda doc_id: meta.title if (meta := visible.get(doc_id)) else "")
+    weights = Weights(settings.weight_vector, settings.weight_keyword, settings.weight_title, settings.weight_distinct)
+    ranked = rerank(
+        candidates,
+        query,
+        lambda doc_id: meta.title if (meta := visible.get(doc_id)) else "",
+        weights,
+        lambda doc_id: meta.uri.rsplit("/", 1)[-1] if (meta := visible.get(doc_id)) else "",
+    )
     results = await expand_hits(
         store,
-        distinct(ranked[:head], limit + 2),
+        distinct(ranked[:head], limit + 2, settings.duplicate_overlap),
         visible.get,
         settings.max_context_chars,
         limit,
