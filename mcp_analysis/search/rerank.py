@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -33,10 +34,11 @@ class Weights:
     vector: float = 0.5
     keyword: float = 0.2
     title: float = 0.2
-    distinct: float = 0.0  # BM25 of the question over the candidates themselves (see `distinctive`)
+    distinct: float = 0.0  # BM25 of the question over the best candidates themselves (see `distinctive`)
 
 
 WEIGHTS = Weights()
+DISTINCT_AMONG = 20  # the distinctive-terms signal re-scores this many best candidates (bounds its cost)
 DUPLICATE_OVERLAP = 0.5  # share of the shorter chunk's word 5-grams two chunks share: near-duplicates
 _TOKEN = re.compile(r"[a-z]+|\d+(?:\.\d+)*")
 _VERSIONED = re.compile(r"([a-z]{2,})v(\d)")  # "gplv3" -> "gpl 3"
@@ -94,7 +96,7 @@ def distinctive(texts: Sequence[str], query: str) -> list[float]:
     terms = set(tokens(query))
     if not bags or not terms:
         return [0.0] * len(bags)
-    counts = [{t: bag.count(t) for t in terms if t in bag} for bag in bags]
+    counts = [{t: n for t, n in Counter(bag).items() if t in terms} for bag in bags]
     average = sum(len(bag) for bag in bags) / len(bags) or 1.0
     n = len(bags)
 
@@ -135,31 +137,20 @@ def rerank(
     names = Names.of(query)
     match = {doc_id: title_match(names, title, idf) for doc_id, title in titles.items()}
     best_keyword = max((h.evidence.keyword or 0.0 for h in scored if h.evidence), default=0.0) or 1.0
-    fields = (
-        [
-            " ".join(
-                [
-                    *h.chunk.headings,
-                    title_of(h.chunk.document_id),
-                    name_of(h.chunk.document_id) if name_of else "",
-                    h.chunk.content,
-                ]
-            )
-            for h in scored
-        ]
-        if weights.distinct
-        else []
-    )
-    terms = distinctive(fields, query) if weights.distinct else [0.0] * len(scored)
-    for hit, distinct_terms in zip(scored, terms, strict=True):
+    for hit in scored:
         evidence = hit.evidence
         assert evidence is not None
         hit.score = (
             weights.vector * evidence.cosine
             + weights.keyword * (evidence.keyword or 0.0) / best_keyword
             + weights.title * match[hit.chunk.document_id]
-            + weights.distinct * distinct_terms
         )
+    if weights.distinct:
+        best = sorted(scored, key=lambda h: -h.score)[:DISTINCT_AMONG]
+        named = {doc_id: f"{title_of(doc_id)} {name_of(doc_id) if name_of else ''}" for doc_id in titles}
+        fields = [" ".join([*h.chunk.headings, named[h.chunk.document_id], h.chunk.content]) for h in best]
+        for hit, distinct_terms in zip(best, distinctive(fields, query), strict=True):
+            hit.score += weights.distinct * distinct_terms
     order = sorted(range(len(scored)), key=lambda i: (-scored[i].score, i))
     return [scored[i] for i in order]
 
