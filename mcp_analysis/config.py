@@ -72,15 +72,9 @@ class SearchSettings(_Section):
         description="Chunks each leg (vector, full text) of a search fetches for ranking; the candidates are "
         "their union (bench/passages.py chose 50).",
     )
-    weight_vector: float = Field(
-        0.5, ge=0, le=10, description="Re-ranking: weight of the cosine of a chunk's vector and the question's."
-    )
-    weight_keyword: float = Field(
-        0.2, ge=0, le=10, description="Re-ranking: weight of the full-text score relative to the best candidate's."
-    )
-    weight_title: float = Field(
-        0.2, ge=0, le=10, description="Re-ranking: weight of how much of a document's title the question names."
-    )
+    weight_vector: float = Field(0.5, ge=0, le=10, description="Re-ranking: weight of the chunk's vector's cosine.")
+    weight_keyword: float = Field(0.2, ge=0, le=10, description="Re-ranking: weight of the relative full-text score.")
+    weight_title: float = Field(0.2, ge=0, le=10, description="Re-ranking: weight of the title the question names.")
     weight_distinct: float = Field(
         0.0,
         ge=0,
