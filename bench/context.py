@@ -30,6 +30,7 @@ import importlib.metadata
 import importlib.util
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -175,6 +176,19 @@ async def document_names(client: Client) -> dict[str, str]:
     return names
 
 
+BARE_WORDS = 3  # a hit whose text besides its headings is at most this many words is a bare heading
+
+
+def bare_heading(hit: dict[str, Any]) -> bool:
+    """A hit whose text is a heading (or headings: a markdown heading line or one of its heading path)
+    plus at most BARE_WORDS words."""
+    headings = {h.strip() for h in hit.get("headings") or []}
+    lines = [ln.strip() for ln in hit["content"].splitlines() if ln.strip()]
+    titles = [ln for ln in lines if ln.startswith("#") or ln in headings]
+    rest = [ln for ln in lines if ln not in titles]
+    return bool(titles) and len(re.findall(r"\w+", " ".join(rest))) <= BARE_WORDS
+
+
 def squash(text: str) -> str:
     return " ".join(text.lower().split())
 
@@ -195,14 +209,17 @@ def check_labels(spec: dict[str, Any], sources: Path) -> list[str]:
 
 async def query_set(rec: Recorder, spec: dict[str, Any]) -> dict[str, Any]:
     names = await document_names(rec.client)
-    hit1 = hit5 = shown = 0
+    hit1 = hit5 = shown = bare = 0
     reciprocal = []
     latencies = []
+    sizes = []
     for query in spec["queries"]:
         started = time.perf_counter()
         result = await rec.call("search", {"query": query["q"], "limit": 5})
         latencies.append((time.perf_counter() - started) * 1000)
         hits = result.structured_content["results"]
+        bare += sum(bare_heading(h) for h in hits)
+        sizes.append(len(text_of(result)))
         relevant = set(query["relevant"])
         ranks = [i for i, h in enumerate(hits, start=1) if names.get(h["document_id"]) in relevant]
         first = ranks[0] if ranks else None
@@ -221,6 +238,8 @@ async def query_set(rec: Recorder, spec: dict[str, Any]) -> dict[str, Any]:
         "hit@5": hit5 / n,
         "mrr": sum(reciprocal) / n,
         "answer_shown@5": shown / n,
+        "bare_headings": bare,
+        "text_p50": statistics.median(sizes),
         "search_p50_ms": statistics.median(latencies),
     }
 
@@ -404,8 +423,9 @@ def report(r: dict[str, Any]) -> None:
     today, new = r["today"], r["new"]
     print(f"\nlabeled queries: {today['quality']['queries']} over {r['documents']} documents (search, limit 5)")
     print(f"{'':<22}{'today':>10}{'new':>10}")
-    for key in ("hit@1", "hit@5", "mrr", "answer_shown@5", "search_p50_ms"):
-        print(f"{key:<22}{today['quality'][key]:>10.3f}{new['quality'][key]:>10.3f}")
+    for key in ("hit@1", "hit@5", "mrr", "answer_shown@5", "bare_headings", "text_p50", "search_p50_ms"):
+        a, b = today["quality"].get(key, float("nan")), new["quality"][key]
+        print(f"{key:<22}{a:>10.3f}{b:>10.3f}")
     print(
         f"{'tools/list chars':<22}{today['tools_list_chars']:>10}{new['tools_list_chars']:>10}"
         f"   ({new['tools_list_chars'] / today['tools_list_chars'] - 1:+.1%})"

@@ -2,25 +2,34 @@
 
 One knowledge base, built by this tree's code from 36 documents Debian ships (the licence texts in
 /usr/share/common-licenses, the libffi manual, four READMEs, users-and-groups.html), copied from
-the paths in bench/data/passages_queries.json and sha256-checked. Two stdio servers on it, queried
-in the same run:
+the paths in bench/data/passages_queries.json and sha256-checked. Stdio servers on it, queried
+in the same run (their calls interleaved for latency), by default:
 
-- "rrf": `search.rerank=false`, the previous behaviour (reciprocal-rank fusion, hits of one document
-  merged when their grown passages touch, excerpts placed by the query's words around one anchor);
+- "rrf": `search.rerank=false` (reciprocal-rank fusion of both legs' candidates, hits of one
+  document merged when their grown passages touch, excerpts placed by the query's words);
 - "rerank": the default (fused vector, keyword and title scores; separate passages; excerpts placed
   on the best-scoring anchors; the hits share `context` x hits characters, the best-ranked get more).
 
-For each query set (easy: shares the documents' words; hard tune / hard held-out: paraphrased,
-detail-seeking, near-duplicate documents; with --context45 also the 45 queries of bench/context.py
-over 51 manuals, on a second knowledge base): hit@5 and MRR@5 by document, answer@5 (the text the
-model is shown for a relevant hit contains the answer phrase) and the median characters of a
-search result's text (and WordPiece tokens). Then answer@5 against the `context` argument (the size curve), search p50
-over interleaved calls (several rounds) and each server's RSS at the end.
+`--baseline REV` measures the code of git revision REV ("base", on a knowledge base built by
+that code) against this tree ("new", on one built by this tree); `--variant NAME:KEY=VALUE,...`
+adds a server of this tree with other settings (environment variables, e.g.
+`c20:MCP_ANALYSIS_SEARCH__CANDIDATES=20`).
 
-    python bench/passages.py [--rounds 3] [--context45] [--rebuild] [--out bench/results]
+Query sets: easy (shares the documents' words), hard tune (paraphrased, detail-seeking,
+near-duplicate documents); hard held-out only with --held-out (the split is fixed in the data
+file, each hard question's "split": tune on "tune", check "held_out" once after tuning); with
+--context45 also the 45 queries of bench/context.py over 51 manuals (a second knowledge base).
+For each: hit@1, hit@5 and MRR@5 by document, answer@5 (the text the model is shown for a
+relevant hit contains the answer phrase), bare headings (hits whose text is a heading plus at
+most 3 words, over all top-5 lists) and the median characters of a search result's text (and
+WordPiece tokens). With --curve, answer@5 against the `context` argument; then search p50 over
+interleaved calls (several rounds) and each server's RSS at the end.
 
-Targets: hard answer@5 >= 0.85 with median result text <= 6,000 characters; hit@5 and MRR not
-lower than rrf's; easy answer@5 >= 0.96; search p50 at most 1.3x rrf's.
+    python bench/passages.py [--baseline REV] [--variant NAME:K=V,...] [--held-out] [--context45]
+                             [--curve] [--rounds 3] [--rebuild] [--out bench/results]
+
+Targets: hard answer@5 >= 0.92, hit@5 1.0 and MRR >= 0.93; easy MRR@5 >= 0.97, hit@1 >= 0.93;
+median result text <= 6,000 characters; 0 bare headings; search p50 at most 1.2x the baseline's.
 """
 
 from __future__ import annotations
@@ -41,7 +50,18 @@ from typing import Any
 import anyio
 import psutil
 from _machine import describe, machine
-from context import build_kb, contains_answer, document_names, hit_blocks, side_env, text_of, write_corpus
+from context import (
+    bare_heading,
+    baseline_checkout,
+    build_kb,
+    code_digest,
+    contains_answer,
+    document_names,
+    hit_blocks,
+    side_env,
+    text_of,
+    write_corpus,
+)
 from mcp import Client, StdioServerParameters
 
 from mcp_analysis.embed.onnx_model import load_tokenizer
@@ -49,7 +69,7 @@ from mcp_analysis.embed.onnx_model import load_tokenizer
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "bench" / "data" / "passages_queries.json"
 CONTEXT45 = ROOT / "bench" / "data" / "context_queries.json"
-SIDES = {"rrf": "false", "rerank": "true"}
+DEFAULT_SIDES = {"rrf": {"MCP_ANALYSIS_SEARCH__RERANK": "false"}, "rerank": {}}
 CONTEXTS = (300, 600, 900, 1200, 2000, 4000)
 # Result size in tokens too, counted by the bundled WordPiece tokenizer (no truncation): a proxy for
 # the host model's tokenizer, which ships in no PyPI package usable offline.
@@ -74,16 +94,23 @@ def copy_corpus(spec: dict[str, Any], target: Path) -> str:
 
 
 @contextlib.asynccontextmanager
-async def server(db: Path, work: Path, rerank: str) -> AsyncIterator[tuple[Client, psutil.Process]]:
-    env = {**side_env(ROOT, work), "MCP_ANALYSIS_SEARCH__RERANK": rerank}
+async def server(side: Side, work: Path) -> AsyncIterator[tuple[Client, psutil.Process]]:
+    env = {**side_env(side.code, work), **side.env}
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "mcp_analysis", "--db", str(db), "serve"], env=env, cwd=str(ROOT)
+        command=sys.executable, args=["-m", "mcp_analysis", "--db", str(side.db), "serve"], env=env, cwd=str(side.code)
     )
     before = {p.pid for p in psutil.Process().children(recursive=True)}
     async with Client(params) as client:
         await client.list_tools()
         started = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
         yield client, next(p for p in started if "serve" in p.cmdline())
+
+
+class Side:
+    """A server to measure: the code it runs, the knowledge base it serves, its settings."""
+
+    def __init__(self, code: Path, db: Path, env: dict[str, str]) -> None:
+        self.code, self.db, self.env = code, db, env
 
 
 async def search(client: Client, query: str, context: int) -> Any:
@@ -94,8 +121,8 @@ async def search(client: Client, query: str, context: int) -> Any:
 
 
 async def score(client: Client, queries: list[dict[str, Any]], names: dict[str, str], context: int) -> dict[str, float]:
-    """hit@5 and MRR@5 by document, answer@5 in the shown text, median result text size."""
-    hit = shown = 0
+    """hit@1, hit@5 and MRR@5 by document, answer@5 in the shown text, bare headings, median result text size."""
+    hit = first = shown = bare = 0
     reciprocal, sizes, tokens = [], [], []
     for query in queries:
         result = await search(client, query["q"], context)
@@ -103,6 +130,8 @@ async def score(client: Client, queries: list[dict[str, Any]], names: dict[str, 
         hits = result.structured_content["results"]
         ranks = [i for i, h in enumerate(hits, start=1) if names.get(h["document_id"]) in set(query["relevant"])]
         hit += bool(ranks)
+        first += bool(ranks) and ranks[0] == 1
+        bare += sum(bare_heading(h) for h in hits)
         reciprocal.append(1 / ranks[0] if ranks else 0.0)
         blocks = hit_blocks(text, [h["chunk_id"] for h in hits])
         shown += any(contains_answer(blocks.get(hits[r - 1]["chunk_id"], ""), query) for r in ranks)
@@ -111,9 +140,11 @@ async def score(client: Client, queries: list[dict[str, Any]], names: dict[str, 
     n = len(queries)
     return {
         "n": n,
+        "hit@1": first / n,
         "hit@5": hit / n,
         "mrr@5": sum(reciprocal) / n,
         "answer@5": shown / n,
+        "bare_headings": bare,
         "text_p50": statistics.median(sizes),
         "tokens_p50": statistics.median(tokens),
     }
@@ -146,94 +177,134 @@ async def latency(clients: dict[str, Client], queries: list[str], rounds: int) -
     return p50s
 
 
-def query_sets(spec: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    return {
-        "easy": spec["easy"],
-        "hard tune": [q for q in spec["hard"] if q["split"] == "tune"],
-        "hard held-out": [q for q in spec["hard"] if q["split"] == "held_out"],
-    }
+def query_sets(spec: dict[str, Any], held_out: bool) -> dict[str, list[dict[str, Any]]]:
+    sets = {"easy": spec["easy"], "hard tune": [q for q in spec["hard"] if q["split"] == "tune"]}
+    if held_out:
+        sets["hard held-out"] = [q for q in spec["hard"] if q["split"] == "held_out"]
+    return sets
 
 
-async def measure(db: Path, work: Path, spec: dict[str, Any], rounds: int) -> dict[str, Any]:
+async def measure(sides: dict[str, Side], work: Path, spec: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"sets": {}, "curve": {}, "labels_unanswered": []}
     async with contextlib.AsyncExitStack() as stack:
-        servers = {side: await stack.enter_async_context(server(db, work / side, flag)) for side, flag in SIDES.items()}
-        clients = {side: client for side, (client, _) in servers.items()}
-        names = await document_names(clients["rrf"])
-        out["labels_unanswered"] = await check_labels(clients["rrf"], spec, names)
-        for name, queries in query_sets(spec).items():
-            out["sets"][name] = {side: await score(client, queries, names, 900) for side, client in clients.items()}
-        for context in CONTEXTS:
+        servers = {name: await stack.enter_async_context(server(side, work / name)) for name, side in sides.items()}
+        clients = {name: client for name, (client, _) in servers.items()}
+        first = next(iter(clients.values()))
+        names = await document_names(first)
+        out["labels_unanswered"] = await check_labels(first, spec, names)
+        sets = query_sets(spec, args.held_out)
+        for name, queries in sets.items():
+            out["sets"][name] = {}
+            for side, client in clients.items():
+                side_names = await document_names(client)
+                out["sets"][name][side] = await score(client, queries, side_names, 900)
+        for context in CONTEXTS if args.curve else ():
+            hard = [q for name, queries in sets.items() if name.startswith("hard") for q in queries]
             out["curve"][context] = {
-                side: await score(client, spec["hard"], names, context) for side, client in clients.items()
+                side: await score(client, hard, await document_names(client), context)
+                for side, client in clients.items()
             }
-        texts = [q["q"] for q in spec["hard"] + spec["easy"]]
-        out["p50_ms"] = await latency(clients, texts, rounds)
+        texts = [q["q"] for name, queries in sets.items() for q in queries]
+        out["p50_ms"] = await latency(clients, texts, args.rounds)
         out["rss_mb"] = {side: round(process.memory_info().rss / 2**20) for side, (_, process) in servers.items()}
     return out
 
 
-async def measure_context45(db: Path, work: Path, spec: dict[str, Any]) -> dict[str, Any]:
+async def measure_context45(sides: dict[str, Side], work: Path, spec: dict[str, Any]) -> dict[str, Any]:
     out = {}
-    for side, flag in SIDES.items():
-        async with server(db, work / side, flag) as (client, _):
+    for name, side in sides.items():
+        async with server(side, work / name) as (client, _):
             names = await document_names(client)
-            out[side] = await score(client, spec["queries"], names, 900)
+            out[name] = await score(client, spec["queries"], names, 900)
     return out
 
 
-def _row(name: str, a: dict[str, float], b: dict[str, float]) -> str:
-    cells = [f"{a[k]:>5.3f} > {b[k]:<5.3f}" for k in ("hit@5", "mrr@5", "answer@5")]
-    sizes = f"  {a['text_p50']:>6,.0f} > {b['text_p50']:<6,.0f}  {a['tokens_p50']:>5,.0f} > {b['tokens_p50']:<5,.0f}"
-    return f"{name:<15}{b['n']:>4}  " + "  ".join(cells) + sizes
+KEYS = ("hit@1", "hit@5", "mrr@5", "answer@5", "bare_headings", "text_p50", "tokens_p50")
+
+
+def _row(name: str, sides: dict[str, dict[str, float]]) -> str:
+    n = next(iter(sides.values()))["n"]
+    cells = []
+    for key in KEYS:
+        values = [sides[side][key] for side in sides]
+        shown = [f"{v:,.0f}" if key in ("bare_headings", "text_p50", "tokens_p50") else f"{v:.3f}" for v in values]
+        cells.append(" > ".join(shown))
+    return f"{name:<15}{n:>4}  " + "  ".join(f"{c:>{max(13, len(c))}}" for c in cells)
 
 
 def report(r: dict[str, Any]) -> None:
-    print(f"\nsearch, limit 5, context 900, {r['documents']} documents; rrf (search.rerank=false) > rerank (default)")
-    print(f"{'set':<15}{'n':>4}  {'hit@5':>13}  {'MRR@5':>13}  {'answer@5':>13}  {'text p50':>15}  {'tokens p50':>13}")
+    order = " > ".join(r["sides"])
+    print(f"\nsearch, limit 5, context 900, {r['documents']} documents; {order}")
+    print(f"{'set':<15}{'n':>4}  " + "  ".join(f"{k:>13}" for k in KEYS))
     for name, sides in r["sets"].items():
-        print(_row(name, sides["rrf"], sides["rerank"]))
+        print(_row(name, sides))
     if "context45" in r:
-        print(_row("context45", r["context45"]["rrf"], r["context45"]["rerank"]))
-    print("\nanswer@5 on all hard questions against context (median result text): rrf | rerank")
-    for context, sides in r["curve"].items():
-        a, b = sides["rrf"], sides["rerank"]
+        print(_row("context45", r["context45"]))
+    if r["curve"]:
+        print(f"\nanswer@5 on the hard questions against context (median result text): {order}")
+        for context, sides in r["curve"].items():
+            shown = " | ".join(f"{v['answer@5']:.3f} ({v['text_p50']:>6,.0f})" for v in sides.values())
+            print(f"  context {context:>5}: {shown}")
+    first = next(iter(r["p50_ms"]))
+    base = r["p50_ms"][first]
+    for side, values in r["p50_ms"].items():
+        ratios = [y / x for x, y in zip(base, values, strict=True)]
         print(
-            f"  context {context:>5}: {a['answer@5']:.3f} ({a['text_p50']:>6,.0f}) | "
-            f"{b['answer@5']:.3f} ({b['text_p50']:>6,.0f})"
+            f"search p50 over {len(values)} rounds, {side}: {min(values):.1f}-{max(values):.1f} ms, "
+            f"x{statistics.median(ratios):.2f} of {first} (median of rounds)"
         )
-    a, b = r["p50_ms"]["rrf"], r["p50_ms"]["rerank"]
-    ratios = [y / x for x, y in zip(a, b, strict=True)]
-    print(
-        f"\nsearch p50 over {len(a)} rounds: rrf {min(a):.1f}-{max(a):.1f} ms, rerank {min(b):.1f}-{max(b):.1f} ms, "
-        f"ratio {min(ratios):.2f}-{max(ratios):.2f} (median {statistics.median(ratios):.2f})"
-    )
-    print(f"server RSS at the end: rrf {r['rss_mb']['rrf']} MB, rerank {r['rss_mb']['rerank']} MB")
+    print("server RSS at the end: " + ", ".join(f"{side} {mb} MB" for side, mb in r["rss_mb"].items()))
     if r["labels_unanswered"]:
         print(f"warning: no relevant document contains the answer of {r['labels_unanswered']}")
+
+
+def variant(text: str) -> tuple[str, dict[str, str]]:
+    name, _, pairs = text.partition(":")
+    env = dict(pair.split("=", 1) for pair in pairs.split(",") if pair)
+    return name, env
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3, help="latency rounds (interleaved)")
+    parser.add_argument("--baseline", help="git revision measured as 'base' against this tree ('new')")
+    parser.add_argument("--variant", action="append", type=variant, default=[], help="NAME:KEY=VALUE,...")
+    parser.add_argument("--held-out", action="store_true", help="also the held-out split (once, after tuning)")
     parser.add_argument("--context45", action="store_true", help="also the 45 queries of bench/context.py")
+    parser.add_argument("--curve", action="store_true", help="answer@5 against the context argument")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the cached knowledge bases")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = parser.parse_args()
     host = machine()
     spec = json.loads(DATA.read_text())
+    spec45 = json.loads(CONTEXT45.read_text()) if args.context45 else None
     cache = args.out / "passages"
     digest = copy_corpus(spec, cache / "corpus")
-    db = cache / f"kb-{digest}.lancedb"
-    build_kb(ROOT, cache / "corpus", db, cache, args.rebuild)
-    r: dict[str, Any] = {"documents": len(spec["documents"]), "corpus": digest}
-    r.update(anyio.run(measure, db, cache, spec, args.rounds))
-    if args.context45:
-        spec45 = json.loads(CONTEXT45.read_text())
-        digest45, _ = write_corpus(spec45, cache / "corpus45")
-        db45 = cache / f"kb45-{digest45}.lancedb"
-        build_kb(ROOT, cache / "corpus45", db45, cache, args.rebuild)
-        r["context45"] = anyio.run(measure_context45, db45, cache, spec45)
+    digest45 = write_corpus(spec45, cache / "corpus45")[0] if spec45 else ""
+    r: dict[str, Any] = {"documents": len(spec["documents"]), "corpus": digest, "baseline": args.baseline}
+    with contextlib.ExitStack() as stack:
+        codes = {"new": ROOT}
+        if args.baseline:
+            codes = {"base": stack.enter_context(baseline_checkout(args.baseline)), "new": ROOT}
+
+        def kb(code: Path, corpus: str, name: str) -> Path:
+            db = cache / f"{name}-{corpus}-{code_digest(code)}.lancedb"
+            build_kb(code, cache / ("corpus45" if name == "kb45" else "corpus"), db, cache, args.rebuild)
+            return db
+
+        def sides_for(name: str, corpus: str) -> dict[str, Side]:
+            dbs = {label: kb(code, corpus, name) for label, code in codes.items()}
+            if args.baseline:
+                sides = {label: Side(codes[label], dbs[label], {}) for label in codes}
+            else:
+                sides = {label: Side(ROOT, dbs["new"], env) for label, env in DEFAULT_SIDES.items()}
+            sides.update({label: Side(ROOT, dbs["new"], env) for label, env in args.variant})
+            return sides
+
+        r["sides"] = list(sides_for("kb", digest))
+        r.update(anyio.run(measure, sides_for("kb", digest), cache, spec, args))
+        if spec45:
+            r["context45"] = anyio.run(measure_context45, sides_for("kb45", digest45), cache, spec45)
     report(r)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"passages-{time.strftime('%Y%m%d-%H%M%S')}.json").write_text(json.dumps(r, indent=2))

@@ -10,7 +10,10 @@ the per-query differences (not a difference of medians).
 Recall@10 of the vector leg (HNSW with the configured ef and refine factor against an exact
 scan of all vectors as ground truth), where the table has a vector index (>= 50k chunks).
 
-    python bench/search.py [--sizes 10000 100000] [--queries 60] [--runs 3] [--dir bench/results]
+With `--baseline REV` each run measures the code of git revision REV and this tree, in turns
+(who goes first alternates per run), each in its own process over the same tables.
+
+    python bench/search.py [--sizes 10000 100000] [--queries 60] [--runs 3] [--baseline REV] [--dir bench/results]
 Targets (2 cores): p50 <= 25 ms at 10k, <= 60 ms at 100k.
 """
 
@@ -18,11 +21,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+if "--code" in sys.argv:  # a side of --baseline: import mcp_analysis from that checkout, before anything does
+    sys.path.insert(0, sys.argv[sys.argv.index("--code") + 1])
+    import mcp_analysis  # noqa: F401
 
 import anyio
 import numpy as np
@@ -143,7 +152,12 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=60)
     parser.add_argument("--runs", type=int, default=1, help="Repeat the measurement (same tables, same queries).")
     parser.add_argument("--dir", type=Path, default=Path(__file__).resolve().parent / "results")
+    parser.add_argument("--baseline", help="git revision measured against this tree, in turns")
+    parser.add_argument("--code", type=Path, help=argparse.SUPPRESS)  # one side of --baseline
     args = parser.parse_args()
+    if args.baseline:
+        compare(args)
+        return
     host = machine()
     words = vocabulary()
     rng = np.random.default_rng(3)
@@ -156,6 +170,9 @@ def main() -> None:
         print(f"built/checked {path} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
         for run in range(args.runs):
             rows.append({"run": run + 1, **anyio.run(measure, path, queries)})
+    if args.code:
+        print(json.dumps(rows))
+        return
     print(
         f"{'chunks':>8} {'run':>3} {'p50 ms':>7} {'p95 ms':>7} {'base p50':>9} {'base p95':>9} "
         f"{'added p50 (IQR)':>18} {'embed':>6} {'filtered':>9} {'recall@10':>9}"
@@ -174,6 +191,33 @@ def main() -> None:
     )
     print(f"{describe()}; load at the end {machine()['load_1_5_15']}")
     print(json.dumps({"bench": "search", "machine": host, "limit": LIMIT, "fetched": FETCHED, "results": rows}))
+
+
+def compare(args: argparse.Namespace) -> None:
+    """Each run: the baseline's code and this tree's, in turns, each in a process of its own."""
+    from context import baseline_checkout
+
+    host = machine()
+    root = Path(__file__).resolve().parent.parent
+    out: dict[str, list[dict[str, Any]]] = {"base": [], "new": []}
+    with baseline_checkout(args.baseline) as tree:
+        for run in range(args.runs):
+            sides = [("base", tree), ("new", root)]
+            for side, code in sides if run % 2 == 0 else reversed(sides):
+                command = [sys.executable, __file__, "--sizes", *map(str, args.sizes), "--queries", str(args.queries)]
+                command += ["--runs", "1", "--dir", str(args.dir), "--code", str(code)]
+                env = {**os.environ, "PYTHONPATH": str(code)}
+                done = subprocess.run(command, env=env, check=True, capture_output=True, text=True)
+                out[side] += [{"run": run + 1, **row} for row in json.loads(done.stdout.strip().splitlines()[-1])]
+    print(f"{'chunks':>8} {'run':>3} {'base p50':>9} {'new p50':>8} {'ratio':>6} {'base p95':>9} {'new p95':>8}")
+    for a, b in zip(out["base"], out["new"], strict=True):
+        print(
+            f"{a['chunks']:>8} {a['run']:>3} {a['p50_ms']:>9.1f} {b['p50_ms']:>8.1f} {b['p50_ms'] / a['p50_ms']:>6.2f} "
+            f"{a['p95_ms']:>9.1f} {b['p95_ms']:>8.1f}"
+        )
+    print(f"(base = {args.baseline}, new = this tree; search through Corpus.search, limit {LIMIT})")
+    print(f"{describe()}; load at the end {machine()['load_1_5_15']}")
+    print(json.dumps({"bench": "search", "baseline": args.baseline, "machine": host, **out}))
 
 
 if __name__ == "__main__":

@@ -65,6 +65,37 @@ class SearchSettings(_Section):
         description="Re-rank hybrid candidates by vector, keyword and title scores and show each passage where the "
         "best-scoring hits are; false = reciprocal-rank fusion and keyword-placed passages only.",
     )
+    candidates: int = Field(
+        50,
+        ge=5,
+        le=1000,
+        description="Chunks each leg (vector, full text) of a search fetches for ranking; the candidates are "
+        "their union (bench/passages.py chose 50).",
+    )
+    weight_vector: float = Field(0.5, ge=0, le=10, description="Re-ranking: weight of the chunk's vector's cosine.")
+    weight_keyword: float = Field(0.2, ge=0, le=10, description="Re-ranking: weight of the relative full-text score.")
+    weight_title: float = Field(0.2, ge=0, le=10, description="Re-ranking: weight of the title the question names.")
+    weight_distinct: float = Field(
+        0.0,
+        ge=0,
+        le=10,
+        description="Re-ranking: weight of the question's words scored (BM25) over the candidates' text, headings, "
+        "title and file name with the candidates' own statistics (what tells near-duplicates apart).",
+    )
+    duplicate_overlap: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="Re-ranking: a hit sharing this share of its word 5-grams with a better hit of another "
+        "document comes after the distinct ones (1 = never).",
+    )
+    bare_heading_words: int = Field(
+        3,
+        ge=0,
+        le=50,
+        description="A chunk that is a heading plus at most this many words is never a hit on its own: it joins "
+        "the chunk after it in the section it titles.",
+    )
 
 
 class SandboxSettings(_Section):

@@ -153,3 +153,17 @@ def test_lower_layers_never_import_upper_ones() -> None:
         if target.startswith(forbidden)
     ]
     assert wrong == []
+
+
+def test_search_and_ingest_leave_lancedb_to_the_store() -> None:
+    """search/ and ingest/ never import LanceDB (nor store/lance.py): the store owns every query."""
+    wrong = []
+    for path in [*(PACKAGE / "search").rglob("*.py"), *(PACKAGE / "ingest").rglob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            wrong += [
+                f"{path.name}: {n}" for n in names if n.split(".")[0] == "lancedb" or n == "mcp_analysis.store.lance"
+            ]
+    assert wrong == []

@@ -2,9 +2,13 @@
 
 Chunks never cross a section boundary and never split an item, except an item that
 alone exceeds the budget (a long paragraph or table), which is split at sentence or
-line boundaries. Each chunk records the headings above it, the ``self_ref`` of every
-item in it (``doc_item_refs``), labels and pages, and the item positions of itself
-and of its enclosing section so that search can expand a hit cheaply.
+line boundaries. A heading is never a chunk of its own: it joins the chunk that
+follows it (a heading over a sub-heading, one over a paragraph a little over the budget),
+and before a table split into row groups or an item split in pieces it lives on as their
+heading path (which the full-text index and the embedder see). Each chunk records the
+headings above it, the ``self_ref`` of every item in it (``doc_item_refs``), labels and
+pages, and the item positions of itself and of its enclosing section so that search can
+expand a hit cheaply.
 """
 
 from __future__ import annotations
@@ -138,18 +142,22 @@ def chunk_items(
                 page_numbers=sorted({p for it in chosen for p in it.page_numbers}),
                 picture_refs=[it.self_ref for it in chosen if it.label == "picture"],
                 item_range=(positions[0], positions[-1]),
-                section_range=sections[positions[0]],
+                section_range=(min(sections[p][0] for p in positions), max(sections[p][1] for p in positions)),
                 item_positions=list(positions),
                 lead=lead,
             )
         )
 
+    def headings_only() -> bool:
+        return all(items[p].label in HEADING_LABELS for p in current)
+
     for i, item in enumerate(items):
         if item.label in SKIPPED_LABELS:
             continue
-        if item.label in HEADING_LABELS:
+        if item.label in HEADING_LABELS and not headings_only():
             emit(current)
             current, used = [], 0
+        if item.label in HEADING_LABELS:
             level = item.heading_level if item.heading_level is not None else 1
             while heading_stack and heading_stack[-1][0] >= level:
                 heading_stack.pop()
@@ -157,21 +165,24 @@ def chunk_items(
         size = sizes[i]
         table = (tables or {}).get(item.self_ref)
         if table is not None and (size > max_tokens or table.partial_in_document):
-            emit(current)
+            if not headings_only():  # headings over the rows are the row groups' heading path
+                emit(current)
             current, used = [], 0
             for group in row_groups(table, count_tokens, max_tokens, max_table_chunks):
                 emit([i], group.text, group.lead)
             continue
         if size > max_tokens and item.label not in HEADING_LABELS:
-            emit(current)
+            if not headings_only():  # headings over the pieces are their heading path
+                emit(current)
             current, used = [], 0
             for piece in _split_long(item.text, count_tokens, max_tokens):
                 emit([i], piece)
             continue
-        if current and used + size > max_tokens:
+        if current and used + size > max_tokens and not headings_only():
             emit(current)
             current, used = [], 0
         current.append(i)
         used += size
-    emit(current)
+    if not (headings_only() and chunks):  # a heading at the end titles nothing
+        emit(current)
     return chunks

@@ -1,8 +1,8 @@
-"""Hybrid retrieval: LanceDB vector (cosine) + full-text, fused by reciprocal rank (RRF).
+"""Hybrid retrieval: the store's vector and full-text candidates, fused by reciprocal rank (RRF).
 
-The document filter becomes a ``document_id IN (...)`` prefilter, applied to both
-legs before ranking, so filtered-out documents can never take a slot. Asked for
-`evidence`, each hit also carries what the legs measured (its vector's cosine to the
+The store runs both legs as separate queries, `per_leg` rows each, under the document
+prefilter (``document_id IN (...)``), so filtered-out documents never take a slot
+(store/candidates.py). Every hit carries what the legs measured (its vector's cosine to the
 query's, its full-text score), which re-ranking (rerank.py) fuses by value, not by rank.
 """
 
@@ -12,12 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mcp_analysis.store import schema
+from mcp_analysis.store.candidates import Candidate
 from mcp_analysis.store.database import Store
-from mcp_analysis.store.lance import RRFReranker
 from mcp_analysis.store.models import ChunkRecord
-
-_COLUMNS = ["id", "document_id", "content", "metadata", "order"]
 
 
 @dataclass
@@ -35,59 +32,38 @@ class Hit:
     evidence: Evidence | None = None
 
 
-_RRF_K = 60  # LanceDB's default for the fusion of both legs
+RRF_K = 60  # the usual constant of reciprocal rank fusion (LanceDB's default too)
+
+
+def rrf(candidate: Candidate) -> float:
+    """Reciprocal rank fusion of the legs that found `candidate`: sum of 1 / (60 + rank)."""
+    ranks = (candidate.vector_rank, candidate.keyword_rank)
+    return sum(1.0 / (RRF_K + rank) for rank in ranks if rank is not None)
 
 
 async def hybrid_search(
     store: Store,
     vector: np.ndarray | None,
     query: str,
-    limit: int,
+    per_leg: int,
     prefilter: str | None,
     *,
     ef: int = 256,
     refine_factor: int = 4,
-    evidence: bool = False,
+    bare_heading_words: int = 3,
 ) -> list[Hit]:
-    """Top `limit` chunks by RRF of vector and full-text ranks (prefiltered).
+    """Every candidate of both legs (up to 2 x `per_leg`), best RRF first, with its evidence.
 
     With an HNSW index (large knowledge bases), `ef` widens the graph search and
-    `refine_factor` re-ranks candidates with exact distances; without one the
-    vector leg is an exact scan and both are ignored. Without a `vector` (keyword
-    mode) only the full-text leg runs, scored 1 / (60 + rank) like one leg of RRF.
-    Each leg returns up to `limit` rows, so the fused list can hold up to twice that.
-    """
-    if schema.CHUNKS not in store.tables:
-        return []
-    table = store.table(schema.CHUNKS)
-    if vector is None:
-        keyword = table.query().nearest_to_text(query, columns=["content_fts"]).select(_COLUMNS).limit(limit)
-        if prefilter:
-            keyword = keyword.where(prefilter)
-        found = await store.complete_chunks(await keyword.to_list())
-        return [Hit(ChunkRecord.from_row(r), 1.0 / (_RRF_K + rank)) for rank, r in enumerate(found, start=1)]
-    query_vector = vector.astype(np.float32)
-    builder = (
-        table.query()
-        .nearest_to(query_vector)
-        .distance_type("cosine")
-        .nearest_to_text(query, columns=["content_fts"])
-        .select([*_COLUMNS, "vector"] if evidence else _COLUMNS)
-        .limit(limit)
-        .ef(ef)
-        .refine_factor(refine_factor)
+    `refine_factor` re-ranks candidates with exact distances; without one the vector leg
+    is an exact scan and both are ignored. Without a `vector` (keyword mode) only the
+    full-text leg runs, and hits carry no evidence."""
+    found = await store.candidates(
+        query, vector, per_leg, prefilter, ef=ef, refine_factor=refine_factor, bare_heading_words=bare_heading_words
     )
-    if evidence:
-        builder = builder.rerank(RRFReranker(return_score="all"))
-    if prefilter:
-        builder = builder.where(prefilter)
-    rows = await store.complete_chunks(await builder.to_list())
-    hits = [Hit(ChunkRecord.from_row(r), float(r.get("_relevance_score") or 0.0)) for r in rows]
-    if evidence:
-        unit = query_vector / max(float(np.linalg.norm(query_vector)), 1e-12)
-        for hit, row in zip(hits, rows, strict=True):
-            chunk_vector = np.asarray(row["vector"], dtype=np.float32)
-            cosine = float(chunk_vector @ unit) / max(float(np.linalg.norm(chunk_vector)), 1e-12)
-            score = row.get("_score")
-            hit.evidence = Evidence(cosine, None if score is None else float(score))
-    return hits
+    hits = []
+    for candidate in found:
+        evidence = None if candidate.cosine is None else Evidence(candidate.cosine, candidate.keyword)
+        hits.append(Hit(ChunkRecord.from_row(candidate.row), rrf(candidate), evidence))
+    order = sorted(range(len(hits)), key=lambda i: (-hits[i].score, i))
+    return [hits[i] for i in order]

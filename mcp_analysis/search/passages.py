@@ -1,10 +1,11 @@
 """From a query to search results: retrieve candidates, rank them, grow them into passages.
 
-With `search.rerank` (the default) the hybrid query fetches a wider candidate list with each
-leg's scores (hybrid.py), re-ranks it by fused evidence (rerank.py), keeps near-duplicates
-of better hits out of the first places, and grows the best into passages whose anchors are
-every scored candidate inside them (expand.py), so the excerpt shows the best-scoring part.
-Without it (or in keyword mode): RRF order, one anchor per passage.
+The store returns each leg's `search.candidates` best chunks with both legs' scores (hybrid.py,
+store/candidates.py). With `search.rerank` (the default) they are re-ranked by fused evidence
+(rerank.py), near-duplicates of better hits are kept out of the first places, and the best
+grow into passages whose anchors are every scored candidate inside them (expand.py), so the
+excerpt shows the best-scoring part. Without it (or in keyword mode): RRF order, one anchor
+per passage.
 """
 
 from __future__ import annotations
@@ -18,11 +19,9 @@ from mcp_analysis.search.budget import rank_share
 from mcp_analysis.search.expand import expand_hits
 from mcp_analysis.search.hybrid import hybrid_search
 from mcp_analysis.search.models import SearchResult
-from mcp_analysis.search.rerank import distinct, rerank
+from mcp_analysis.search.rerank import Weights, distinct, rerank
 from mcp_analysis.store.database import Store
 from mcp_analysis.store.models import DocumentMeta
-
-CANDIDATES = 30  # rows per leg of the hybrid query when re-ranking (up to twice as many candidates)
 
 
 async def search_passages(
@@ -37,15 +36,29 @@ async def search_passages(
     """The `limit` best passages for `query` among the `visible` documents."""
     # Over-fetch a little: merged neighbours and unfinished documents drop out in expansion.
     head = 2 * limit + 5
-    options = {"ef": settings.ann_ef, "refine_factor": settings.ann_refine_factor}
+    candidates = await hybrid_search(
+        store,
+        vector,
+        query,
+        max(settings.candidates, head),
+        prefilter,
+        ef=settings.ann_ef,
+        refine_factor=settings.ann_refine_factor,
+        bare_heading_words=settings.bare_heading_words,
+    )
     if not settings.rerank or vector is None:
-        hits = await hybrid_search(store, vector, query, head, prefilter, **options)
-        return await expand_hits(store, hits, visible.get, settings.max_context_chars, limit)
-    candidates = await hybrid_search(store, vector, query, max(CANDIDATES, head), prefilter, evidence=True, **options)
-    ranked = rerank(candidates, query, lambda doc_id: meta.title if (meta := visible.get(doc_id)) else "")
+        return await expand_hits(store, candidates[:head], visible.get, settings.max_context_chars, limit)
+    weights = Weights(settings.weight_vector, settings.weight_keyword, settings.weight_title, settings.weight_distinct)
+    ranked = rerank(
+        candidates,
+        query,
+        lambda doc_id: meta.title if (meta := visible.get(doc_id)) else "",
+        weights,
+        lambda doc_id: meta.uri.rsplit("/", 1)[-1] if (meta := visible.get(doc_id)) else "",
+    )
     results = await expand_hits(
         store,
-        distinct(ranked[:head], limit + 2),
+        distinct(ranked[:head], limit + 2, settings.duplicate_overlap),
         visible.get,
         settings.max_context_chars,
         limit,

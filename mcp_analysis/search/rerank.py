@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -27,18 +28,32 @@ from mcp_analysis.search.hybrid import Hit
 
 @dataclass(frozen=True)
 class Weights:
-    """How much each signal counts in the fused score (tuned on bench/data/passages_queries.json's tune split)."""
+    """How much each signal counts in the fused score (settings search.weight_*, tuned on
+    bench/data/passages_queries.json's tune split)."""
 
     vector: float = 0.5
     keyword: float = 0.2
     title: float = 0.2
+    distinct: float = 0.0  # BM25 of the question over the best candidates themselves (see `distinctive`)
 
 
 WEIGHTS = Weights()
+DISTINCT_AMONG = 20  # the distinctive-terms signal re-scores this many best candidates (bounds its cost)
 DUPLICATE_OVERLAP = 0.5  # share of the shorter chunk's word 5-grams two chunks share: near-duplicates
 _TOKEN = re.compile(r"[a-z]+|\d+(?:\.\d+)*")
 _VERSIONED = re.compile(r"([a-z]{2,})v(\d)")  # "gplv3" -> "gpl 3"
 _WORD = re.compile(r"[a-z]+")
+_K1, _B = 1.2, 0.75  # BM25's usual constants
+
+
+def tokens(text: str) -> list[str]:
+    """Words and numbers as names use them ("GPLv3" -> gpl, 3; "2.0" -> 2)."""
+    out = []
+    for token in _TOKEN.findall(_VERSIONED.sub(r"\1 \2", text.lower())):
+        while token.endswith(".0"):
+            token = token[:-2]
+        out.append(token)
+    return out
 
 
 @dataclass(frozen=True)
@@ -52,13 +67,8 @@ class Names:
 
     @classmethod
     def of(cls, text: str) -> Names:
-        text = _VERSIONED.sub(r"\1 \2", text.lower())
-        words = set()
-        for token in _TOKEN.findall(text):
-            while token.endswith(".0"):  # "2.0" names the same version as "2"
-                token = token[:-2]
-            words.add(token)
-        plain = _WORD.findall(text)
+        words = set(tokens(text))
+        plain = _WORD.findall(_VERSIONED.sub(r"\1 \2", text.lower()))
         acronyms = {
             "".join(w[0] for w in plain[i : i + n]): frozenset(plain[i : i + n])
             for n in (2, 3, 4)
@@ -78,8 +88,40 @@ def title_match(query: Names, title: Names, idf: Callable[[str], float]) -> floa
     return sum(idf(w) for w in named) / total if total else 0.0
 
 
-def rerank(hits: Sequence[Hit], query: str, title_of: Callable[[str], str], weights: Weights = WEIGHTS) -> list[Hit]:
-    """`hits` (with evidence) best-first by fused score; each hit's score becomes that score."""
+def distinctive(texts: Sequence[str], query: str) -> list[float]:
+    """BM25 of the question's words over `texts` with the texts' own statistics, relative to the best
+    (0..1): a word every candidate has ("license", "software") counts for nothing, one that tells
+    near-duplicates apart ("2", "linking", "notice") for much."""
+    bags = [tokens(text) for text in texts]
+    terms = set(tokens(query))
+    if not bags or not terms:
+        return [0.0] * len(bags)
+    counts = [{t: n for t, n in Counter(bag).items() if t in terms} for bag in bags]
+    average = sum(len(bag) for bag in bags) / len(bags) or 1.0
+    n = len(bags)
+
+    def idf(term: str) -> float:
+        df = sum(term in c for c in counts)
+        return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+    weights = {t: idf(t) for t in terms}
+    scores = [
+        sum(weights[t] * tf * (_K1 + 1) / (tf + _K1 * (1 - _B + _B * len(bag) / average)) for t, tf in c.items())
+        for bag, c in zip(bags, counts, strict=True)
+    ]
+    best = max(scores) or 1.0
+    return [score / best for score in scores]
+
+
+def rerank(
+    hits: Sequence[Hit],
+    query: str,
+    title_of: Callable[[str], str],
+    weights: Weights = WEIGHTS,
+    name_of: Callable[[str], str] | None = None,
+) -> list[Hit]:
+    """`hits` (with evidence) best-first by fused score; each hit's score becomes that score.
+    `name_of`: what else names a document (its file name), for the distinctive-terms signal."""
     scored = [h for h in hits if h.evidence is not None]
     if not scored:
         return list(hits)
@@ -103,6 +145,12 @@ def rerank(hits: Sequence[Hit], query: str, title_of: Callable[[str], str], weig
             + weights.keyword * (evidence.keyword or 0.0) / best_keyword
             + weights.title * match[hit.chunk.document_id]
         )
+    if weights.distinct:
+        best = sorted(scored, key=lambda h: -h.score)[:DISTINCT_AMONG]
+        named = {doc_id: f"{title_of(doc_id)} {name_of(doc_id) if name_of else ''}" for doc_id in titles}
+        fields = [" ".join([*h.chunk.headings, named[h.chunk.document_id], h.chunk.content]) for h in best]
+        for hit, distinct_terms in zip(best, distinctive(fields, query), strict=True):
+            hit.score += weights.distinct * distinct_terms
     order = sorted(range(len(scored)), key=lambda i: (-scored[i].score, i))
     return [scored[i] for i in order]
 
@@ -112,7 +160,7 @@ def _shingles(text: str) -> set[tuple[str, ...]]:
     return set(zip(words, words[1:], words[2:], words[3:], words[4:], strict=False)) or {tuple(words)}
 
 
-def distinct(hits: Sequence[Hit], wanted: int) -> list[Hit]:
+def distinct(hits: Sequence[Hit], wanted: int, overlap: float = DUPLICATE_OVERLAP) -> list[Hit]:
     """`hits` in order, except that one repeating a better kept hit of another document (half the
     word 5-grams of the shorter of the two) moves after the others. Checks stop once `wanted`
     hits repeat nothing."""
@@ -124,7 +172,7 @@ def distinct(hits: Sequence[Hit], wanted: int) -> list[Hit]:
             return kept + list(hits[index:]) + repeats
         grams = _shingles(hit.chunk.content)
         if any(
-            doc_id != hit.chunk.document_id and len(grams & other) >= DUPLICATE_OVERLAP * min(len(grams), len(other))
+            doc_id != hit.chunk.document_id and len(grams & other) >= overlap * min(len(grams), len(other))
             for doc_id, other in seen
         ):
             repeats.append(hit)

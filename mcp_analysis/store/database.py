@@ -2,8 +2,8 @@
 
 `Store.open` connects (a directory or an object-store URI), opens the tables it finds,
 and asks store/identify.py which kind of database they are; the answer is a layout
-(store/layout.py) the `Store` keeps to itself. Reads (reads.py), writes and orphan
-cleanup (writes.py) and indexes (maintenance.py) are its mixins. The layers above see
+(store/layout.py) the `Store` keeps to itself. Reads (reads.py), search candidates
+(candidates.py), writes and orphan cleanup (writes.py) and indexes (maintenance.py) are its mixins. The layers above see
 one kind of knowledge base: where kinds legitimately differ they ask `read_only`,
 `ids_are_immutable`, `check_searchable` or `query_embedder`, never the kind.
 """
@@ -26,6 +26,7 @@ from mcp_analysis.errors import (
 )
 from mcp_analysis.paths import is_local_path, make_database_directory
 from mcp_analysis.store import schema
+from mcp_analysis.store.candidates import StoreCandidates
 from mcp_analysis.store.identify import SUPPORTED, identify
 from mcp_analysis.store.lance import lancedb, table_names
 from mcp_analysis.store.layout import EmbedderChoice
@@ -60,7 +61,7 @@ def object_store_options(location: str, configured: dict[str, str] | None) -> di
     return {**OBJECT_STORE_DEFAULTS, **(configured or {})}
 
 
-class Store(StoreWrites, StoreMaintenance):
+class Store(StoreWrites, StoreCandidates, StoreMaintenance):
     """Async LanceDB tables of one knowledge base, read through its layout."""
 
     @classmethod

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mcp_analysis.search.hybrid import Evidence, Hit
-from mcp_analysis.search.rerank import Names, Weights, distinct, rerank, title_match
+from mcp_analysis.search.rerank import Names, Weights, distinct, distinctive, rerank, title_match
 from mcp_analysis.store.models import ChunkRecord
 
 TITLES = {"gpl2": "license-GPL-2", "gpl3": "license-GPL-3", "mpl2": "Mozilla Public License Version 2.0"}
@@ -56,3 +56,16 @@ def test_a_clause_repeated_by_another_document_moves_after_distinct_hits() -> No
     assert ordered == [first, same_document, other, repeat]
     # Checks stop once enough hits are distinct: the rest keeps its order.
     assert distinct([first, other, repeat], wanted=2) == [first, other, repeat]
+
+
+def test_distinctive_terms_tell_near_duplicates_apart() -> None:
+    clause = "you may copy and distribute the library under the terms of this license "
+    texts = [clause * 3, clause * 3 + "linking a program with the library is allowed", clause * 2 + "notice"]
+    scores = distinctive(texts, "may I link my program with this library: linking rules?")
+    assert scores[1] == 1.0 and scores[0] < 0.5  # the words all three share count for little
+    assert distinctive(texts, "zebra") == distinctive(texts, "") == [0.0, 0.0, 0.0]
+    # As a signal of the fused score, it breaks a tie of two near-duplicates.
+    hits = [hit("gpl3", 0.6, 10.0, texts[0]), hit("lgpl", 0.6, 10.0, texts[1])]
+    titles = {"gpl3": "licence", "lgpl": "licence"}.__getitem__
+    ranked = rerank(hits, "linking rules", titles, Weights(distinct=0.1))
+    assert [h.chunk.document_id for h in ranked] == ["lgpl", "gpl3"]
