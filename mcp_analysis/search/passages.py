@@ -14,12 +14,12 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from mcp_analysis.config import SearchSettings
 from mcp_analysis.search.budget import rank_share
 from mcp_analysis.search.expand import expand_hits
 from mcp_analysis.search.hybrid import hybrid_search
 from mcp_analysis.search.models import SearchResult
 from mcp_analysis.search.rerank import Weights, distinct, rerank
+from mcp_analysis.search.settings import SearchSettings
 from mcp_analysis.store.database import Store
 from mcp_analysis.store.models import DocumentMeta
 

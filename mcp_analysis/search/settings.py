@@ -1,0 +1,70 @@
+"""The `search` settings: how many hits, how much context, how candidates are fetched and ranked.
+
+Kept free of other mcp_analysis imports (pydantic only), like watch/settings.py: config.py
+attaches `SearchSettings` as the `search` section.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class SearchSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    limit: int = Field(5, ge=1, le=100, description="Default number of hits of the search tool.")
+    sandbox_limit: int = Field(10, ge=1, le=100, description="Default limit of search() inside the sandbox.")
+    max_limit: int = Field(50, ge=1, le=500, description="Largest limit a caller may ask for.")
+    max_context_chars: int = Field(
+        5000, ge=0, le=100_000, description="Each hit is grown with its section up to this size."
+    )
+    context_chars: int = Field(
+        900, ge=100, le=100_000, description="Characters per hit's passage a search result shows by default (average)."
+    )
+    max_concurrent: int = Field(4, ge=1, le=64, description="Concurrent LanceDB searches (more collapse).")
+    vector_index_min_rows: int = Field(
+        50_000, ge=0, description="Build an HNSW vector index once there are this many chunks (0 = never)."
+    )
+    ann_ef: int = Field(256, ge=10, le=4096, description="HNSW search breadth when a vector index exists.")
+    ann_refine_factor: int = Field(4, ge=1, le=100, description="Re-rank this many times more ANN candidates exactly.")
+    mode: Literal["hybrid", "keyword"] = Field(
+        "hybrid", description="hybrid = vectors + full text; keyword = full text only (no embedder needed)."
+    )
+    rerank: bool = Field(
+        True,
+        description="Re-rank hybrid candidates by vector, keyword and title scores and show each passage where the "
+        "best-scoring hits are; false = reciprocal-rank fusion and keyword-placed passages only.",
+    )
+    candidates: int = Field(
+        50,
+        ge=5,
+        le=1000,
+        description="Chunks each leg (vector, full text) of a search fetches for ranking; the candidates are "
+        "their union (bench/passages.py chose 50).",
+    )
+    weight_vector: float = Field(0.5, ge=0, le=10, description="Re-ranking: weight of the chunk's vector's cosine.")
+    weight_keyword: float = Field(0.2, ge=0, le=10, description="Re-ranking: weight of the relative full-text score.")
+    weight_title: float = Field(0.2, ge=0, le=10, description="Re-ranking: weight of the title the question names.")
+    weight_distinct: float = Field(
+        0.0,
+        ge=0,
+        le=10,
+        description="Re-ranking: weight of the question's words scored (BM25) over the candidates' text, headings, "
+        "title and file name with the candidates' own statistics (what tells near-duplicates apart).",
+    )
+    duplicate_overlap: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="Re-ranking: a hit sharing this share of its word 5-grams with a better hit of another "
+        "document comes after the distinct ones (1 = never).",
+    )
+    bare_heading_words: int = Field(
+        3,
+        ge=0,
+        le=50,
+        description="A chunk that is a heading plus at most this many words is never a hit on its own: it joins "
+        "the chunk after it in the section it titles.",
+    )
