@@ -24,6 +24,7 @@ import importlib
 import logging
 import os
 import re
+import socket
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -52,6 +53,7 @@ STAGES = ("connecting", "listing", "conversion", "embedding", "writing", "commit
 ADDRESS_FORMS = "auto, local, HOST:PORT or ray://HOST:PORT"
 _TASKS_PER_CPU = 4  # conversion tasks in flight per cluster CPU: the nodes keep busy while the driver writes
 _CONNECT_SECONDS = 120.0  # the nodes' answers to the version probe
+_REACH_SECONDS = 10.0
 _HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+):\d{1,5}")
 
 
@@ -84,9 +86,25 @@ def init_address(address: str) -> str:
 
 
 def preflight(address: str) -> None:
-    """What can be checked before anything is opened: the extra is installed, ADDRESS has a known form."""
+    """What can be checked before anything is opened: the extra is installed, ADDRESS has a known
+    form and, when it names a host, something listens there."""
     import_extra("ray")
-    init_address(address)
+    _check_reachable(address, init_address(address))
+
+
+def _check_reachable(address: str, target: str) -> None:
+    """A HOST:PORT that nothing answers on fails at once (Ray itself retries for minutes)."""
+    host_port = target.removeprefix("ray://")
+    if not _HOST_PORT.fullmatch(host_port):
+        return  # auto (a cluster of this machine, found by Ray) or local
+    host, _, port = host_port.rpartition(":")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=_REACH_SECONDS).close()
+    except OSError as exc:
+        raise AnalysisError(
+            f"Cannot reach the Ray cluster at {address} ({exc.strerror or exc}): is its head running, "
+            "and is the address its `ray start --head` printed?"
+        ) from None
 
 
 def _one_line(exc: BaseException) -> str:
@@ -102,12 +120,15 @@ class Cluster:
         self.ray = import_extra("ray")
         self.owned = False  # whether this ingest connected (and so disconnects at the end)
         self.cpus = 1
+        self.nodes: list[str] = []  # ids of the alive nodes with CPUs
         self.embedders: list[Any] = []
 
     def connect(self) -> None:
+        """Join the cluster (in the caller's thread: Ray sets a signal handler in the main thread)."""
         ray = self.ray
         if not ray.is_initialized():  # else: the caller's own connection (Python API) is used as is
             target = init_address(self.address)
+            _check_reachable(self.address, target)
             options: dict[str, Any] = {"include_dashboard": False} if target == "local" else {}
             try:
                 # Workers' output stays in the cluster's logs: this process's stdout may be `--json`.
@@ -115,6 +136,10 @@ class Cluster:
             except Exception as exc:  # ConnectionError, a version mismatch (RuntimeError), a bad address
                 raise AnalysisError(f"Cannot use the Ray cluster at {self.address}: {_one_line(exc)}") from None
             self.owned = True
+
+    def check(self) -> None:
+        """The nodes with CPUs, and their versions (blocks: call from a thread)."""
+        ray = self.ray
         nodes = [n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) > 0]
         if not nodes:
             raise AnalysisError(f"The Ray cluster at {self.address} has no node with CPUs to convert files on.")
@@ -235,7 +260,8 @@ class RayIngestor(Ingestor):
         cluster = Cluster(self.address)
         self.cluster = cluster
         try:
-            await anyio.to_thread.run_sync(cluster.connect)
+            cluster.connect()
+            await anyio.to_thread.run_sync(cluster.check)
             settings = self.kb.store.settings
             cluster.start_embedders(
                 self.kb.embedder_name, self.kb.embedder_base_url, settings.vector_dim if settings else None

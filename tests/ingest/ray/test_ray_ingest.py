@@ -1,0 +1,128 @@
+"""`add --ray`: a real two-node Ray cluster (cluster.py), the real CLI, real conversion workers on
+the nodes, the real embedder, LanceDB on disk; the knowledge base compared table by table with the
+one a local `add` of the same files makes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcp_analysis.sample import documents_dir
+from tests.conftest import run_cli
+from tests.ingest.ray.cluster import RayCluster, ray_cluster
+from tests.ingest.ray.kb_snapshot import assert_same_knowledge_base, snapshot
+
+pytestmark = pytest.mark.slow
+
+RAY_ENV = {"RAY_AUTH_MODE": "disabled"}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayCluster]:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RAY_AUTH_MODE", "disabled")  # for this process's own look at the nodes
+        with ray_cluster(tmp_path_factory.mktemp("ray-logs")) as started:
+            yield started
+
+
+def add(db: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any], str]:
+    done = run_cli("--db", str(db), "add", *args, "--json", env={**RAY_ENV, **(env or {})}, timeout=600)
+    assert done.stdout.startswith("{"), done.stderr[-3000:]
+    return done.returncode, json.loads(done.stdout), done.stderr
+
+
+def test_a_ray_add_makes_the_knowledge_base_a_local_add_makes(cluster: RayCluster, tmp_path: Path) -> None:
+    """The sample's documents (Markdown, text, HTML, PDF, a scanned page, DOCX, a workbook): the same
+    rows in every table, the same vectors, the same indexes; then a rerun adds nothing, and a changed
+    file and a moved one are found as a local add finds them."""
+    folder = tmp_path / "documents"
+    shutil.copytree(documents_dir(), folder)
+    local_db, ray_db = tmp_path / "local.lancedb", tmp_path / "ray.lancedb"
+
+    code, local, _ = add(local_db, str(folder))
+    assert code == 0 and "engine" not in local  # without --ray, nothing changes
+    code, remote, _ = add(ray_db, str(folder), "--ray", cluster.address)
+    assert code == 0, remote["skipped"]
+    assert remote["engine"] == "ray" and remote["nodes"] == 2  # conversion and embedding ran on both nodes
+    stages = ("connecting", "listing", "conversion", "embedding", "writing", "commit", "indexing")
+    assert set(remote["stages"]) == set(stages) and all(s >= 0 for s in remote["stages"].values())
+    assert sorted(remote["added"]) == sorted(local["added"]) and remote["chunks"] == local["chunks"]
+    assert remote["stages"]["conversion"] > 0 and remote["stages"]["embedding"] > 0
+    assert_same_knowledge_base(snapshot(ray_db), snapshot(local_db))
+
+    code, again, _ = add(ray_db, str(folder), "--ray", cluster.address)
+    assert code == 0 and again["added"] == [] and again["replaced"] == [] and again["chunks"] == 0
+    assert sorted(again["unchanged"]) == sorted(local["added"])
+
+    changed = folder / "advisory-2025-04-phishing.txt"
+    changed.write_text(changed.read_text() + "\nUpdate: the campaign ended in March.\n")
+    (folder / "archive").mkdir()
+    moved = (folder / "q1-2025-financial-report.md").rename(folder / "archive" / "q1-2025-financial-report.md")
+    _, local_again, _ = add(local_db, str(folder))
+    _, remote_again, _ = add(ray_db, str(folder), "--ray", cluster.address)
+    assert remote_again["replaced"] == local_again["replaced"] == [changed.as_uri()]
+    assert [new for _, new in remote_again["moved"]] == [moved.as_uri()] and remote_again["added"] == []
+    assert_same_knowledge_base(snapshot(ray_db), snapshot(local_db))
+
+
+def test_hostile_files_are_skipped_by_name_while_the_rest_goes_in(cluster: RayCluster, tmp_path: Path) -> None:
+    """Refused on the worker nodes under the driver's bounds: a .docx that is some other zip, a file
+    over ingest.max_file_mb (set small here), named in `skipped`; the other files are added."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "log.md").write_text("# Harbour Log\n\nThe pilot boarded at dawn.\n")
+    (folder / "notes.txt").write_text("Crane 4 is back in service after the gearbox repair.\n")
+    with zipfile.ZipFile(folder / "minutes.docx", "w") as fake:
+        fake.writestr("readme.txt", "not a Word document")
+    (folder / "big.txt").write_text("A line of a long log.\n" * 2000)  # ~44 KB
+    code, report, stderr = add(
+        tmp_path / "kb.lancedb", str(folder), "--ray", cluster.address, env={"MCP_ANALYSIS_INGEST__MAX_FILE_MB": "0.02"}
+    )
+    assert code == 1
+    skipped = dict(report["skipped"])
+    assert set(skipped) == {str(folder / "minutes.docx"), str(folder / "big.txt")}, stderr[-2000:]
+    assert "ingest.max_file_mb" in skipped[str(folder / "big.txt")]
+    assert sorted(report["added"]) == sorted((folder / n).as_uri() for n in ("log.md", "notes.txt"))
+
+
+def test_an_unreachable_cluster_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
+    with socket_closed() as address:
+        done = run_cli("--db", str(tmp_path / "kb.lancedb"), "add", str(documents_dir()), "--ray", address, env=RAY_ENV)
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"error: Cannot reach the Ray cluster at {address}")
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "kb.lancedb").exists()
+    bad = run_cli("--db", str(tmp_path / "kb.lancedb"), "add", str(documents_dir()), "--ray", "head-node")
+    assert bad.returncode == 1 and "--ray expects auto, local, HOST:PORT or ray://HOST:PORT" in bad.stderr
+
+
+def test_without_the_extra_the_error_says_what_to_install() -> None:
+    """What `--ray` says when an extra's module cannot be imported (a module no one has stands in for Ray)."""
+    from mcp_analysis.errors import AnalysisError
+    from mcp_analysis.ingest.ray_engine import import_extra
+
+    with pytest.raises(AnalysisError) as missing:
+        import_extra("ray_extra_module_that_is_not_installed")
+    message = str(missing.value)
+    assert "'ray_extra_module_that_is_not_installed' is not installed" in message
+    assert "pip install 'mcp-analysis[ray]'" in message and "uv sync --extra ray" in message
+
+
+class socket_closed:
+    """A HOST:PORT on the head's loopback address that nothing listens on."""
+
+    def __enter__(self) -> str:
+        import socket
+
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.2", 0))  # bound, never listening: connections are refused
+        return f"127.0.0.2:{self.sock.getsockname()[1]}"
+
+    def __exit__(self, *exc: object) -> None:
+        self.sock.close()
