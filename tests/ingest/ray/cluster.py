@@ -111,6 +111,16 @@ class RayCluster:
                         found.append(int(entry.name))
         return found
 
+    def wait_for_no_conversion_workers(self, timeout: float = 60.0) -> bool:
+        """Whether every conversion worker process the nodes started has ended (Ray ends a job's
+        workers once its driver is gone; their conversion workers then read EOF and exit)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not any(b"mcp_analysis.ingest.worker" in _cmdline(pid) for pid in self._ours()):
+                return True
+            time.sleep(0.5)
+        return False
+
     def stop(self) -> None:
         for group in self.groups:
             with contextlib.suppress(ProcessLookupError):
@@ -127,6 +137,13 @@ class RayCluster:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         shutil.rmtree(self.tmpdir, ignore_errors=True)
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 def _group_alive(pgid: int) -> bool:

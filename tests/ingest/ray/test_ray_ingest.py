@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from mcp_analysis.sample import documents_dir
-from tests.conftest import run_cli
+from tests.conftest import make_settings, run_cli
 from tests.ingest.ray.cluster import RayCluster, ray_cluster
 from tests.ingest.ray.kb_snapshot import assert_same_knowledge_base, snapshot
 
@@ -89,6 +89,28 @@ def test_hostile_files_are_skipped_by_name_while_the_rest_goes_in(cluster: RayCl
     assert set(skipped) == {str(folder / "minutes.docx"), str(folder / "big.txt")}, stderr[-2000:]
     assert "ingest.max_file_mb" in skipped[str(folder / "big.txt")]
     assert sorted(report["added"]) == sorted((folder / n).as_uri() for n in ("log.md", "notes.txt"))
+
+
+@pytest.mark.anyio
+async def test_the_python_api_adds_on_the_cluster(cluster: RayCluster, tmp_path: Path) -> None:
+    """`RayIngestor(kb, ADDRESS).add(paths)`, as docs/deploying.md shows it; the conversion workers
+    the nodes started end with the job (none is left running once the add has returned)."""
+    from mcp_analysis.corpus import KnowledgeBase
+    from mcp_analysis.ingest.ray_engine import RayIngestor
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "log.md").write_text("# Harbour Log\n\nThe pilot boarded at dawn; crane 4 was repaired.\n")
+    (folder / "page.html").write_text("<h1>Berth plan</h1><p>Berth 7 takes the ferry on Mondays.</p>")
+    kb = await KnowledgeBase.open(make_settings(tmp_path / "kb.lancedb"), create=True)
+    try:
+        report = await RayIngestor(kb, cluster.address).add([folder])
+        hits = await kb.store.all_meta()
+    finally:
+        await kb.close()
+    assert report.engine == "ray" and len(report.added) == 2 and report.skipped == []
+    assert sorted(m.title for m in hits) == ["Berth plan", "Harbour Log"]
+    assert cluster.wait_for_no_conversion_workers(), "conversion workers outlived the job"
 
 
 def test_an_unreachable_cluster_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
