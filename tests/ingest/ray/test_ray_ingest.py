@@ -17,6 +17,7 @@ from mcp_analysis.sample import documents_dir
 from tests.conftest import make_settings, run_cli
 from tests.ingest.ray.cluster import RayCluster, ray_cluster
 from tests.ingest.ray.kb_snapshot import assert_same_knowledge_base, snapshot
+from tests.services import moto_s3
 
 pytestmark = pytest.mark.slow
 
@@ -89,6 +90,21 @@ def test_hostile_files_are_skipped_by_name_while_the_rest_goes_in(cluster: RayCl
     assert set(skipped) == {str(folder / "minutes.docx"), str(folder / "big.txt")}, stderr[-2000:]
     assert "ingest.max_file_mb" in skipped[str(folder / "big.txt")]
     assert sorted(report["added"]) == sorted((folder / n).as_uri() for n in ("log.md", "notes.txt"))
+
+
+def test_a_knowledge_base_on_an_object_store_is_a_target(cluster: RayCluster, tmp_path: Path) -> None:
+    """`--db s3://...` (moto's S3 server): the driver writes there as a local add would."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "log.md").write_text("# Harbour Log\n\nThe pilot boarded at dawn.\n")
+    (folder / "notes.txt").write_text("Crane 4 is back in service after the gearbox repair.\n")
+    with moto_s3(tmp_path) as s3:
+        db = f"s3://{s3.bucket}/kb"
+        done = run_cli("--db", db, "add", str(folder), "--ray", cluster.address, "--json", env={**RAY_ENV, **s3.env()})
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert len(json.loads(done.stdout)["added"]) == 2
+        listed = run_cli("--db", db, "list", "--json", env=s3.env())
+        assert sorted(d["title"] for d in json.loads(listed.stdout)) == ["Harbour Log", "notes"]
 
 
 @pytest.mark.anyio
