@@ -125,7 +125,7 @@ class RayCluster:
         for group in self.groups:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(group.pid, signal.SIGTERM)
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 5  # gcs_server may ignore SIGTERM: the group is then killed
         for group in self.groups:
             while _group_alive(group.pid) and time.monotonic() < deadline:  # Ray's servers outlive `ray start`
                 group.poll()
