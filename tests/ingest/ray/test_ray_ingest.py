@@ -5,16 +5,22 @@ one a local `add` of the same files makes."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import lancedb
 import pytest
 
 from mcp_analysis.sample import documents_dir
-from tests.conftest import make_settings, run_cli
+from tests.conftest import REPO, make_settings, run_cli
 from tests.ingest.ray.cluster import RayCluster, ray_cluster
 from tests.ingest.ray.kb_snapshot import assert_same_knowledge_base, snapshot
 from tests.services import moto_s3
@@ -70,6 +76,65 @@ def test_a_ray_add_makes_the_knowledge_base_a_local_add_makes(cluster: RayCluste
     assert remote_again["replaced"] == local_again["replaced"] == [changed.as_uri()]
     assert [new for _, new in remote_again["moved"]] == [moved.as_uri()] and remote_again["added"] == []
     assert_same_knowledge_base(snapshot(ray_db), snapshot(local_db))
+
+
+def test_a_driver_killed_mid_job_leaves_whole_documents_and_a_rerun_completes(
+    cluster: RayCluster, tmp_path: Path
+) -> None:
+    """SIGKILL to `add --ray` once some batches are committed: no half document is visible (the
+    snapshot reads every row through its document), the job's conversion workers end on the nodes,
+    and a rerun makes the knowledge base a local add makes."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for n in range(40):
+        text = f"# Note {n}\n\nBerth {n} was inspected; crane {n % 7} is in service.\n"
+        (folder / f"note-{n:02d}.md").write_text(text)
+    small_batches = {**RAY_ENV, "MCP_ANALYSIS_INGEST__BATCH_DOCUMENTS": "2"}
+    ray_db, local_db = tmp_path / "ray.lancedb", tmp_path / "local.lancedb"
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "mcp_analysis", "--db", str(ray_db), "add", str(folder), "--ray", cluster.address],
+        cwd=REPO,
+        env={**os.environ, **small_batches},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while committed(ray_db) < 4 and driver.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        driver.kill()
+    finally:
+        driver.wait(timeout=60)
+    assert driver.returncode == -signal.SIGKILL, "the add finished before it could be killed"
+    visible, whole = documents_and_whole(ray_db)
+    assert 4 <= visible < 40 and whole == visible  # rows of an uncommitted batch may be there, unseen
+    assert cluster.wait_for_no_conversion_workers(), "the killed job's conversion workers outlived it"
+
+    code, rerun, _ = add(ray_db, str(folder), "--ray", cluster.address, env=small_batches)
+    assert code == 0 and len(rerun["added"]) + len(rerun["unchanged"]) == 40
+    assert add(local_db, str(folder), env=small_batches)[0] == 0
+    assert_same_knowledge_base(snapshot(ray_db), snapshot(local_db))
+
+
+def documents_and_whole(db: Path) -> tuple[int, int]:
+    """Visible documents, and how many of them have their content, items and chunks."""
+    tables = lancedb.connect(db)
+
+    def ids(table: str, column: str) -> set[str]:
+        return set(tables.open_table(table).to_arrow().column(column).to_pylist())
+
+    visible = ids("document_meta", "id")
+    present = ids("documents", "id") & ids("document_items", "document_id") & ids("chunks", "document_id")
+    return len(visible), len(visible & present)
+
+
+def committed(db: Path) -> int:
+    """Documents visible in `db` now (0 before its tables exist)."""
+    try:
+        return int(lancedb.connect(db).open_table("document_meta").count_rows())
+    except (FileNotFoundError, ValueError, RuntimeError, OSError):
+        return 0
 
 
 def test_hostile_files_are_skipped_by_name_while_the_rest_goes_in(cluster: RayCluster, tmp_path: Path) -> None:
