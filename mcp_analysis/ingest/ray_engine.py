@@ -25,6 +25,7 @@ import logging
 import os
 import re
 import socket
+import sys
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -259,6 +260,19 @@ class RayIngestor(Ingestor):
         self.kb.store.check_writable()  # before the cluster is asked for anything
         cluster = Cluster(self.address)
         self.cluster = cluster
+        # Ray's driver prints the cluster's error reports ("A worker died...") on sys.stdout, which
+        # is `--json`'s output or an MCP stdio wire: they go to stderr while this process is a driver.
+        with contextlib.redirect_stdout(sys.stderr):
+            return await self._add_on(cluster, started, paths, title, metadata)
+
+    async def _add_on(
+        self,
+        cluster: Cluster,
+        started: float,
+        paths: Sequence[Path],
+        title: str | None,
+        metadata: dict[str, Any] | None,
+    ) -> RayIngestReport:
         try:
             cluster.connect()
             await anyio.to_thread.run_sync(cluster.check)

@@ -111,6 +111,16 @@ class RayCluster:
                         found.append(int(entry.name))
         return found
 
+    def kill_a_worker_running(self, title: str) -> int | None:
+        """SIGKILL one of this cluster's processes whose title (Ray sets it to the task it runs) starts
+        with `title`; its pid, or None when none runs one now."""
+        for pid in self._ours():
+            if _cmdline(pid).startswith(title.encode()):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                    return pid
+        return None
+
     def wait_for_no_conversion_workers(self, timeout: float = 60.0) -> bool:
         """Whether every conversion worker process the nodes started has ended (Ray ends a job's
         workers once its driver is gone; their conversion workers then read EOF and exit)."""

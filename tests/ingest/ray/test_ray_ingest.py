@@ -84,11 +84,7 @@ def test_a_driver_killed_mid_job_leaves_whole_documents_and_a_rerun_completes(
     """SIGKILL to `add --ray` once some batches are committed: no half document is visible (the
     snapshot reads every row through its document), the job's conversion workers end on the nodes,
     and a rerun makes the knowledge base a local add makes."""
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    for n in range(40):
-        text = f"# Note {n}\n\nBerth {n} was inspected; crane {n % 7} is in service.\n"
-        (folder / f"note-{n:02d}.md").write_text(text)
+    folder = notes(tmp_path / "docs", 40)
     small_batches = {**RAY_ENV, "MCP_ANALYSIS_INGEST__BATCH_DOCUMENTS": "2"}
     ray_db, local_db = tmp_path / "ray.lancedb", tmp_path / "local.lancedb"
     driver = subprocess.Popen(
@@ -115,6 +111,39 @@ def test_a_driver_killed_mid_job_leaves_whole_documents_and_a_rerun_completes(
     assert code == 0 and len(rerun["added"]) + len(rerun["unchanged"]) == 40
     assert add(local_db, str(folder), env=small_batches)[0] == 0
     assert_same_knowledge_base(snapshot(ray_db), snapshot(local_db))
+
+
+def test_a_ray_worker_killed_mid_task_is_retried(cluster: RayCluster, tmp_path: Path) -> None:
+    """SIGKILL to a Ray worker process while it runs a conversion task: Ray runs the task again and
+    the add completes with every file."""
+    folder = notes(tmp_path / "docs", 30)
+    db = tmp_path / "kb.lancedb"
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "mcp_analysis", "--db", str(db), "add", str(folder), "--ray", cluster.address, "--json"],
+        cwd=REPO,
+        env={**os.environ, **RAY_ENV},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    killed = None
+    deadline = time.monotonic() + 300
+    while killed is None and driver.poll() is None and time.monotonic() < deadline:
+        killed = cluster.kill_a_worker_running("ray::convert_file")
+        time.sleep(0.05)
+    out, err = driver.communicate(timeout=600)
+    assert killed is not None, "no conversion task was seen running"
+    assert driver.returncode == 0, err.decode()[-3000:]
+    report = json.loads(out)
+    assert len(report["added"]) == 30 and report["skipped"] == []
+
+
+def notes(folder: Path, count: int) -> Path:
+    folder.mkdir()
+    for n in range(count):
+        text = f"# Note {n}\n\nBerth {n} was inspected; crane {n % 7} is in service.\n"
+        (folder / f"note-{n:02d}.md").write_text(text)
+    return folder
 
 
 def documents_and_whole(db: Path) -> tuple[int, int]:
