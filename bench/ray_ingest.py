@@ -2,7 +2,7 @@
 loopback: tests/ingest/ray/cluster.py), side by side on one synthetic folder, `--runs` times.
 
 The folder: `--files` Markdown files of `--chunks-per-file` chunks each (sections of Zipf-drawn
-words in sections), written once. Each run adds it to a fresh knowledge base through the real CLI
+words), written once. Each run adds it to a fresh knowledge base through the real CLI
 (a process of its own, as a user runs it) and reads the `--json` report: wall time (process
 start to exit), chunks/s and files/s over it, and for Ray the seconds per stage. While it runs,
 the driver's resident memory and the largest Ray worker's (an embedding actor or a conversion
@@ -18,6 +18,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -155,6 +156,8 @@ def main() -> None:
     parser.add_argument("--configs", default="local,ray1,ray2")
     parser.add_argument("--work", type=Path, default=None, help="where the folder and knowledge bases go")
     args = parser.parse_args()
+    # Stopped with SIGTERM (or Ctrl-C), the clusters started here are stopped too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-ray-"))
     folder = work / f"docs-{args.files}x{args.chunks_per_file}"
     make_folder(folder, args.files, args.chunks_per_file)

@@ -122,6 +122,7 @@ class Cluster:
         self.owned = False  # whether this ingest connected (and so disconnects at the end)
         self.cpus = 1
         self.nodes: list[str] = []  # ids of the alive nodes with CPUs
+        self.convert: Any = None  # convert_file as a Ray task
         self.embedders: list[Any] = []
 
     def connect(self) -> None:
@@ -145,6 +146,8 @@ class Cluster:
         if not nodes:
             raise AnalysisError(f"The Ray cluster at {self.address} has no node with CPUs to convert files on.")
         self.cpus = int(sum(n["Resources"]["CPU"] for n in nodes))
+        # Made once: each `ray.remote(...)` would export the function to the cluster again.
+        self.convert = ray.remote(convert_file).options(num_cpus=1, scheduling_strategy="SPREAD")
         self._check_versions([n["NodeID"] for n in nodes])
         self.nodes = [n["NodeID"] for n in nodes]
 
@@ -174,6 +177,11 @@ class Cluster:
                         f"The Ray node {answer['host']} ({answer['node'][:12]}) runs {key} {answer[key]}, this "
                         f"driver {version}: install the same versions on the cluster and here."
                     )
+
+    def cancel(self, refs: Sequence[Any]) -> None:
+        for ref in refs:
+            with contextlib.suppress(Exception):
+                self.ray.cancel(ref, force=True)
 
     def start_embedders(self, name: str, base_url: str | None, dimension: int | None) -> None:
         """One embedding actor per node (it takes no CPU of the conversions' own: embedding waits on them)."""
@@ -284,6 +292,7 @@ class RayIngestor(Ingestor):
             self._clock = time.monotonic()
             report = await super().add(paths, title=title, metadata=metadata)
         finally:
+            cluster.cancel([ref for _, ref in self._ahead])  # an add that failed: the rest is not needed
             self._ahead.clear()
             await anyio.to_thread.run_sync(cluster.close)
         return RayIngestReport(
@@ -300,8 +309,7 @@ class RayIngestor(Ingestor):
     def submit(self, path: Path, skip: frozenset[str]) -> Any:
         """Start converting `path` on the cluster (its sha256 only, if that is in `skip`)."""
         assert self.cluster is not None
-        ray = self.cluster.ray
-        task = ray.remote(convert_file).options(num_cpus=1, scheduling_strategy="SPREAD")
+        task = self.cluster.convert
         chunk_tokens = self.kb.settings.ingest.chunk_tokens
         # As named, made absolute (the workers' directory is not ours), symlinks left for the read to judge.
         return task.remote(os.fspath(path.absolute()), display_name(path.name), self.limits, chunk_tokens, skip)
@@ -321,9 +329,10 @@ class RayIngestor(Ingestor):
             self._skip = frozenset(m.content_hash for m in await self.kb.store.all_meta() if m.content_hash)
         self._fill(self._skip)
         ref = None
-        while self._ahead and ref is None:
-            ahead, candidate = self._ahead.popleft()
-            ref = candidate if ahead == path else None  # else a file refused since: its result is not needed
+        if any(ahead == path for ahead, _ in self._ahead):
+            while ref is None:  # files before it were refused since they were sent: not needed
+                ahead, candidate = self._ahead.popleft()
+                ref = candidate if ahead == path else None
         self._fill(self._skip)
         remote = _RemoteFile(self, path, ref if ref is not None else self.submit(path, self._skip))
         return await self._read_and_convert(remote, path, existing, moves)  # type: ignore[arg-type]
