@@ -176,9 +176,8 @@ def test_hostile_files_are_skipped_by_name_while_the_rest_goes_in(cluster: RayCl
     with zipfile.ZipFile(folder / "minutes.docx", "w") as fake:
         fake.writestr("readme.txt", "not a Word document")
     (folder / "big.txt").write_text("A line of a long log.\n" * 2000)  # ~44 KB
-    code, report, stderr = add(
-        tmp_path / "kb.lancedb", str(folder), "--ray", cluster.address, env={"MCP_ANALYSIS_INGEST__MAX_FILE_MB": "0.02"}
-    )
+    bounds = {"MCP_ANALYSIS_INGEST__MAX_FILE_MB": "0.02", "RAY_ADDRESS": cluster.address}
+    code, report, stderr = add(tmp_path / "kb.lancedb", str(folder), "--ray", "auto", env=bounds)  # auto: RAY_ADDRESS
     assert code == 1
     skipped = dict(report["skipped"])
     assert set(skipped) == {str(folder / "minutes.docx"), str(folder / "big.txt")}, stderr[-2000:]
