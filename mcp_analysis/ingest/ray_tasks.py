@@ -12,7 +12,6 @@ on the workers by name, so the nodes need mcp-analysis installed (the same versi
 
 from __future__ import annotations
 
-import os
 import platform
 import threading
 import time
@@ -89,7 +88,6 @@ class Embedding:
     def __init__(self, name: str, base_url: str | None, dimension: int | None) -> None:
         from mcp_analysis.embed.embedder import create_embedder
 
-        os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
         self.embedder = create_embedder(name, base_url=base_url)
         if self.embedder.dimension is None:
             self.embedder.dimension = dimension
