@@ -233,6 +233,31 @@ def test_an_unreachable_cluster_is_one_line_and_writes_nothing(tmp_path: Path) -
     assert bad.returncode == 1 and "--ray expects auto, local, HOST:PORT or ray://HOST:PORT" in bad.stderr
 
 
+def test_add_ray_without_the_extra_says_what_to_install(tmp_path: Path) -> None:
+    """The real CLI in an environment without Ray: `python -I -S` (no site-packages of its own) given
+    this environment's packages except Ray's; one line naming the extra, nothing made."""
+    import ray
+
+    site = Path(ray.__file__).resolve().parent.parent
+    without_ray = tmp_path / "site-packages"
+    without_ray.mkdir()
+    for entry in site.iterdir():
+        if not entry.name.lower().startswith(("ray", "lance_ray", "lance-ray")):
+            (without_ray / entry.name).symlink_to(entry)
+    db = tmp_path / "kb.lancedb"
+    code = (
+        f"import sys; sys.path[:0] = [{str(REPO)!r}, {str(without_ray)!r}]; "
+        "from mcp_analysis.cli.app import main; sys.argv[0] = 'mcp-analysis'; main()"
+    )
+    args = ["--db", str(db), "add", str(documents_dir()), "--ray", "auto"]
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", code, *args], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.startswith("error: --ray needs the optional Ray packages, and the module 'ray' is not installed")
+    assert "pip install 'mcp-analysis[ray]'" in done.stderr and not db.exists()
+
+
 def test_without_the_extra_the_error_says_what_to_install() -> None:
     """What `--ray` says when an extra's module cannot be imported (a module no one has stands in for Ray)."""
     from mcp_analysis.errors import AnalysisError
