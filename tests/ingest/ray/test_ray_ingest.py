@@ -4,6 +4,7 @@ one a local `add` of the same files makes."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -164,6 +165,36 @@ def committed(db: Path) -> int:
         return int(lancedb.connect(db).open_table("document_meta").count_rows())
     except (FileNotFoundError, ValueError, RuntimeError, OSError):
         return 0
+
+
+def test_a_ray_ingest_waits_for_the_knowledge_bases_ingest_lock(cluster: RayCluster, tmp_path: Path) -> None:
+    """Another writer holds the lock (as a running `add` or watcher does): `add --ray` says it waits,
+    writes nothing meanwhile, and completes once the lock is free."""
+    folder = notes(tmp_path / "docs", 3)
+    db = tmp_path / "kb.lancedb"
+    db.mkdir()
+    with open(db / ".ingest.lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        driver = subprocess.Popen(
+            [sys.executable, "-m", "mcp_analysis", "--db", str(db), "add", str(folder), "--ray", cluster.address],
+            cwd=REPO,
+            env={**os.environ, **RAY_ENV},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert driver.stderr is not None
+        said = ""
+        while "Another ingest is writing to" not in said and driver.poll() is None:
+            said = driver.stderr.readline()  # blocks until its next message (Ray may have its own first)
+        assert "waiting for it to finish" in said
+        time.sleep(1)  # a moment for it to write anything it would (nothing may be written while the lock is held)
+        assert driver.poll() is None and committed(db) == 0
+        fcntl.flock(lock, fcntl.LOCK_UN)
+    out, err = driver.communicate(timeout=600)
+    assert driver.returncode == 0, err[-3000:]
+    assert out.startswith("3 added") and committed(db) == 3
 
 
 def test_hostile_files_are_skipped_by_name_while_the_rest_goes_in(cluster: RayCluster, tmp_path: Path) -> None:
