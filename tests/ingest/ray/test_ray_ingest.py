@@ -5,6 +5,7 @@ one a local `add` of the same files makes."""
 from __future__ import annotations
 
 import fcntl
+import importlib.util
 import json
 import os
 import shutil
@@ -27,6 +28,11 @@ from tests.ingest.ray.kb_snapshot import assert_same_knowledge_base, snapshot
 from tests.services import moto_s3
 
 pytestmark = pytest.mark.slow
+
+if importlib.util.find_spec("ray") is None:
+    raise ImportError(
+        "tests/ingest/ray needs the optional Ray packages: run the suite with `python3 -m uv run --extra ray pytest`."
+    )
 
 RAY_ENV = {"RAY_AUTH_MODE": "disabled"}
 
