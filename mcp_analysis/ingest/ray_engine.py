@@ -23,6 +23,7 @@ import contextlib
 import importlib
 import logging
 import os
+import platform
 import re
 import socket
 import sys
@@ -169,7 +170,7 @@ class Cluster:
                 f"The Ray cluster's workers cannot run mcp-analysis ({_one_line(exc)}): install "
                 f"mcp-analysis[ray] {__version__} on every node, with the driver's Python."
             ) from None
-        here = {"python": _python_version(), "mcp-analysis": __version__}
+        here = {"python": platform.python_version(), "mcp-analysis": __version__}
         for answer in answers:
             for key, version in here.items():
                 if answer[key] != version:
@@ -201,12 +202,6 @@ class Cluster:
         if self.owned:
             self.ray.shutdown()
             self.owned = False
-
-
-def _python_version() -> str:
-    import platform
-
-    return platform.python_version()
 
 
 @dataclass
