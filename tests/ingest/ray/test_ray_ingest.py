@@ -259,6 +259,29 @@ async def test_the_python_api_adds_on_the_cluster(cluster: RayCluster, tmp_path:
     assert cluster.wait_for_no_conversion_workers(), "conversion workers outlived the job"
 
 
+@pytest.mark.anyio
+async def test_a_driver_of_another_version_is_refused_naming_the_node(
+    cluster: RayCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The nodes answer the probe with their versions; a driver on another mcp-analysis version (its
+    own label changed here, the nodes untouched) stops before anything is written."""
+    from mcp_analysis.corpus import KnowledgeBase
+    from mcp_analysis.errors import AnalysisError
+    from mcp_analysis.ingest import ray_engine
+    from mcp_analysis.version import __version__
+
+    monkeypatch.setattr(ray_engine, "__version__", "0.0.0-elsewhere")
+    kb = await KnowledgeBase.open(make_settings(tmp_path / "kb.lancedb"), create=True)
+    try:
+        with pytest.raises(AnalysisError) as refused:
+            await ray_engine.RayIngestor(kb, cluster.address).add([notes(tmp_path / "docs", 2)])
+    finally:
+        await kb.close()
+    message = str(refused.value)
+    assert f"runs mcp-analysis {__version__}, this driver 0.0.0-elsewhere" in message and "The Ray node " in message
+    assert not list((tmp_path / "kb.lancedb").glob("*.lance"))  # no table made
+
+
 def test_an_unreachable_cluster_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
     with socket_closed() as address:
         done = run_cli("--db", str(tmp_path / "kb.lancedb"), "add", str(documents_dir()), "--ray", address, env=RAY_ENV)
