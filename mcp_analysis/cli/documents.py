@@ -59,6 +59,15 @@ def add(
     title: Annotated[str | None, typer.Option(help="Title for a single file.")] = None,
     meta: Annotated[list[str] | None, typer.Option("--meta", help="key=value metadata (repeatable).")] = None,
     as_json: JsonOption = False,
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            metavar="ADDRESS",
+            help="Convert and embed on a Ray cluster: auto, local, HOST:PORT or ray://HOST:PORT "
+            "(needs the extra mcp-analysis[ray]; files must be at the same path on every node).",
+        ),
+    ] = None,
 ) -> None:
     """Add or update documents (.md .html .pdf .docx, .xlsx .xls .ods .csv .tsv, .pptx .odt .odp .epub .eml,
     images (OCR), .txt, source files, text files without an extension).
@@ -69,14 +78,17 @@ def add(
 
     async def go() -> int:
         from mcp_analysis.corpus import KnowledgeBase
-        from mcp_analysis.ingest.pipeline import Ingestor
 
         metadata = parse_meta(meta)
+        if ray is not None:
+            from mcp_analysis.ingest.ray_engine import preflight
+
+            preflight(ray)  # before the knowledge base is made
         settings = options.settings()
         kb = await KnowledgeBase.open(settings, create=True)
         progress = _RichProgress() if err.is_terminal and not as_json else None
         try:
-            report = await Ingestor(kb, progress).add(paths, title=title, metadata=metadata)
+            report = await _ingestor(kb, progress, ray).add(paths, title=title, metadata=metadata)
         finally:
             await kb.close()
         failed = 1 if report.skipped else 0
@@ -93,6 +105,16 @@ def add(
         return failed
 
     raise typer.Exit(options.run(go))
+
+
+def _ingestor(kb: Any, progress: _RichProgress | None, ray: str | None) -> Any:
+    from mcp_analysis.ingest.pipeline import Ingestor
+
+    if ray is None:
+        return Ingestor(kb, progress)
+    from mcp_analysis.ingest.ray_engine import RayIngestor
+
+    return RayIngestor(kb, ray, progress)
 
 
 def rm(

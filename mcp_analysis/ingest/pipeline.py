@@ -240,14 +240,17 @@ class Ingestor:
                     await self._flush(pending, report, moves)
                     pending = []
                     if report.chunks - optimized_at >= _CHUNKS_PER_OPTIMIZE:
-                        await store.ensure_indexes(self.kb.settings.search.vector_index_min_rows)
-                        await store.optimize()
+                        await self._update_indexes()
                         optimized_at = report.chunks
             await self._flush(pending, report, moves)
             if report.added or report.replaced:
                 self._phase("updating the indexes")
-                await store.ensure_indexes(self.kb.settings.search.vector_index_min_rows)
-                await store.optimize()
+                await self._update_indexes()
+
+    async def _update_indexes(self) -> None:
+        """Fold the rows written so far into the indexes (made when missing)."""
+        await self.kb.store.ensure_indexes(self.kb.settings.search.vector_index_min_rows)
+        await self.kb.store.optimize()
 
     def _phase(self, label: str) -> None:
         if self.progress:
@@ -272,8 +275,7 @@ class Ingestor:
         uri = file_uri(path)
         existing = by_uri.get(uri)
         try:
-            with pool.worker() as worker:
-                digest, prepared, moved = await self._read_and_convert(worker, path, existing, moves)
+            digest, prepared, moved = await self._convert(pool, path, existing, moves)
         except IngestError as exc:
             report.skipped.append((name, str(exc)))
             return None
@@ -288,6 +290,13 @@ class Ingestor:
             return None
         report.warnings.extend((name, note) for note in prepared.warnings)
         return _document(path, uri, digest, prepared, title, metadata, existing)
+
+    async def _convert(
+        self, pool: ConversionPool, path: Path, existing: DocumentMeta | None, moves: MovedFiles
+    ) -> tuple[str, PreparedFile | None, DocumentMeta | None]:
+        """`_read_and_convert` on one of `pool`'s workers (another engine converts elsewhere)."""
+        with pool.worker() as worker:
+            return await self._read_and_convert(worker, path, existing, moves)
 
     async def _read_and_convert(
         self, worker: ConversionWorker, path: Path, existing: DocumentMeta | None, moves: MovedFiles
@@ -314,6 +323,10 @@ class Ingestor:
         prepared = await anyio.to_thread.run_sync(worker.convert, abandon_on_cancel=True)
         return read.digest, prepared, None
 
+    async def _embed(self, texts: list[str]) -> Any:
+        """The vectors of `texts`, in order (an array of shape (len(texts), dimension))."""
+        return await (await self.kb.embedder()).embed_documents(texts)
+
     async def _update_metadata(
         self, existing: DocumentMeta, title: str | None, metadata: dict[str, Any], report: IngestReport
     ) -> None:
@@ -336,8 +349,7 @@ class Ingestor:
             return
         texts = [chunk.embedding_text for p in pending for chunk in p.chunks]
         self._phase(f"embedding and writing {len(texts)} chunks of {len(pending)} documents")
-        embedder = await self.kb.embedder()
-        vectors = await embedder.embed_documents(texts)
+        vectors = await self._embed(texts)
         batch: list[DocumentRows] = []
         cursor = 0
         for prepared in pending:

@@ -1,0 +1,386 @@
+"""`add --ray ADDRESS`: conversion and embedding on a Ray cluster, into the same knowledge base.
+
+The local pipeline (pipeline.Ingestor) with two of its steps moved out of this process:
+
+- each file is read, hashed and converted (parse, OCR, chunk) by a Ray task on a worker node,
+  through the same bounded conversion worker child process a local add uses (ray_tasks.py), so
+  the same per-file bounds hold; tasks are submitted ahead in file order (a bounded window), and
+  the driver takes their results in that order;
+- each batch is embedded by a pool of actors, one per node with CPUs, each loading its embedder once.
+
+The driver lists the files, decides what is unchanged, moved, new or replaced (the local rules,
+the same code), and writes and commits batch by batch through the store exactly as a local add
+does: the same rows, the same atomicity, one batch held at a time (never the corpus). The
+knowledge base's ingest lock is held throughout. Files must be readable at the same path on every
+node (a shared mount). Files whose bytes are those of a stored document are hashed on the
+cluster and not converted; one the driver then finds to be neither unchanged nor moved (a copy)
+is converted by a second task.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+import os
+import platform
+import re
+import socket
+import sys
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import anyio
+import numpy as np
+
+from mcp_analysis.corpus import KnowledgeBase
+from mcp_analysis.errors import AnalysisError, IngestError
+from mcp_analysis.ingest.files import display_name
+from mcp_analysis.ingest.moves import MovedFiles
+from mcp_analysis.ingest.pipeline import Ingestor, IngestReport, ProgressSink, _refusal
+from mcp_analysis.ingest.pool import ConversionPool, ReadReply
+from mcp_analysis.ingest.prepare import PreparedFile
+from mcp_analysis.ingest.ray_tasks import Converted, Embedding, convert_file, probe
+from mcp_analysis.store.models import DocumentMeta
+from mcp_analysis.version import __version__
+
+log = logging.getLogger(__name__)
+
+STAGES = ("connecting", "listing", "conversion", "embedding", "writing", "commit", "indexing")
+ADDRESS_FORMS = "auto, local, HOST:PORT or ray://HOST:PORT"
+_TASKS_PER_CPU = 4  # conversion tasks in flight per cluster CPU: the nodes keep busy while the driver writes
+_CONNECT_SECONDS = 120.0  # the nodes' answers to the version probe
+_REACH_SECONDS = 10.0
+_HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+):\d{1,5}")
+
+
+def missing_extra(module: str) -> AnalysisError:
+    """What to install when `--ray` cannot import `module`."""
+    return AnalysisError(
+        f"--ray needs the optional Ray packages, and the module '{module}' is not installed: "
+        "pip install 'mcp-analysis[ray]' (in a clone of the repository: python3 -m uv sync --extra ray)."
+    )
+
+
+def import_extra(module: str) -> ModuleType:
+    """`module`, from the `ray` extra, or the error that says how to install it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise missing_extra(exc.name or module) from None
+
+
+def init_address(address: str) -> str:
+    """What `ray.init` is given for ADDRESS (auto: RAY_ADDRESS, else a cluster running here)."""
+    address = address.strip()
+    if address == "auto":
+        return os.environ.get("RAY_ADDRESS") or "auto"
+    if address == "local" or (address.startswith("ray://") and _HOST_PORT.fullmatch(address[6:])):
+        return address
+    if _HOST_PORT.fullmatch(address):
+        return address
+    raise AnalysisError(f"--ray expects {ADDRESS_FORMS}, got {address!r}.")
+
+
+def preflight(address: str) -> None:
+    """What can be checked before anything is opened: the extra is installed, ADDRESS has a known
+    form and, when it names a host, something listens there."""
+    import_extra("ray")
+    _check_reachable(address, init_address(address))
+
+
+def _check_reachable(address: str, target: str) -> None:
+    """A HOST:PORT that nothing answers on fails at once (Ray itself retries for minutes)."""
+    host_port = target.removeprefix("ray://")
+    if not _HOST_PORT.fullmatch(host_port):
+        return  # auto (a cluster of this machine, found by Ray) or local
+    host, _, port = host_port.rpartition(":")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=_REACH_SECONDS).close()
+    except OSError as exc:
+        raise AnalysisError(
+            f"Cannot reach the Ray cluster at {address} ({exc.strerror or exc}): is its head running, "
+            "and is the address its `ray start --head` printed?"
+        ) from None
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return " ".join(text.split("\n", 1)[0].split())
+
+
+class Cluster:
+    """A connection to a Ray cluster, checked, with the embedding actors started."""
+
+    def __init__(self, address: str) -> None:
+        self.address = address
+        self.ray = import_extra("ray")
+        self.owned = False  # whether this ingest connected (and so disconnects at the end)
+        self.cpus = 1
+        self.nodes: list[str] = []  # ids of the alive nodes with CPUs
+        self.convert: Any = None  # convert_file as a Ray task
+        self.embedders: list[Any] = []
+
+    def connect(self) -> None:
+        """Join the cluster (in the caller's thread: Ray sets a signal handler in the main thread)."""
+        ray = self.ray
+        if not ray.is_initialized():  # else: the caller's own connection (Python API) is used as is
+            target = init_address(self.address)
+            _check_reachable(self.address, target)
+            options: dict[str, Any] = {"include_dashboard": False} if target == "local" else {}
+            try:
+                # Workers' output stays in the cluster's logs: this process's stdout may be `--json`.
+                ray.init(address=target, log_to_driver=False, logging_level=logging.WARNING, **options)
+            except Exception as exc:  # ConnectionError, a version mismatch (RuntimeError), a bad address
+                raise AnalysisError(f"Cannot use the Ray cluster at {self.address}: {_one_line(exc)}") from None
+            self.owned = True
+
+    def check(self) -> None:
+        """The nodes with CPUs, and their versions (blocks: call from a thread)."""
+        ray = self.ray
+        nodes = [n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) > 0]
+        if not nodes:
+            raise AnalysisError(f"The Ray cluster at {self.address} has no node with CPUs to convert files on.")
+        self.cpus = int(sum(n["Resources"]["CPU"] for n in nodes))
+        # Made once: each `ray.remote(...)` would export the function to the cluster again.
+        self.convert = ray.remote(convert_file).options(num_cpus=1, scheduling_strategy="SPREAD")
+        self._check_versions([n["NodeID"] for n in nodes])
+        self.nodes = [n["NodeID"] for n in nodes]
+
+    def _on(self, node: str, soft: bool) -> Any:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        return NodeAffinitySchedulingStrategy(node, soft=soft)
+
+    def _check_versions(self, nodes: Sequence[str]) -> None:
+        """Every node must run this Python and this mcp-analysis: the driver and the workers exchange
+        pickled objects of both (Ray itself refuses a cluster of another Ray or Python minor)."""
+        ray = self.ray
+        task = ray.remote(probe)
+        refs = [task.options(num_cpus=0, scheduling_strategy=self._on(node, False)).remote() for node in nodes]
+        try:
+            answers = ray.get(refs, timeout=_CONNECT_SECONDS)
+        except Exception as exc:
+            raise AnalysisError(
+                f"The Ray cluster's workers cannot run mcp-analysis ({_one_line(exc)}): install "
+                f"mcp-analysis[ray] {__version__} on every node, with the driver's Python."
+            ) from None
+        here = {"python": platform.python_version(), "mcp-analysis": __version__}
+        for answer in answers:
+            for key, version in here.items():
+                if answer[key] != version:
+                    raise AnalysisError(
+                        f"The Ray node {answer['host']} ({answer['node'][:12]}) runs {key} {answer[key]}, this "
+                        f"driver {version}: install the same versions on the cluster and here."
+                    )
+
+    def cancel(self, refs: Sequence[Any]) -> None:
+        for ref in refs:
+            with contextlib.suppress(Exception):
+                self.ray.cancel(ref, force=True)
+
+    def start_embedders(self, name: str, base_url: str | None, dimension: int | None) -> None:
+        """One embedding actor per node (it takes no CPU of the conversions' own: embedding waits on them)."""
+        actor = self.ray.remote(Embedding)
+        self.embedders = [
+            actor.options(
+                num_cpus=0, max_restarts=1, max_task_retries=1, scheduling_strategy=self._on(node, True)
+            ).remote(name, base_url, dimension)
+            for node in self.nodes
+        ]
+
+    def close(self) -> None:
+        for embedder in self.embedders:
+            with contextlib.suppress(Exception):
+                self.ray.kill(embedder)
+        self.embedders = []
+        if self.owned:
+            self.ray.shutdown()
+            self.owned = False
+
+
+@dataclass
+class RayIngestReport(IngestReport):
+    engine: str = "ray"
+    nodes: int = 0  # distinct Ray nodes that ran conversion or embedding work
+    stages: dict[str, float] = field(default_factory=dict)  # seconds per stage (see docs/command-line.md)
+
+
+class _RemoteFile:
+    """A conversion worker's interface (read, convert, drop) over one file's Ray task, for
+    `Ingestor._read_and_convert`: the driver's decisions stay the local pipeline's code."""
+
+    def __init__(self, ingestor: RayIngestor, path: Path, ref: Any) -> None:
+        self.ingestor = ingestor
+        self.path = path
+        self.ref = ref
+        self.found: Converted | None = None
+
+    def read(self, path: str, name: str) -> ReadReply:
+        self.found = self.ingestor.result(self.ref, self.path)
+        return ReadReply(self.found.digest, self.found.size, self.found.signature)  # type: ignore[arg-type]
+
+    def convert(self) -> PreparedFile:
+        assert self.found is not None
+        if self.found.prepared is not None:
+            return self.found.prepared
+        # Its bytes are a stored document's, yet it is neither that document unchanged nor moved (a copy).
+        again = self.ingestor.result(self.ingestor.submit(self.path, frozenset()), self.path)
+        if again.digest != self.found.digest or again.prepared is None:
+            raise IngestError("it changed while it was being added; add it again")
+        return again.prepared
+
+    def drop(self) -> None:
+        """Nothing is held: the task dropped the bytes it did not convert."""
+
+
+class RayIngestor(Ingestor):
+    """Adds files to one knowledge base, converting and embedding on a Ray cluster (see module docs)."""
+
+    def __init__(self, kb: KnowledgeBase, address: str, progress: ProgressSink | None = None) -> None:
+        settings = kb.settings.ingest
+        # A pool that starts nothing: this engine converts on the cluster (ray_tasks.convert_file).
+        super().__init__(kb, progress, pool=ConversionPool(settings.limits(), settings.chunk_tokens, size=0))
+        self.address = address
+        self.cluster: Cluster | None = None
+        self.node_ids: set[str] = set()
+        self.stages: dict[str, float] = dict.fromkeys(STAGES, 0.0)
+        self._ahead: deque[tuple[Path, Any]] = deque()
+        self._todo: deque[Path] = deque()
+        self._skip: frozenset[str] | None = None
+        self._clock = 0.0
+        self._embed_wait = 0.0  # the driver's wall time waiting for embeddings (not writing's)
+
+    async def add(
+        self, paths: Sequence[Path], *, title: str | None = None, metadata: dict[str, Any] | None = None
+    ) -> RayIngestReport:
+        started = time.monotonic()
+        self.kb.store.check_writable()  # before the cluster is asked for anything
+        cluster = Cluster(self.address)
+        self.cluster = cluster
+        # Ray's driver prints the cluster's error reports ("A worker died...") on sys.stdout, which
+        # is `--json`'s output or an MCP stdio wire: they go to stderr while this process is a driver.
+        with contextlib.redirect_stdout(sys.stderr):
+            return await self._add_on(cluster, started, paths, title, metadata)
+
+    async def _add_on(
+        self,
+        cluster: Cluster,
+        started: float,
+        paths: Sequence[Path],
+        title: str | None,
+        metadata: dict[str, Any] | None,
+    ) -> RayIngestReport:
+        try:
+            cluster.connect()
+            await anyio.to_thread.run_sync(cluster.check)
+            settings = self.kb.store.settings
+            cluster.start_embedders(
+                self.kb.embedder_name, self.kb.embedder_base_url, settings.vector_dim if settings else None
+            )
+            self.stages["connecting"] = time.monotonic() - started
+            self._clock = time.monotonic()
+            report = await super().add(paths, title=title, metadata=metadata)
+        finally:
+            cluster.cancel([ref for _, ref in self._ahead])  # an add that failed: the rest is not needed
+            self._ahead.clear()
+            await anyio.to_thread.run_sync(cluster.close)
+        return RayIngestReport(
+            **vars(report), nodes=len(self.node_ids), stages={k: round(v, 3) for k, v in self.stages.items()}
+        )
+
+    async def _add(self, files: list[Path], *args: Any) -> None:
+        self.stages["listing"] += time.monotonic() - self._clock
+        self._todo = deque(files)
+        await super()._add(files, *args)
+
+    # ------------------------------------------------------------------ conversion on the cluster
+
+    def submit(self, path: Path, skip: frozenset[str]) -> Any:
+        """Start converting `path` on the cluster (its sha256 only, if that is in `skip`)."""
+        assert self.cluster is not None
+        task = self.cluster.convert
+        chunk_tokens = self.kb.settings.ingest.chunk_tokens
+        # As named, made absolute (the workers' directory is not ours), symlinks left for the read to judge.
+        return task.remote(os.fspath(path.absolute()), display_name(path.name), self.limits, chunk_tokens, skip)
+
+    def _fill(self, skip: frozenset[str]) -> None:
+        """Keep the window of tasks ahead full, in file order (files refused here are never sent)."""
+        assert self.cluster is not None
+        while self._todo and len(self._ahead) < max(8, _TASKS_PER_CPU * self.cluster.cpus):
+            path = self._todo.popleft()
+            if _refusal(path) is None:
+                self._ahead.append((path, self.submit(path, skip)))
+
+    async def _convert(
+        self, pool: ConversionPool, path: Path, existing: DocumentMeta | None, moves: MovedFiles
+    ) -> tuple[str, PreparedFile | None, DocumentMeta | None]:
+        if self._skip is None:  # under the ingest lock: the hashes stored now
+            self._skip = frozenset(m.content_hash for m in await self.kb.store.all_meta() if m.content_hash)
+        self._fill(self._skip)
+        ref = None
+        if any(ahead == path for ahead, _ in self._ahead):
+            while ref is None:  # files before it were refused since they were sent: not needed
+                ahead, candidate = self._ahead.popleft()
+                ref = candidate if ahead == path else None
+        self._fill(self._skip)
+        remote = _RemoteFile(self, path, ref if ref is not None else self.submit(path, self._skip))
+        return await self._read_and_convert(remote, path, existing, moves)  # type: ignore[arg-type]
+
+    def result(self, ref: Any, path: Path) -> Converted:
+        """A conversion task's result (blocks: called from a thread); a refusal is the file's IngestError."""
+        assert self.cluster is not None
+        try:
+            found: Converted = self.cluster.ray.get(ref)
+        except Exception as exc:  # the task failed past Ray's retries (a lost node, a worker that cannot start)
+            raise AnalysisError(
+                f"Converting {display_name(path)} on the Ray cluster failed: {_one_line(exc)}"
+            ) from None
+        self.node_ids.add(found.node)
+        self.stages["conversion"] += found.seconds
+        if found.refused is not None:
+            raise IngestError(found.refused)
+        return found
+
+    # ------------------------------------------------------------------ embedding, writing, indexing
+
+    async def _embed(self, texts: list[str]) -> Any:
+        assert self.cluster is not None
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        actors = self.cluster.embedders
+        size = -(-len(texts) // len(actors))
+        starts = range(0, len(texts), size)
+        refs = [actors[k].embed.remote(texts[start : start + size]) for k, start in enumerate(starts)]
+        started = time.monotonic()
+        try:
+            answers = await anyio.to_thread.run_sync(self.cluster.ray.get, refs)
+        except Exception as exc:
+            raise AnalysisError(f"Embedding on the Ray cluster failed: {_one_line(exc)}") from None
+        self._embed_wait += time.monotonic() - started
+        for node, seconds, _ in answers:
+            self.node_ids.add(node)
+            self.stages["embedding"] += seconds
+        return np.concatenate([vectors for _, _, vectors in answers])
+
+    async def _flush(self, pending: list[Any], report: IngestReport, moves: MovedFiles) -> None:
+        started, waited = time.monotonic(), self._embed_wait
+        await super()._flush(pending, report, moves)
+        self.stages["writing"] += time.monotonic() - started - (self._embed_wait - waited)
+
+    async def _update_metadata(
+        self, existing: DocumentMeta, title: str | None, metadata: dict[str, Any], report: IngestReport
+    ) -> None:
+        started = time.monotonic()
+        await super()._update_metadata(existing, title, metadata, report)
+        self.stages["commit"] += time.monotonic() - started
+
+    async def _update_indexes(self) -> None:
+        started = time.monotonic()
+        await super()._update_indexes()
+        self.stages["indexing"] += time.monotonic() - started

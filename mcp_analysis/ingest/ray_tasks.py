@@ -1,0 +1,100 @@
+"""What a Ray cluster's worker processes run for `add --ray` (ray_engine.py submits it).
+
+Plain functions and a class: ray_engine wraps them with `ray.remote`, and Ray imports this module
+on the workers by name, so the nodes need mcp-analysis installed (the same version: `probe`).
+
+- `convert_file`: one file read, hashed and converted through the same bounded conversion worker
+  child process a local add uses (pool.py / worker.py), on the node the task runs on: the same
+  per-file bounds (size, time, memory, items, depth) hold there. A refused file is a result (its
+  reason), not a task failure: Ray retries failures, and a hostile file fails the same way again.
+- `Embedding`: an actor holding one embedder, loaded once, that embeds slices of a batch.
+"""
+
+from __future__ import annotations
+
+import platform
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from mcp_analysis.errors import IngestError
+from mcp_analysis.ingest.files import FileSignature
+from mcp_analysis.ingest.limits import Limits
+from mcp_analysis.ingest.pool import ConversionPool
+from mcp_analysis.ingest.prepare import PreparedFile
+
+_pools: dict[tuple[Limits, int], ConversionPool] = {}  # per Ray worker process, reused by its next tasks
+_pools_lock = threading.Lock()
+
+
+@dataclass
+class Converted:
+    """One file as a worker node saw it. `prepared` is None when its bytes had one of the hashes the
+    driver asked not to convert (an unchanged or moved document), or when it was refused."""
+
+    node: str
+    seconds: float
+    digest: str = ""
+    size: int = 0
+    signature: FileSignature | None = None
+    prepared: PreparedFile | None = None
+    refused: str | None = None  # why the file cannot be used (IngestError's message)
+
+
+def node_id() -> str:
+    import ray
+
+    return str(ray.get_runtime_context().get_node_id())
+
+
+def _pool(limits: Limits, chunk_tokens: int) -> ConversionPool:
+    with _pools_lock:
+        key = (limits, chunk_tokens)
+        if key not in _pools:
+            _pools[key] = ConversionPool(limits, chunk_tokens)
+        return _pools[key]
+
+
+def convert_file(path: str, name: str, limits: Limits, chunk_tokens: int, skip: frozenset[str]) -> Converted:
+    """Read `path` (hashing it) and convert it unless its sha256 is in `skip`."""
+    started = time.monotonic()
+    here = node_id()
+    try:
+        with _pool(limits, chunk_tokens).worker() as worker:
+            read = worker.read(path, name)
+            found = Converted(here, 0.0, read.digest, read.size, read.signature)
+            if read.digest in skip:
+                worker.drop()
+            else:
+                found.prepared = worker.convert()
+    except IngestError as exc:
+        return Converted(here, time.monotonic() - started, refused=str(exc))
+    found.seconds = time.monotonic() - started
+    return found
+
+
+def probe() -> dict[str, str]:
+    """What the driver compares with its own: the versions that must match, and where this runs."""
+    from mcp_analysis.version import __version__
+
+    here = {"node": node_id(), "host": platform.node()}
+    return here | {"python": platform.python_version(), "mcp-analysis": __version__}
+
+
+class Embedding:
+    """One embedder per actor, loaded once (the local model: ~100 MB, about a second)."""
+
+    def __init__(self, name: str, base_url: str | None, dimension: int | None) -> None:
+        from mcp_analysis.embed.embedder import create_embedder
+
+        self.embedder = create_embedder(name, base_url=base_url)
+        if self.embedder.dimension is None:
+            self.embedder.dimension = dimension
+        self.embedder.warm_up()
+
+    async def embed(self, texts: list[str]) -> tuple[str, float, Any]:
+        """(this node's id, seconds taken, the vectors of `texts` in order)."""
+        started = time.monotonic()
+        vectors = await self.embedder.embed_documents(texts)
+        return node_id(), time.monotonic() - started, vectors

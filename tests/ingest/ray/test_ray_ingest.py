@@ -1,0 +1,344 @@
+"""`add --ray`: a real two-node Ray cluster (cluster.py), the real CLI, real conversion workers on
+the nodes, the real embedder, LanceDB on disk; the knowledge base compared table by table with the
+one a local `add` of the same files makes."""
+
+from __future__ import annotations
+
+import fcntl
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import lancedb
+import pytest
+
+from mcp_analysis.sample import documents_dir
+from tests.conftest import REPO, make_settings, run_cli
+from tests.ingest.ray.cluster import RayCluster, ray_cluster
+from tests.ingest.ray.kb_snapshot import assert_same_knowledge_base, snapshot
+from tests.services import moto_s3
+
+pytestmark = pytest.mark.slow
+
+if importlib.util.find_spec("ray") is None:
+    raise ImportError(
+        "tests/ingest/ray needs the optional Ray packages: run the suite with `python3 -m uv run --extra ray pytest`."
+    )
+
+RAY_ENV = {"RAY_AUTH_MODE": "disabled"}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayCluster]:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RAY_AUTH_MODE", "disabled")  # for this process's own look at the nodes
+        with ray_cluster(tmp_path_factory.mktemp("ray-logs")) as started:
+            yield started
+
+
+def add(db: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any], str]:
+    done = run_cli("--db", str(db), "add", *args, "--json", env={**RAY_ENV, **(env or {})}, timeout=600)
+    assert done.stdout.startswith("{"), done.stderr[-3000:]
+    return done.returncode, json.loads(done.stdout), done.stderr
+
+
+def test_a_ray_add_makes_the_knowledge_base_a_local_add_makes(cluster: RayCluster, tmp_path: Path) -> None:
+    """The sample's documents (Markdown, text, HTML, PDF, a scanned page, DOCX, a workbook): the same
+    rows in every table, the same vectors, the same indexes; then a rerun adds nothing, and a changed
+    file and a moved one are found as a local add finds them."""
+    folder = tmp_path / "documents"
+    shutil.copytree(documents_dir(), folder)
+    local_db, ray_db = tmp_path / "local.lancedb", tmp_path / "ray.lancedb"
+
+    code, local, _ = add(local_db, str(folder))
+    assert code == 0 and "engine" not in local  # without --ray, nothing changes
+    code, remote, _ = add(ray_db, str(folder), "--ray", cluster.address)
+    assert code == 0, remote["skipped"]
+    assert remote["engine"] == "ray" and remote["nodes"] == 2  # conversion and embedding ran on both nodes
+    stages = ("connecting", "listing", "conversion", "embedding", "writing", "commit", "indexing")
+    assert set(remote["stages"]) == set(stages) and all(s >= 0 for s in remote["stages"].values())
+    assert sorted(remote["added"]) == sorted(local["added"]) and remote["chunks"] == local["chunks"]
+    assert remote["stages"]["conversion"] > 0 and remote["stages"]["embedding"] > 0
+    assert_same_knowledge_base(snapshot(ray_db), snapshot(local_db))
+
+    code, again, _ = add(ray_db, str(folder), "--ray", cluster.address)
+    assert code == 0 and again["added"] == [] and again["replaced"] == [] and again["chunks"] == 0
+    assert sorted(again["unchanged"]) == sorted(local["added"])
+
+    changed = folder / "advisory-2025-04-phishing.txt"
+    changed.write_text(changed.read_text() + "\nUpdate: the campaign ended in March.\n")
+    (folder / "archive").mkdir()
+    moved = (folder / "q1-2025-financial-report.md").rename(folder / "archive" / "q1-2025-financial-report.md")
+    _, local_again, _ = add(local_db, str(folder))
+    _, remote_again, _ = add(ray_db, str(folder), "--ray", cluster.address)
+    assert remote_again["replaced"] == local_again["replaced"] == [changed.as_uri()]
+    assert [new for _, new in remote_again["moved"]] == [moved.as_uri()] and remote_again["added"] == []
+    assert_same_knowledge_base(snapshot(ray_db), snapshot(local_db))
+
+
+def test_a_driver_killed_mid_job_leaves_whole_documents_and_a_rerun_completes(
+    cluster: RayCluster, tmp_path: Path
+) -> None:
+    """SIGKILL to `add --ray` once some batches are committed: no half document is visible (the
+    snapshot reads every row through its document), the job's conversion workers end on the nodes,
+    and a rerun makes the knowledge base a local add makes."""
+    folder = notes(tmp_path / "docs", 40)
+    small_batches = {**RAY_ENV, "MCP_ANALYSIS_INGEST__BATCH_DOCUMENTS": "2"}
+    ray_db, local_db = tmp_path / "ray.lancedb", tmp_path / "local.lancedb"
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "mcp_analysis", "--db", str(ray_db), "add", str(folder), "--ray", cluster.address],
+        cwd=REPO,
+        env={**os.environ, **small_batches},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while committed(ray_db) < 4 and driver.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        driver.kill()
+    finally:
+        driver.wait(timeout=60)
+    assert driver.returncode == -signal.SIGKILL, "the add finished before it could be killed"
+    visible, whole = documents_and_whole(ray_db)
+    assert 4 <= visible < 40 and whole == visible  # rows of an uncommitted batch may be there, unseen
+    assert cluster.wait_for_no_conversion_workers(), "the killed job's conversion workers outlived it"
+
+    code, rerun, _ = add(ray_db, str(folder), "--ray", cluster.address, env=small_batches)
+    assert code == 0 and len(rerun["added"]) + len(rerun["unchanged"]) == 40
+    assert add(local_db, str(folder), env=small_batches)[0] == 0
+    assert_same_knowledge_base(snapshot(ray_db), snapshot(local_db))
+
+
+def test_a_ray_worker_killed_mid_task_is_retried(cluster: RayCluster, tmp_path: Path) -> None:
+    """SIGKILL to a Ray worker process while it runs a conversion task: Ray runs the task again and
+    the add completes with every file."""
+    folder = notes(tmp_path / "docs", 30)
+    db = tmp_path / "kb.lancedb"
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "mcp_analysis", "--db", str(db), "add", str(folder), "--ray", cluster.address, "--json"],
+        cwd=REPO,
+        env={**os.environ, **RAY_ENV},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    killed = None
+    deadline = time.monotonic() + 300
+    while killed is None and driver.poll() is None and time.monotonic() < deadline:
+        killed = cluster.kill_a_worker_running("ray::convert_file")
+        time.sleep(0.05)
+    out, err = driver.communicate(timeout=600)
+    assert killed is not None, "no conversion task was seen running"
+    assert driver.returncode == 0, err.decode()[-3000:]
+    report = json.loads(out)
+    assert len(report["added"]) == 30 and report["skipped"] == []
+
+
+def notes(folder: Path, count: int) -> Path:
+    folder.mkdir()
+    for n in range(count):
+        text = f"# Note {n}\n\nBerth {n} was inspected; crane {n % 7} is in service.\n"
+        (folder / f"note-{n:02d}.md").write_text(text)
+    return folder
+
+
+def documents_and_whole(db: Path) -> tuple[int, int]:
+    """Visible documents, and how many of them have their content, items and chunks."""
+    tables = lancedb.connect(db)
+
+    def ids(table: str, column: str) -> set[str]:
+        return set(tables.open_table(table).to_arrow().column(column).to_pylist())
+
+    visible = ids("document_meta", "id")
+    present = ids("documents", "id") & ids("document_items", "document_id") & ids("chunks", "document_id")
+    return len(visible), len(visible & present)
+
+
+def committed(db: Path) -> int:
+    """Documents visible in `db` now (0 before its tables exist)."""
+    try:
+        return int(lancedb.connect(db).open_table("document_meta").count_rows())
+    except (FileNotFoundError, ValueError, RuntimeError, OSError):
+        return 0
+
+
+def test_a_ray_ingest_waits_for_the_knowledge_bases_ingest_lock(cluster: RayCluster, tmp_path: Path) -> None:
+    """Another writer holds the lock (as a running `add` or watcher does): `add --ray` says it waits,
+    writes nothing meanwhile, and completes once the lock is free."""
+    folder = notes(tmp_path / "docs", 3)
+    db = tmp_path / "kb.lancedb"
+    db.mkdir()
+    with open(db / ".ingest.lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        driver = subprocess.Popen(
+            [sys.executable, "-m", "mcp_analysis", "--db", str(db), "add", str(folder), "--ray", cluster.address],
+            cwd=REPO,
+            env={**os.environ, **RAY_ENV},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert driver.stderr is not None
+        said = ""
+        while "Another ingest is writing to" not in said and driver.poll() is None:
+            said = driver.stderr.readline()  # blocks until its next message (Ray may have its own first)
+        assert "waiting for it to finish" in said
+        time.sleep(1)  # a moment for it to write anything it would (nothing may be written while the lock is held)
+        assert driver.poll() is None and committed(db) == 0
+        fcntl.flock(lock, fcntl.LOCK_UN)
+    out, err = driver.communicate(timeout=600)
+    assert driver.returncode == 0, err[-3000:]
+    assert out.startswith("3 added") and committed(db) == 3
+
+
+def test_hostile_files_are_skipped_by_name_while_the_rest_goes_in(cluster: RayCluster, tmp_path: Path) -> None:
+    """Refused on the worker nodes under the driver's bounds: a .docx that is some other zip, a file
+    over ingest.max_file_mb (set small here), named in `skipped`; the other files are added."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "log.md").write_text("# Harbour Log\n\nThe pilot boarded at dawn.\n")
+    (folder / "notes.txt").write_text("Crane 4 is back in service after the gearbox repair.\n")
+    with zipfile.ZipFile(folder / "minutes.docx", "w") as fake:
+        fake.writestr("readme.txt", "not a Word document")
+    (folder / "big.txt").write_text("A line of a long log.\n" * 2000)  # ~44 KB
+    bounds = {"MCP_ANALYSIS_INGEST__MAX_FILE_MB": "0.02", "RAY_ADDRESS": cluster.address}
+    code, report, stderr = add(tmp_path / "kb.lancedb", str(folder), "--ray", "auto", env=bounds)  # auto: RAY_ADDRESS
+    assert code == 1
+    skipped = dict(report["skipped"])
+    assert set(skipped) == {str(folder / "minutes.docx"), str(folder / "big.txt")}, stderr[-2000:]
+    assert "ingest.max_file_mb" in skipped[str(folder / "big.txt")]
+    assert sorted(report["added"]) == sorted((folder / n).as_uri() for n in ("log.md", "notes.txt"))
+
+
+def test_a_knowledge_base_on_an_object_store_is_a_target(cluster: RayCluster, tmp_path: Path) -> None:
+    """`--db s3://...` (moto's S3 server): the driver writes there as a local add would."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "log.md").write_text("# Harbour Log\n\nThe pilot boarded at dawn.\n")
+    (folder / "notes.txt").write_text("Crane 4 is back in service after the gearbox repair.\n")
+    with moto_s3(tmp_path) as s3:
+        db = f"s3://{s3.bucket}/kb"
+        done = run_cli("--db", db, "add", str(folder), "--ray", cluster.address, "--json", env={**RAY_ENV, **s3.env()})
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert len(json.loads(done.stdout)["added"]) == 2
+        listed = run_cli("--db", db, "list", "--json", env=s3.env())
+        assert sorted(d["title"] for d in json.loads(listed.stdout)) == ["Harbour Log", "notes"]
+
+
+@pytest.mark.anyio
+async def test_the_python_api_adds_on_the_cluster(cluster: RayCluster, tmp_path: Path) -> None:
+    """`RayIngestor(kb, ADDRESS).add(paths)`, as docs/deploying.md shows it; the conversion workers
+    the nodes started end with the job (none is left running once the add has returned)."""
+    from mcp_analysis.corpus import KnowledgeBase
+    from mcp_analysis.ingest.ray_engine import RayIngestor
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "log.md").write_text("# Harbour Log\n\nThe pilot boarded at dawn; crane 4 was repaired.\n")
+    (folder / "page.html").write_text("<h1>Berth plan</h1><p>Berth 7 takes the ferry on Mondays.</p>")
+    kb = await KnowledgeBase.open(make_settings(tmp_path / "kb.lancedb"), create=True)
+    try:
+        report = await RayIngestor(kb, cluster.address).add([folder])
+        hits = await kb.store.all_meta()
+    finally:
+        await kb.close()
+    assert report.engine == "ray" and len(report.added) == 2 and report.skipped == []
+    assert sorted(m.title for m in hits) == ["Berth plan", "Harbour Log"]
+    assert cluster.wait_for_no_conversion_workers(), "conversion workers outlived the job"
+
+
+@pytest.mark.anyio
+async def test_a_driver_of_another_version_is_refused_naming_the_node(
+    cluster: RayCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The nodes answer the probe with their versions; a driver on another mcp-analysis version (its
+    own label changed here, the nodes untouched) stops before anything is written."""
+    from mcp_analysis.corpus import KnowledgeBase
+    from mcp_analysis.errors import AnalysisError
+    from mcp_analysis.ingest import ray_engine
+    from mcp_analysis.version import __version__
+
+    monkeypatch.setattr(ray_engine, "__version__", "0.0.0-elsewhere")
+    kb = await KnowledgeBase.open(make_settings(tmp_path / "kb.lancedb"), create=True)
+    try:
+        with pytest.raises(AnalysisError) as refused:
+            await ray_engine.RayIngestor(kb, cluster.address).add([notes(tmp_path / "docs", 2)])
+    finally:
+        await kb.close()
+    message = str(refused.value)
+    assert f"runs mcp-analysis {__version__}, this driver 0.0.0-elsewhere" in message and "The Ray node " in message
+    assert not list((tmp_path / "kb.lancedb").glob("*.lance"))  # no table made
+
+
+def test_an_unreachable_cluster_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
+    with socket_closed() as address:
+        done = run_cli("--db", str(tmp_path / "kb.lancedb"), "add", str(documents_dir()), "--ray", address, env=RAY_ENV)
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"error: Cannot reach the Ray cluster at {address}")
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "kb.lancedb").exists()
+    bad = run_cli("--db", str(tmp_path / "kb.lancedb"), "add", str(documents_dir()), "--ray", "head-node")
+    assert bad.returncode == 1 and "--ray expects auto, local, HOST:PORT or ray://HOST:PORT" in bad.stderr
+
+
+def test_add_ray_without_the_extra_says_what_to_install(tmp_path: Path) -> None:
+    """The real CLI in an environment without Ray: `python -I -S` (no site-packages of its own) given
+    this environment's packages except Ray's; one line naming the extra, nothing made."""
+    import ray
+
+    site = Path(ray.__file__).resolve().parent.parent
+    without_ray = tmp_path / "site-packages"
+    without_ray.mkdir()
+    for entry in site.iterdir():
+        if not entry.name.lower().startswith(("ray", "lance_ray", "lance-ray")):
+            (without_ray / entry.name).symlink_to(entry)
+    db = tmp_path / "kb.lancedb"
+    code = (
+        f"import sys; sys.path[:0] = [{str(REPO)!r}, {str(without_ray)!r}]; "
+        "from mcp_analysis.cli.app import main; sys.argv[0] = 'mcp-analysis'; main()"
+    )
+    args = ["--db", str(db), "add", str(documents_dir()), "--ray", "auto"]
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", code, *args], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.startswith("error: --ray needs the optional Ray packages, and the module 'ray' is not installed")
+    assert "pip install 'mcp-analysis[ray]'" in done.stderr and not db.exists()
+
+
+def test_without_the_extra_the_error_says_what_to_install() -> None:
+    """What `--ray` says when an extra's module cannot be imported (a module no one has stands in for Ray)."""
+    from mcp_analysis.errors import AnalysisError
+    from mcp_analysis.ingest.ray_engine import import_extra
+
+    with pytest.raises(AnalysisError) as missing:
+        import_extra("ray_extra_module_that_is_not_installed")
+    message = str(missing.value)
+    assert "'ray_extra_module_that_is_not_installed' is not installed" in message
+    assert "pip install 'mcp-analysis[ray]'" in message and "uv sync --extra ray" in message
+
+
+class socket_closed:
+    """A HOST:PORT on the head's loopback address that nothing listens on."""
+
+    def __enter__(self) -> str:
+        import socket
+
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.2", 0))  # bound, never listening: connections are refused
+        return f"127.0.0.2:{self.sock.getsockname()[1]}"
+
+    def __exit__(self, *exc: object) -> None:
+        self.sock.close()
