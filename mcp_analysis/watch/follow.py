@@ -29,7 +29,7 @@ from anyio.abc import TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from mcp_analysis.watch.lock import WatchLease, WatchLeaseLost
-from mcp_analysis.watch.mirror import FolderMirror, SyncReport
+from mcp_analysis.watch.mirror import FolderMirror, SyncReport, folder_identity
 from mcp_analysis.watch.rules import relative_to_any
 from mcp_analysis.watch.settings import WatchSettings
 from mcp_analysis.watch.undecodable import path_in_error
@@ -60,18 +60,6 @@ def signature(path: Path) -> Signature:
         return tuple(sorted(entries))
     except OSError:  # gone (or going) now: a later event or round tells
         return None
-
-
-def _identity(folder: Path) -> tuple[int, int] | None:
-    """A watched folder's device and inode; None when it is gone or no longer a folder of its own
-    (a link in its place, or in its path: never followed)."""
-    try:
-        status = folder.lstat()
-    except OSError:
-        return None
-    if not stat.S_ISDIR(status.st_mode) or os.path.realpath(folder) != os.fspath(folder):
-        return None
-    return (status.st_dev, status.st_ino)
 
 
 def log_report(report: SyncReport, when: str) -> None:
@@ -134,7 +122,7 @@ class FolderWatcher:
             while True:
                 resync = failures > 0  # events since the failure are lost: mirror whole once watched anew
                 self._rewatch = anyio.Event()
-                present = [f for f in self.mirror.folders if _identity(f) is not None]
+                present = [f for f in self.mirror.folders if folder_identity(f) is not None]
                 if not present:  # every folder gone: nothing to watch until one is back
                     self._watching.set()
                     if not started:
@@ -183,18 +171,20 @@ class FolderWatcher:
 
     async def _roots(self, send: MemoryObjectSendStream[set[Path]]) -> None:
         """Notice a watched folder gone (deleted, renamed away, unmounted, replaced by a link) and back
-        (restored, cloned again, remounted, replaced by rsync): each is logged and mirrored; a folder
-        back (or replaced) is watched anew first, as the OS watcher's watches went with the old one."""
+        (restored, cloned again, remounted, replaced by rsync): each is logged. A folder gone keeps its
+        documents (an unmount or a restore is no deletion: the files deleted one by one were events of
+        their own); one back (or replaced) is watched anew, as the OS watcher's watches went with the
+        old one, and mirrored whole."""
         folders = self.mirror.folders
         async with send:
-            known = await anyio.to_thread.run_sync(lambda: {f: _identity(f) for f in folders})
+            known = await anyio.to_thread.run_sync(lambda: {f: folder_identity(f) for f in folders})
             while True:
                 await anyio.sleep(ROOT_POLL_SECONDS)
-                now = await anyio.to_thread.run_sync(lambda: {f: _identity(f) for f in folders})
+                now = await anyio.to_thread.run_sync(lambda: {f: folder_identity(f) for f in folders})
                 changed = [f for f in folders if now[f] != known[f]]
                 for folder in changed:
                     if now[folder] is None:
-                        log.warning("watch: watched folder %s is gone; waiting for it", folder)
+                        log.warning("watch: watched folder %s is gone; waiting for it (its documents are kept)", folder)
                     else:
                         log.warning(
                             "watch: %s is %s; mirroring it", folder, "back" if known[folder] is None else "a new folder"
@@ -203,8 +193,9 @@ class FolderWatcher:
                     self._watching = anyio.Event()
                     self._rewatch.set()
                     await self._watching.wait()
-                if changed:
-                    await send.send(set(changed))  # a gone folder's documents go, as its files did
+                back = {f for f in changed if now[f] is not None}
+                if back:  # mirrored whole: files gone meanwhile go, unchanged ones keep their documents
+                    await send.send(back)
                 known = now
 
     async def _follow(self, receive: MemoryObjectReceiveStream[set[Path]]) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,6 +84,18 @@ def _inside(uri: str, scope_uri: str) -> bool:
     return uri == scope_uri or uri.startswith(scope_uri.rstrip("/") + "/")
 
 
+def folder_identity(folder: Path) -> tuple[int, int] | None:
+    """A watched folder's device and inode; None when it is gone or no longer a folder of its own
+    (a link in its place, or in its path: never followed)."""
+    try:
+        status = folder.lstat()
+    except OSError:
+        return None
+    if not stat.S_ISDIR(status.st_mode) or os.path.realpath(folder) != os.fspath(folder):
+        return None
+    return (status.st_dev, status.st_ino)
+
+
 class FolderMirror:
     """Keeps the documents of some folders equal to their followed files."""
 
@@ -123,7 +136,9 @@ class FolderMirror:
     async def apply(self, paths: Iterable[Path]) -> SyncReport:
         """Bring the documents under each path (file or folder, present or gone) in line with the disk."""
         report = SyncReport()
-        scopes = [p for p in dict.fromkeys(paths) if relative_to_any(p, self.folders) is not None]
+        # A folder gone whole (unmounted, renamed away) keeps its documents until it is back.
+        alive = await anyio.to_thread.run_sync(lambda: [f for f in self.folders if folder_identity(f) is not None])
+        scopes = [p for p in dict.fromkeys(paths) if relative_to_any(p, alive) is not None]
         if not scopes:
             return report
         files, unread, refused = await anyio.to_thread.run_sync(self._followed, scopes)

@@ -22,6 +22,7 @@ import anyio
 import pytest
 
 from mcp_analysis.corpus import KnowledgeBase
+from mcp_analysis.watch.follow import ROOT_POLL_SECONDS
 from tests.conftest import REPO, make_settings, run_cli
 from tests.mcp_helpers import HttpServer, http_server
 
@@ -162,11 +163,13 @@ def place(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def server(place: Path) -> Iterator[HttpServer]:
     note(place / "linked" / "start.md", "Start", "Present at start: the okapi.")
     note(place / "comes-and-goes" / "first.md", "First", "Present at start: the narwhal.")
+    note(place / "unmounted" / "kept.md", "Kept", "Present at start: the dugong.")
     env = {
         "XDG_DATA_HOME": str(place / "data"),
         "MCP_ANALYSIS_WATCH__SETTLE_SECONDS": "0.5",
     }
     folders = ("--watch", str(place / "linked"), "--watch", str(place / "comes-and-goes"))
+    folders += ("--watch", str(place / "unmounted"))
     with http_server(place / "kb.lancedb", *folders, env=env, log_dir=place) as running:
         yield running
 
@@ -217,10 +220,10 @@ async def test_a_watched_folder_deleted_and_made_again_is_followed_again(server:
     folder = place / "comes-and-goes"
     await eventually(lambda: _has(server, folder / "first.md"), "the start-up mirror")
     shutil.rmtree(folder)
-    await eventually(lambda: _lacks(server, folder / "first.md"), "a gone folder's documents go")
     await eventually(logged(server, f"watched folder {folder} is gone; waiting for it"), "the folder noticed gone")
     second = note(folder / "second.md", "Second", "Made again: the axolotl.")
     await eventually(lambda: _has(server, second), "the folder made again is mirrored")
+    await eventually(lambda: _lacks(server, folder / "first.md"), "a file not there once it is back goes")
     third = note(folder / "third.md", "Third", "Later: a quokka.")
     await eventually(lambda: _has(server, third), "then followed")
     await eventually(logged(server, f"{folder} is back; mirroring it"), "the folder noticed back")
@@ -238,6 +241,31 @@ async def test_a_watched_folder_deleted_and_made_again_is_followed_again(server:
     await eventually(lambda: _has(server, seventh), "a marker")
     assert (place / "old" / "sixth.md").as_uri() not in await listed(server)
     assert (folder / "sixth.md").as_uri() not in await listed(server)
+
+
+async def test_a_watched_folder_gone_for_a_while_keeps_its_documents(server: HttpServer, place: Path) -> None:
+    """Unmounted or renamed away (no file events): its documents stay, with their ids, and what
+    changed meanwhile is mirrored once it is back."""
+    folder, away = place / "unmounted", place / "unmounted-away"
+    kept = folder / "kept.md"
+    await eventually(lambda: _has(server, kept), "the start-up mirror")
+    before = await ids(server)
+    folder.rename(away)
+    gone = f"watched folder {folder} is gone; waiting for it (its documents are kept)"
+    await eventually(logged(server, gone), "the folder noticed gone")
+    note(away / "meanwhile.md", "Meanwhile", "Written while it was away: the tapir.")
+    await anyio.sleep(3 * ROOT_POLL_SECONDS)  # a watcher that removed a gone folder's documents has done so
+    assert await _has(server, kept)
+    away.rename(folder)
+    await eventually(lambda: _has(server, folder / "meanwhile.md"), "what changed meanwhile, once back")
+    await eventually(logged(server, f"{folder} is back; mirroring it"), "back")
+    assert (await ids(server))[kept.as_uri()] == before[kept.as_uri()]  # the same document: not read again
+
+
+async def ids(server: HttpServer) -> dict[str, str]:
+    async with server.client() as client:
+        documents = (await client.call_tool("list_documents", {})).structured_content["documents"]
+    return {d["uri"]: d["id"] for d in documents}
 
 
 async def _has(server: HttpServer, path: Path) -> bool:
