@@ -256,21 +256,32 @@ def _is_directory(entry: os.DirEntry[str]) -> bool:
 @dataclass(frozen=True)
 class Confinement:
     """Where the files of one add must have been read: a file found in a folder (walked, or given by a
-    folder watcher) is read only as itself (no link swapped in since the walk) inside the folders;
-    a file the user named is read wherever it leads (`add LINK` is their choice)."""
+    folder watcher) is read only as itself inside the folders: its real path is still the one the
+    walk found (no folder on its way swapped for a link since, which would let a file the walk
+    never saw in, the server's own or a hidden one) and it is the file read. A file the user named
+    is read wherever it leads (`add LINK` is their choice)."""
 
     named: frozenset[Path] = frozenset()
-    folders: tuple[Path, ...] = ()
+    folders: tuple[tuple[Path, Path], ...] = ()  # (as given, real)
 
     @classmethod
     def of(cls, paths: Sequence[Path], watched: Sequence[Path] | None) -> Confinement:
         if watched:
-            return cls(frozenset(), tuple(Path(os.path.realpath(f)) for f in watched))
+            return cls(frozenset(), tuple(_as_given_and_real(f) for f in watched))
         given = [Path(p).expanduser().absolute() for p in paths]
-        folders = tuple(Path(os.path.realpath(p)) for p in given if p.is_dir())
+        folders = tuple(_as_given_and_real(p) for p in given if p.is_dir())
         return cls(frozenset(p for p in given if not p.is_dir()), folders)
 
     def holds(self, path: Path, read: FileSignature) -> bool:
         if path in self.named:
             return True
-        return same_file(path, read) and any(inside(path, folder) for folder in self.folders)
+        real = os.path.realpath(path)
+        return same_file(path, read) and any(
+            path.is_relative_to(given) and real == os.fspath(folder / path.relative_to(given))
+            for given, folder in self.folders
+        )
+
+
+def _as_given_and_real(folder: Path) -> tuple[Path, Path]:
+    given = Path(folder).expanduser().absolute()
+    return given, Path(os.path.realpath(given))

@@ -40,7 +40,7 @@ import numpy as np
 
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.errors import AnalysisError, IngestError
-from mcp_analysis.ingest.files import display_name
+from mcp_analysis.ingest.files import FileSignature, display_name
 from mcp_analysis.ingest.moves import MovedFiles
 from mcp_analysis.ingest.pipeline import Ingestor, IngestReport, ProgressSink, _refusal
 from mcp_analysis.ingest.pool import ConversionPool, ReadReply
@@ -223,7 +223,13 @@ class _RemoteFile:
 
     def read(self, path: str, name: str) -> ReadReply:
         self.found = self.ingestor.result(self.ref, self.path)
-        return ReadReply(self.found.digest, self.found.size, self.found.signature)  # type: ignore[arg-type]
+        # A node's device and inode numbers are its own (an NFS client's, a copy's): the file is
+        # confined by what the driver sees of it (its real path; its identity here, now).
+        try:
+            seen = FileSignature.of(os.lstat(path))
+        except OSError:
+            seen = self.found.signature
+        return ReadReply(self.found.digest, self.found.size, seen)  # type: ignore[arg-type]
 
     def convert(self) -> PreparedFile:
         assert self.found is not None
