@@ -141,24 +141,38 @@ class FolderMirror:
         scopes = [p for p in dict.fromkeys(paths) if relative_to_any(p, alive) is not None]
         if not scopes:
             return report
-        files, unread, refused = await anyio.to_thread.run_sync(self._followed, scopes)
+        unreadable: list[tuple[Path, str]] = []
+        files, unread, refused = await anyio.to_thread.run_sync(self._followed, scopes, unreadable)
         report.unsupported += [str(p) for p in unread if formats.find(p.name) is None and p.suffix]
         report.failed += [(display_name(link), reason) for link, reason in refused]
+        report.failed += [
+            (display_name(f), f"could not be read ({why}): its documents are kept") for f, why in unreadable
+        ]
         if files:
             report.take(await self.ingestor.add(files))
         present = {p.resolve().as_uri() for p in files + unread}
         scope_uris = [p.as_uri() for p in scopes]
         metas = await self.kb.store.all_meta() if self.kb.store.ready else []
-        stale = [m for m in metas if m.uri not in present and any(_inside(m.uri, s) for s in scope_uris)]
+        kept = [f.as_uri() for f, _ in unreadable]  # a folder not listed is no folder emptied
+        stale = [
+            m
+            for m in metas
+            if m.uri not in present
+            and any(_inside(m.uri, s) for s in scope_uris)
+            and not any(_inside(m.uri, k) for k in kept)
+        ]
         await self._remove(stale, report)
         _name_earlier_documents([link for link, _ in refused], metas)
         return report
 
-    def _followed(self, scopes: Sequence[Path]) -> tuple[list[Path], list[Path], list[tuple[Path, str]]]:
+    def _followed(
+        self, scopes: Sequence[Path], unreadable: list[tuple[Path, str]]
+    ) -> tuple[list[Path], list[Path], list[tuple[Path, str]]]:
         """(followed files to read, followed files to leave unread: of an unsupported type, or named
         so that the watcher cannot report them and unchanged, links refused: their target lies
         outside the watched folders) under the scopes. A link is never followed, nor a path
-        under one (the OS watcher may report those): a path is read only when it is its own real path."""
+        under one (the OS watcher may report those): a path is read only when it is its own real path.
+        Folders that could not be listed are added to `unreadable` with why."""
         files: list[Path] = []
         refused: list[tuple[Path, str]] = []
         for scope in scopes:
@@ -173,7 +187,7 @@ class FolderMirror:
                 if self.rules.follows(relative):
                     files.append(scope)
             elif scope.is_dir() and not self.rules.ignored(relative):
-                files += self._walk(folder, scope, refused)
+                files += self._walk(folder, scope, refused, unreadable)
         supported, unsupported, left_be = [], [], []
         for path in dict.fromkeys(files):
             if not _utf8(path):  # noted now, not only once the OS watcher failed a batch on it
@@ -189,10 +203,17 @@ class FolderMirror:
             supported.append(path)
         return supported, unsupported + left_be, refused  # the first two kept in the knowledge base, neither read
 
-    def _walk(self, folder: Path, top: Path, refused: list[tuple[Path, str]]) -> list[Path]:
-        """The followed files under `top` (a real path, so is every path below it: no link is entered)."""
+    def _walk(
+        self, folder: Path, top: Path, refused: list[tuple[Path, str]], unreadable: list[tuple[Path, str]]
+    ) -> list[Path]:
+        """The followed files under `top` (a real path, so is every path below it: no link is entered);
+        a folder that cannot be listed goes to `unreadable` (it is not empty: its documents stay)."""
         found: list[Path] = []
-        for root, dirs, names in os.walk(top):
+
+        def failed(error: OSError) -> None:
+            unreadable.append((Path(error.filename or top), error.strerror or str(error)))
+
+        for root, dirs, names in os.walk(top, onerror=failed):
             base = Path(root)
             entered = []
             for name in sorted(dirs):

@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -287,3 +288,36 @@ def test_the_settle_check_never_walks_a_link(tmp_path: Path) -> None:
     before = (signature(folder), signature(folder / "away"))
     note(private / "later.md", "Later", "Written through nothing: beside the link's target.")
     assert (signature(folder), signature(folder / "away")) == before
+
+
+def test_a_folder_that_cannot_be_listed_keeps_its_documents(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A folder the server may no longer list (a permission or ACL change) is not an emptied one:
+    `sync` says so by name and removes nothing under it. Root lists every folder, so as root the
+    command runs without its capabilities (setpriv), as a server run by an ordinary user does."""
+    base = Path(tempfile.mkdtemp(prefix="unlisted-", dir="/tmp"))
+    try:
+        folder, db = base / "folder", base / "kb.lancedb"
+        locked = note(folder / "locked" / "a.md", "Locked", "Soon unlisted: the quoll.").parent
+        note(folder / "b.md", "Open", "Always readable: the bilby.")
+        env = {"XDG_DATA_HOME": str(base / "data")}
+        as_user = ["setpriv", "--bounding-set=-all", "--inh-caps=-all"] if os.geteuid() == 0 else []
+
+        def sync() -> subprocess.CompletedProcess[str]:
+            command = [*as_user, sys.executable, "-m", "mcp_analysis", "--db", str(db), "sync", str(folder)]
+            return subprocess.run(
+                command, cwd=REPO, env={**os.environ, **env}, capture_output=True, text=True, timeout=300
+            )
+
+        first = sync()
+        assert "2 added" in first.stdout, first.stderr
+        locked.chmod(0o000)
+        second = sync()
+        assert second.returncode == 1, second.stderr
+        told = " ".join(second.stderr.split())
+        assert f"{locked}: could not be read (Permission denied): its documents are kept" in told
+        assert "0 removed" in second.stdout and "1 unchanged" in second.stdout
+    finally:
+        for path in base.rglob("*"):
+            if path.is_dir():
+                path.chmod(0o777)
+        shutil.rmtree(base)
