@@ -388,6 +388,8 @@ class Ingestor:
             }
             tables = [{"document_id": doc_id, **row} for row in prepared.tables]
             batch.append(DocumentRows(prepared.meta, document_row, item_rows, chunk_rows, tables))
+        if self.before_write is not None:  # again: embedding took seconds, a lease may have gone meanwhile
+            await self.before_write()
         await self.kb.store.write_documents(batch)
         for prepared in pending:
             (report.replaced if prepared.replacing else report.added).append(prepared.meta.uri)
