@@ -258,7 +258,7 @@ class RayIngestor(Ingestor):
         self.stages: dict[str, float] = dict.fromkeys(STAGES, 0.0)
         self._ahead: deque[tuple[Path, Any]] = deque()
         self._todo: deque[Path] = deque()
-        self._skip: frozenset[str] | None = None
+        self._skip: Any = None  # the stored hashes, put in the object store once per add
         self._clock = 0.0
         self._embed_wait = 0.0  # the driver's wall time waiting for embeddings (not writing's)
 
@@ -282,6 +282,7 @@ class RayIngestor(Ingestor):
         title: str | None,
         metadata: dict[str, Any] | None,
     ) -> RayIngestReport:
+        self._skip = None  # each add reads the hashes stored when it holds the lock
         try:
             cluster.connect()
             await anyio.to_thread.run_sync(cluster.check)
@@ -307,15 +308,16 @@ class RayIngestor(Ingestor):
 
     # ------------------------------------------------------------------ conversion on the cluster
 
-    def submit(self, path: Path, skip: frozenset[str]) -> Any:
-        """Start converting `path` on the cluster (its sha256 only, if that is in `skip`)."""
+    def submit(self, path: Path, skip: Any) -> Any:
+        """Start converting `path` on the cluster (its sha256 only, if that is in `skip`: a set of
+        hashes, or a reference to one in the object store)."""
         assert self.cluster is not None
         task = self.cluster.convert
         chunk_tokens = self.kb.settings.ingest.chunk_tokens
         # As named, made absolute (the workers' directory is not ours), symlinks left for the read to judge.
         return task.remote(os.fspath(path.absolute()), display_name(path.name), self.limits, chunk_tokens, skip)
 
-    def _fill(self, skip: frozenset[str]) -> None:
+    def _fill(self, skip: Any) -> None:
         """Keep the window of tasks ahead full, in file order (files refused here are never sent)."""
         assert self.cluster is not None
         while self._todo and len(self._ahead) < max(8, _TASKS_PER_CPU * self.cluster.cpus):
@@ -326,8 +328,10 @@ class RayIngestor(Ingestor):
     async def _convert(
         self, pool: ConversionPool, path: Path, existing: DocumentMeta | None, moves: MovedFiles
     ) -> tuple[str, PreparedFile | None, DocumentMeta | None]:
-        if self._skip is None:  # under the ingest lock: the hashes stored now
-            self._skip = frozenset(m.content_hash for m in await self.kb.store.all_meta() if m.content_hash)
+        if self._skip is None:  # under the ingest lock: the hashes stored now, sent to the cluster once
+            assert self.cluster is not None
+            stored = frozenset(m.content_hash for m in await self.kb.store.all_meta() if m.content_hash)
+            self._skip = self.cluster.ray.put(stored)
         self._fill(self._skip)
         ref = None
         if any(ahead == path for ahead, _ in self._ahead):
