@@ -181,6 +181,8 @@ def chunk_items(
         if current and used + size > max_tokens and not headings_only():
             emit(current)
             current, used = [], 0
+        while current and used + size > max_tokens:  # headings alone past the budget: the earliest go
+            used -= sizes[current.pop(0)]  # (those still open stay in the heading path)
         current.append(i)
         used += size
     if not (headings_only() and chunks):  # a heading at the end titles nothing

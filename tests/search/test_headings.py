@@ -126,3 +126,17 @@ def test_the_chunker_never_makes_a_chunk_of_headings_alone() -> None:
     pieces = [c for c in chunks if "Permission" in c.content]
     assert len(pieces) > 1 and all(c.headings == ["Users and Groups", "Licence"] for c in pieces)
     assert "Appendix" not in " ".join(c.content for c in chunks)
+
+
+def test_a_run_of_headings_never_makes_a_chunk_past_the_budget() -> None:
+    """400 empty sections, then one paragraph: the chunk stays within max_tokens (the embedder would
+    cut it, leaving most of it out of vector search); the open sections stay its heading path."""
+    items = [
+        ItemDraft(n, f"#/texts/{n}", "section_header", f"Part {n} of the index", heading_level=2) for n in range(400)
+    ]
+    items.append(ItemDraft(400, "#/texts/400", "text", "The only paragraph: the harbour dues rise in May."))
+    chunks = chunk_items(items, lambda texts: [len(t.split()) for t in texts], max_tokens=40)
+    assert len(chunks) == 1
+    assert len(chunks[0].content.split()) <= 40
+    assert chunks[0].content.endswith("The only paragraph: the harbour dues rise in May.")
+    assert chunks[0].headings == ["Part 399 of the index"]
