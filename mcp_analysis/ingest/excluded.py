@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,11 @@ class Excluded:
     """Real paths (a folder covers everything under it) and why each is never read."""
 
     entries: tuple[tuple[Path, str], ...] = ()
+    files: tuple[tuple[int, int, str], ...] = ()  # (device, inode, why) of the files among them
+
+    def same_file_as(self, device: int, inode: int) -> str | None:
+        """Why the file with this identity is never read (a hard link to one of them is one), else None."""
+        return next((why for dev, ino, why in self.files if (dev, ino) == (device, inode)), None)
 
     def why(self, path: str | os.PathLike[str]) -> str | None:
         """The reason `path` (resolved: a link to one of them is one of them) is never read, else None."""
@@ -72,4 +78,12 @@ def excluded_paths(settings: Settings, db_path: str | os.PathLike[str] | None = 
         entries.append((_real(settings.server.tokens_file), "the bearer tokens file (server.tokens_file)"))
     sessions = settings.sessions.dir or data_home() / "sessions"
     entries.append((_real(sessions), "the folder of hibernated sessions (sessions.dir)"))
-    return Excluded(tuple(entries))
+    files = []
+    for where, why in entries:
+        try:
+            st = where.stat()
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            files.append((st.st_dev, st.st_ino, why))
+    return Excluded(tuple(entries), tuple(files))

@@ -33,7 +33,7 @@ from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.errors import AnalysisError, IngestError
 from mcp_analysis.ingest import formats
 from mcp_analysis.ingest.chunker import ChunkDraft
-from mcp_analysis.ingest.excluded import excluded_paths
+from mcp_analysis.ingest.excluded import Excluded, excluded_paths
 from mcp_analysis.ingest.files import Confinement, check_entry, collect_files, display_name, file_uri
 from mcp_analysis.ingest.items import ItemDraft
 from mcp_analysis.ingest.lock import ingest_lock
@@ -177,11 +177,13 @@ class Ingestor:
         self.before_write = before_write
         self.limits = pool.limits if pool is not None else kb.settings.ingest.limits()
         self._confined = Confinement()  # of the add running
+        self._excluded = Excluded()
 
     async def add(
         self, paths: Sequence[Path], *, title: str | None = None, metadata: dict[str, Any] | None = None
     ) -> IngestReport:
-        files, skipped = collect_files(paths, excluded_paths(self.kb.settings, self.kb.store.path))
+        self._excluded = excluded_paths(self.kb.settings, self.kb.store.path)
+        files, skipped = collect_files(paths, self._excluded)
         if title and len(files) != 1:
             raise IngestError(f"--title applies to exactly one file, but {len(files)} files were given.")
         report = IngestReport(skipped=list(skipped))
@@ -311,6 +313,9 @@ class Ingestor:
             raise IngestError(
                 "it was replaced while it was read (saved again, or swapped for a symbolic link): add it again"
             )
+        if (why := self._excluded.same_file_as(read.signature.device, read.signature.inode)) is not None:
+            worker.drop()  # a hard link to the server's own file: the same file under another name
+            raise IngestError(f"it is {why}, under another name (a hard link), never added as a document")
         if existing is not None and existing.content_hash == read.digest:
             worker.drop()
             return read.digest, None, None

@@ -152,6 +152,22 @@ def test_the_servers_own_files_in_the_folder_are_never_documents(tmp_path: Path)
             assert f"{folder / name} lies inside the" in told and why in told, (command, told)
 
 
+def test_a_hard_link_to_the_tokens_file_is_never_a_document(tmp_path: Path) -> None:
+    """The same file under another name (a hard link dropped into the folder) is still the server's own."""
+    folder, db = tmp_path / "work", tmp_path / "kb"
+    notes = note(folder / "notes.md", "Notes", "The quarterly plan.")
+    tokens = tmp_path / "tokens.yaml"  # outside the folder
+    tokens.write_text("tokens:\n  - name: alice\n    token: secret-token-of-alice-0123456789\n")
+    os.link(tokens, folder / "innocent.txt")
+    env = {"XDG_DATA_HOME": str(tmp_path / "data"), "MCP_ANALYSIS_SERVER__TOKENS_FILE": str(tokens)}
+    for command in (["sync", str(folder)], ["add", str(folder)], ["add", str(folder / "innocent.txt")]):
+        result = run_cli("--db", str(db), *command, env=env)
+        assert anyio.run(uris, db) == {notes.as_uri()}, (command, result.stderr)
+        assert result.returncode == 1, result.stderr
+        told = " ".join(result.stderr.split())
+        assert "the bearer tokens file (server.tokens_file), under another name (a hard link)" in told, told
+
+
 # --- serve --watch: one server for the module, two watched folders ----------------------------
 
 
