@@ -19,12 +19,17 @@ class RedactingFormatter(logging.Formatter):
         return redact_urls_in(super().format(record))
 
 
+# Whose records keep their tracebacks: ours, and the serving stack's (an error there is the server's
+# own failure, which its operator must be able to diagnose without a restart under --debug).
+_WHOLE = ("mcp_analysis", "mcp", "uvicorn", "starlette", "sse_starlette", "anyio", "asyncio")
+
+
 class OneLineFromLibraries(logging.Filter):
-    """A library's record in one line, without its traceback: the failure it is about reaches the
-    user as our own one-line message (a skipped file, a tool error); `--debug` shows it whole."""
+    """A parser library's record in one line, without its traceback: the failure it is about reaches
+    the user as our own one-line message (a skipped file); `--debug` shows it whole."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.name == "mcp_analysis" or record.name.startswith("mcp_analysis."):
+        if record.name.split(".", 1)[0] in _WHOLE:
             return True
         record.exc_info = record.exc_text = record.stack_info = None
         message = record.getMessage()

@@ -30,6 +30,7 @@ EMIT = textwrap.dedent(
         )
         logging.getLogger("docling.datamodel.document").exception("File bad.docx not found or cannot be opened.")
         logging.getLogger("mcp_analysis.watch.follow").error("watch: could not apply changes", exc_info=True)
+        logging.getLogger("mcp.server.lowlevel").error("Error handling request", exc_info=True)
     """
 )
 
@@ -50,14 +51,15 @@ def test_a_library_record_is_one_line_without_its_traceback(level: str) -> None:
         "Encountered an error during conversion of document 1a2b (details with --debug)",
         "File bad.docx not found or cannot be opened.",
     ]
-    # Our own records keep their traceback: they are the ones a person is meant to act on.
-    assert sum("Traceback (most recent call last)" in line for line in lines) == 1
+    # Our own records and the serving stack's keep their traceback: a person is meant to act on them.
+    assert sum("Traceback (most recent call last)" in line for line in lines) == 2
     assert any("mcp_analysis.watch.follow: watch: could not apply changes" in line for line in lines)
+    assert any("mcp.server.lowlevel: Error handling request" in line for line in lines)
 
 
 def test_debug_shows_the_library_tracebacks() -> None:
     said = _stderr("DEBUG")
-    assert said.count("Traceback (most recent call last)") == 3
+    assert said.count("Traceback (most recent call last)") == 4
     assert "KeyError: 'word/document.xml'" in said
 
 
