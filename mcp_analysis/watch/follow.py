@@ -29,7 +29,7 @@ from anyio.abc import TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from mcp_analysis.watch.lock import WatchLease, WatchLeaseLost
-from mcp_analysis.watch.mirror import FolderMirror, SyncReport, folder_identity
+from mcp_analysis.watch.mirror import FolderMirror, SyncReport
 from mcp_analysis.watch.rules import relative_to_any
 from mcp_analysis.watch.settings import WatchSettings
 from mcp_analysis.watch.undecodable import path_in_error
@@ -122,7 +122,7 @@ class FolderWatcher:
             while True:
                 resync = failures > 0  # events since the failure are lost: mirror whole once watched anew
                 self._rewatch = anyio.Event()
-                present = [f for f in self.mirror.folders if folder_identity(f) is not None]
+                present = [f for f in self.mirror.folders if self.mirror.identity(f) is not None]
                 if not present:  # every folder gone: nothing to watch until one is back
                     self._watching.set()
                     if not started:
@@ -177,10 +177,10 @@ class FolderWatcher:
         old one, and mirrored whole."""
         folders = self.mirror.folders
         async with send:
-            known = await anyio.to_thread.run_sync(lambda: {f: folder_identity(f) for f in folders})
+            known = await anyio.to_thread.run_sync(lambda: {f: self.mirror.identity(f) for f in folders})
             while True:
                 await anyio.sleep(ROOT_POLL_SECONDS)
-                now = await anyio.to_thread.run_sync(lambda: {f: folder_identity(f) for f in folders})
+                now = await anyio.to_thread.run_sync(lambda: {f: self.mirror.identity(f) for f in folders})
                 changed = [f for f in folders if now[f] != known[f]]
                 for folder in changed:
                     if now[folder] is None:

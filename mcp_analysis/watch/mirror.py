@@ -119,6 +119,15 @@ class FolderMirror:
         self.excluded = excluded_paths(kb.settings, kb.store.path)  # the server's own files: never followed
         self.excluded.warn_inside(self.folders, "watched")
         self.undecodable = UndecodableNames()
+        # A folder that is a mount point when the mirror starts and later is not was unmounted: the
+        # empty folder beneath is no emptied share (its documents stay until it is mounted again).
+        self.mount_points = {f for f in self.folders if os.path.ismount(f)}
+
+    def identity(self, folder: Path) -> tuple[int, int] | None:
+        """`folder_identity`, None also for a mount point of ours with nothing mounted on it now."""
+        if folder in self.mount_points and not os.path.ismount(folder):
+            return None
+        return folder_identity(folder)
 
     def release_workers(self) -> None:
         """End the idle conversion worker (it blocks up to ~2 s: call from a thread); a later change starts one."""
@@ -137,7 +146,7 @@ class FolderMirror:
         """Bring the documents under each path (file or folder, present or gone) in line with the disk."""
         report = SyncReport()
         # A folder gone whole (unmounted, renamed away) keeps its documents until it is back.
-        alive = await anyio.to_thread.run_sync(lambda: [f for f in self.folders if folder_identity(f) is not None])
+        alive = await anyio.to_thread.run_sync(lambda: [f for f in self.folders if self.identity(f) is not None])
         scopes = [p for p in dict.fromkeys(paths) if relative_to_any(p, alive) is not None]
         if not scopes:
             return report

@@ -337,3 +337,29 @@ def test_a_folder_that_cannot_be_listed_keeps_its_documents(tmp_path_factory: py
             if path.is_dir():
                 path.chmod(0o777)
         shutil.rmtree(base)
+
+
+async def test_an_unmounted_share_keeps_its_documents(tmp_path: Path) -> None:
+    """A watched folder that is a mount point: unmounted, the empty folder beneath is no emptied
+    share (mirroring it removed every document, and the remount read and embedded them all again)."""
+    share = tmp_path / "share"
+    share.mkdir()
+    await anyio.run_process(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(share)])
+    try:
+        kept = note(share / "kept.md", "Kept", "On the share: the numbat.")
+        env = {"XDG_DATA_HOME": str(tmp_path / "data"), "MCP_ANALYSIS_WATCH__SETTLE_SECONDS": "0.3"}
+        with http_server(tmp_path / "kb.lancedb", "--watch", str(share), env=env, log_dir=tmp_path) as server:
+            await eventually(lambda: _has(server, kept), "the start-up mirror")
+            before = await ids(server)
+            await anyio.run_process(["umount", str(share)])
+            gone = f"watched folder {share} is gone; waiting for it (its documents are kept)"
+            await eventually(logged(server, gone), "the unmount noticed")
+            await anyio.sleep(3 * ROOT_POLL_SECONDS)  # a watcher that mirrored the empty folder has done so
+            assert await ids(server) == before
+            await anyio.run_process(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(share)])
+            note(share / "kept.md", "Kept", "On the share: the numbat.")
+            added = note(share / "added.md", "Added", "Written on the share while it was away: the quokka.")
+            await eventually(lambda: _has(server, added), "the share mirrored once mounted again")
+            assert (await ids(server))[kept.as_uri()] == before[kept.as_uri()]  # unchanged: the same document
+    finally:
+        await anyio.run_process(["umount", str(share)], check=False)
