@@ -14,7 +14,7 @@ import csv
 import io
 import re
 
-_RISKY_LINE = re.compile(r'(?:^|,)"?[=+\-@\t\r]')
+_RISKY_LINE = re.compile(r'(?:^|,|\n)"?[=+\-@\t\r]')
 _NUMBER = re.compile(r"[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -27,18 +27,13 @@ def neutral_cell(cell: str) -> str:
 
 
 def for_people(text: str) -> str:
-    """An RFC 4180 table (one row per CRLF line, as tables/{n}.csv is) with formula cells neutralised."""
-    lines = text.split("\r\n")
+    """An RFC 4180 table (tables/{n}.csv) with formula cells neutralised. Parsed as CSV whole (a
+    quoted cell may hold a line break); a table with no cell that could be one is returned as it is."""
+    if not _RISKY_LINE.search(text):
+        return text
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="")
-    for number, line in enumerate(lines):
-        if not _RISKY_LINE.search(line):
-            continue
-        row = next(csv.reader([line]), [])
-        safe = [neutral_cell(cell) for cell in row]
-        if safe != row:
-            buffer.seek(0)
-            buffer.truncate()
-            writer.writerow(safe)
-            lines[number] = buffer.getvalue()
-    return "\r\n".join(lines)
+    writer = csv.writer(buffer, lineterminator="\r\n")
+    for row in csv.reader(io.StringIO(text, newline="")):
+        writer.writerow([neutral_cell(cell) for cell in row])
+    written = buffer.getvalue()
+    return written if text.endswith("\n") else written.removesuffix("\r\n")
