@@ -234,33 +234,17 @@ def test_a_file_is_stored_as_read_and_one_changing_during_the_read_is_refused(tm
     assert "written while the file was being read" in contents["growing.md"]
 
 
-def test_a_folder_swapped_for_a_link_inside_the_folder_is_refused_too(tmp_path: Path) -> None:
-    """The link may stay inside the folder added, to what the walk never reads (a hidden folder, the
-    server's own files): the file read must still be the one the walk found, at its real path."""
+@pytest.mark.parametrize("where", ["outside/a.md", "docs/.private/a.md"])
+def test_a_folder_swapped_for_a_link_between_the_walk_and_the_read_is_refused(tmp_path: Path, where: str) -> None:
+    """The link may lead out of the folder, or stay inside it, to what the walk never reads (a
+    hidden folder, the server's own files): the file read must be the one the walk found, at its
+    real path."""
     folder = tmp_path / "docs"
     innocent = folder / "sub" / "a.md"
     innocent.parent.mkdir(parents=True)
     innocent.write_text(hostile.GOOD_TEXT)
-    secret = folder / ".private" / "a.md"  # hidden: never walked
-    secret.parent.mkdir()
-    secret.write_text("# Secret\n\nThe vault code is 4711, never to be ingested.\n")
-    env = with_hook(MCP_ANALYSIS_TEST_SWAP=f"{innocent}={secret.parent}")
-
-    result, report = add(tmp_path / "kb.lancedb", folder, env=env)
-
-    assert (folder / "sub").is_symlink()  # the hook did swap it right before the read
-    assert not [text for _, text in anyio.run(stored_documents, tmp_path / "kb.lancedb") if "4711" in text]
-    assert result.returncode == 1, result.stderr
-    assert "replaced while it was read" in dict(report["skipped"])[str(innocent)]
-
-
-def test_a_folder_swapped_for_a_link_between_the_walk_and_the_read_is_refused(tmp_path: Path) -> None:
-    folder = tmp_path / "docs"
-    innocent = folder / "sub" / "a.md"
-    innocent.parent.mkdir(parents=True)
-    innocent.write_text(hostile.GOOD_TEXT)
-    secret = tmp_path / "outside" / "a.md"  # the same name, elsewhere
-    secret.parent.mkdir()
+    secret = tmp_path / where  # the same name, elsewhere
+    secret.parent.mkdir(parents=True)
     secret.write_text("# Secret\n\nThe vault code is 4711, never to be ingested.\n")
     env = with_hook(MCP_ANALYSIS_TEST_SWAP=f"{innocent}={secret.parent}")
 

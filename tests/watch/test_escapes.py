@@ -17,7 +17,6 @@ import sys
 import tempfile
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
@@ -26,10 +25,10 @@ from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.watch.follow import ROOT_POLL_SECONDS
 from tests.conftest import REPO, make_settings, run_cli
 from tests.mcp_helpers import HttpServer, http_server
+from tests.watch.polling import eventually
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(900)]
 
-DEADLINE = 90.0  # seconds; generous for a loaded machine, only reached when something is broken
 SECRET = "The vault code is 4711, never to be ingested."
 
 
@@ -189,18 +188,6 @@ def server(place: Path) -> Iterator[HttpServer]:
     folders += ("--watch", str(place / "unmounted"))
     with http_server(place / "kb.lancedb", *folders, env=env, log_dir=place) as running:
         yield running
-
-
-async def eventually(check: Callable[[], Awaitable[Any]], what: str) -> Any:
-    try:
-        with anyio.fail_after(DEADLINE):
-            while True:
-                value = await check()
-                if value:
-                    return value
-                await anyio.sleep(0.2)
-    except TimeoutError:
-        raise AssertionError(f"not within {DEADLINE:g} s: {what}") from None
 
 
 async def listed(server: HttpServer) -> set[str]:

@@ -8,7 +8,6 @@ redis-server; the lease is taken away the way Redis loses it (FLUSHALL) and held
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
@@ -20,11 +19,11 @@ from mcp_analysis.config import Settings
 from mcp_analysis.watch.lock import WatchLeaseLost, watcher_lock
 from tests.mcp_helpers import http_server
 from tests.services import moto_s3, redis
+from tests.watch.polling import DEADLINE, eventually
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(600)]
 
 SECRET = "a-secret-of-32-characters-or-more-0123"
-DEADLINE = 90.0  # seconds: only reached when something is broken
 LEASE = 3.0  # watch.lease_seconds: renewed every second
 
 
@@ -35,18 +34,6 @@ async def _names(client: Client) -> set[str]:
 
 def _logged(log: Path, words: str) -> bool:
     return words in log.read_text(errors="replace")
-
-
-async def _until(check: Callable[[], Awaitable[bool]], what: str) -> None:
-    """Poll `check` until true; fail naming `what` at the deadline."""
-    try:
-        with anyio.fail_after(DEADLINE):
-            while True:
-                if await check():
-                    return
-                await anyio.sleep(0.2)
-    except TimeoutError:
-        raise AssertionError(f"not within {DEADLINE:g} s: {what}") from None
 
 
 async def test_a_watcher_whose_lease_is_gone_writes_nothing_until_it_holds_it_again(tmp_path: Path) -> None:
@@ -72,7 +59,7 @@ async def test_a_watcher_whose_lease_is_gone_writes_nothing_until_it_holds_it_ag
                 async def mirrored() -> bool:
                     return "alpha.md" in await _names(client)
 
-                await _until(mirrored, "the start-up mirror")
+                await eventually(mirrored, "the start-up mirror")
                 assert f"pid {server.process.pid} on " in keeper.get(key).decode()
 
                 # Redis loses the key, and another watcher takes the place meanwhile.
@@ -82,13 +69,13 @@ async def test_a_watcher_whose_lease_is_gone_writes_nothing_until_it_holds_it_ag
                 async def lost() -> bool:
                     return _logged(server.log, "Lost the watch lease")
 
-                await _until(lost, "the watcher notices its lease is gone")
+                await eventually(lost, "the watcher notices its lease is gone")
                 (folder / "beta.md").write_text("# Beta\n\nWritten while another watcher held the lease: narwhal.\n")
 
                 async def held_back() -> bool:
                     return _logged(server.log, "are held back until this process holds the watch lease again")
 
-                await _until(held_back, "the change is held back")
+                await eventually(held_back, "the change is held back")
                 await anyio.sleep(2 * LEASE)  # the lease renewed twice over: a watcher that writes anyway has written
                 assert await _names(client) == {"alpha.md"}
                 assert keeper.get(key).startswith(b"0123456789abcdef")  # never taken from its holder
@@ -98,7 +85,7 @@ async def test_a_watcher_whose_lease_is_gone_writes_nothing_until_it_holds_it_ag
                 async def applied() -> bool:
                     return await _names(client) == {"alpha.md", "beta.md"}
 
-                await _until(applied, "the held-back change applied once the lease is free")
+                await eventually(applied, "the held-back change applied once the lease is free")
                 assert f"pid {server.process.pid} on " in keeper.get(key).decode()
                 assert _logged(server.log, "holding the watch lease of")
 

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import shutil
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
@@ -19,11 +18,10 @@ from mcp.client.subscriptions import ResourcesListChanged
 
 from tests.conftest import REPO, run_cli
 from tests.mcp_helpers import HttpServer, http_server
+from tests.watch.polling import DEADLINE, eventually
 
 # A server, three commands and a stdio host: about a minute on an idle machine; the limit is for loaded ones.
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(900)]
-
-DEADLINE = 90.0  # seconds; generous for a loaded machine, only reached when something is broken
 
 
 def note(path: Path, title: str, body: str) -> Path:
@@ -72,19 +70,6 @@ def server(synced: tuple[Path, Path], place: Path, env: dict[str, str]) -> Itera
     note(folder / "beta.md", "Beta", "Written while nobody watched: narwhal.")
     with http_server(kb, "--watch", str(folder), env=env, log_dir=place) as running:
         yield running
-
-
-async def eventually(check: Callable[[], Awaitable[Any]], what: str) -> Any:
-    """Poll `check` until it returns something true; fail with `what` at the deadline."""
-    try:
-        with anyio.fail_after(DEADLINE):
-            while True:
-                value = await check()
-                if value:
-                    return value
-                await anyio.sleep(0.2)
-    except TimeoutError:
-        raise AssertionError(f"not within {DEADLINE:g} s: {what}") from None
 
 
 async def names(client: Client) -> set[str]:
