@@ -16,7 +16,7 @@ def test_a_cell_holding_a_line_break_keeps_its_row_whole() -> None:
     table = 'name,note\r\n"two\nlines",=HYPERLINK("http://x")\r\n-3.5,@SUM(A1)\r\n'
     assert _rows(for_people(table)) == [
         ["name", "note"],
-        ["two\nlines", "'=HYPERLINK(\"http://x\")"],
+        ["two\nlines", '\'=HYPERLINK("http://x")'],
         ["-3.5", "'@SUM(A1)"],
     ]
 

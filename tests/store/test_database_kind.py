@@ -66,6 +66,11 @@ def _store_private_importers(sources: dict[str, ast.Module]) -> dict[str, list[s
 SDK_INTERNALS = "mcp_analysis/server/sdk_compat.py"  # the one module that may touch the SDK's privates
 
 
+# The standard library's own names that start with an underscore and are meant to be called: the
+# CLI ends a finished command with them (cli/app.py `_end`).
+STDLIB_UNDERSCORED = {"os._exit", "atexit._run_exitfuncs"}
+
+
 def _private_reaches(sources: dict[str, ast.Module]) -> list[str]:
     """Private attributes (`x._name`) read on anything but `self`/`cls`/`super()` (a subclass calls
     its own base's steps), outside the store."""
@@ -79,6 +84,7 @@ def _private_reaches(sources: dict[str, ast.Module]) -> list[str]:
         and not node.attr.startswith("__")
         and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
         and not (isinstance(node.value, ast.Call) and ast.unparse(node.value.func) == "super")
+        and ast.unparse(node) not in STDLIB_UNDERSCORED
     ]
 
 
