@@ -10,9 +10,10 @@ for `watch.settle_seconds`, so a file still being written or copied is never rea
 still moving waits for the next round. When applying fails as a whole (the store unreachable,
 the disk full), the paths are tried again after a backoff (1 s doubling to 60 s) instead of
 waiting for another event on them; a file that cannot be read is reported, not retried.
-The watched folders themselves are checked every `ROOT_POLL_SECONDS`: one gone is logged and
-its documents go (as its files' would); one back, or replaced by another folder, is logged,
-watched anew (the OS watcher's watches went with the old folder) and mirrored whole.
+The watched folders themselves are checked every `ROOT_POLL_SECONDS`: one gone (or a mount point
+with nothing mounted on it) is logged and keeps its documents; one back, or replaced by another
+folder, is logged, watched anew (the OS watcher's watches went with the old folder) and mirrored
+whole.
 """
 
 from __future__ import annotations
