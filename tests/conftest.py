@@ -28,15 +28,16 @@ def run_cli(
     unset: Iterable[str] = (),
     stdin: str | None = None,
     timeout: float = 300,
+    cwd: Path = REPO,
 ) -> subprocess.CompletedProcess[str]:
-    """`python -m mcp_analysis ARGS` as a user runs it, in a real process from the repo: `env` over
-    this process's environment (without `unset`), output captured as text, stdin closed unless given."""
+    """`python -m mcp_analysis ARGS` as a user runs it, in a real process from `cwd` (the repo): `env`
+    over this process's environment (without `unset`), output captured as text, stdin closed unless given."""
     dropped = set(unset)
     environment = {k: v for k, v in {**os.environ, **(env or {})}.items() if k not in dropped}
     feed: dict[str, Any] = {"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}
     return subprocess.run(
         [sys.executable, "-m", "mcp_analysis", *args],
-        cwd=REPO,
+        cwd=cwd,
         env=environment,
         capture_output=True,
         text=True,

@@ -106,21 +106,6 @@ def test_a_link_named_on_the_add_command_line_is_followed(tmp_path: Path) -> Non
     assert anyio.run(uris, tmp_path / "kb.lancedb") == {secret.as_uri()}
 
 
-def run_in(folder: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """The command line run from `folder` (where the default config file mcp-analysis.yaml is read)."""
-    environment = {**os.environ, **env, "PYTHONPATH": str(REPO)}
-    environment.pop("MCP_ANALYSIS_CONFIG", None)
-    return subprocess.run(
-        [sys.executable, "-m", "mcp_analysis", *args],
-        cwd=folder,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        stdin=subprocess.DEVNULL,
-    )
-
-
 def test_the_servers_own_files_in_the_folder_are_never_documents(tmp_path: Path) -> None:
     folder, db = tmp_path / "work", tmp_path / "kb"
     notes = note(folder / "notes.md", "Notes", "The quarterly plan.")
@@ -139,7 +124,8 @@ def test_the_servers_own_files_in_the_folder_are_never_documents(tmp_path: Path)
     env = {"XDG_DATA_HOME": str(tmp_path / "data")}
 
     for command in (["sync", "."], ["add", "."]):
-        result = run_in(folder, "--db", "../kb", *command, env=env)
+        # From `folder`, where the default config file mcp-analysis.yaml is read.
+        result = run_cli("--db", "../kb", *command, env=env, cwd=folder, unset=["MCP_ANALYSIS_CONFIG"])
         assert anyio.run(uris, db) == {notes.as_uri()}, command
         assert result.returncode == 0, result.stderr
         told = " ".join(result.stderr.split())
