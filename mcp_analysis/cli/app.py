@@ -80,8 +80,8 @@ def main() -> None:
 def _end(code: int | str | None) -> None:
     """End the process once the command is done: the exit functions run (ours, logging's, pyarrow's),
     then the process ends without the native libraries' own teardown. Under load, a finished `exec`
-    was aborted in that teardown (SIGABRT, no Python frame, after its output was written: in two
-    suite runs, and within 30 runs with both cores busy; 0 of 40 since), its success turned into -6."""
+    was sometimes aborted in that teardown (SIGABRT, no Python frame, after its output was written),
+    its success turned into -6."""
     if isinstance(code, str):
         sys.stderr.write(code + "\n")
         code = 1
