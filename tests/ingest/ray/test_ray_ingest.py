@@ -4,6 +4,7 @@ one a local `add` of the same files makes."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import importlib.util
 import json
@@ -94,21 +95,12 @@ def test_a_driver_killed_mid_job_leaves_whole_documents_and_a_rerun_completes(
     folder = notes(tmp_path / "docs", 40)
     small_batches = {**RAY_ENV, "MCP_ANALYSIS_INGEST__BATCH_DOCUMENTS": "2"}
     ray_db, local_db = tmp_path / "ray.lancedb", tmp_path / "local.lancedb"
-    driver = subprocess.Popen(
-        [sys.executable, "-m", "mcp_analysis", "--db", str(ray_db), "add", str(folder), "--ray", cluster.address],
-        cwd=REPO,
-        env={**os.environ, **small_batches},
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    with ray_add(ray_db, folder, cluster.address, small_batches, **quiet) as driver:
         deadline = time.monotonic() + 300
         while committed(ray_db) < 4 and driver.poll() is None and time.monotonic() < deadline:
             time.sleep(0.1)
         driver.kill()
-    finally:
-        driver.wait(timeout=60)
     assert driver.returncode == -signal.SIGKILL, "the add finished before it could be killed"
     visible, whole = documents_and_whole(ray_db)
     assert 4 <= visible < 40 and whole == visible  # rows of an uncommitted batch may be there, unseen
@@ -125,24 +117,39 @@ def test_a_ray_worker_killed_mid_task_is_retried(cluster: RayCluster, tmp_path: 
     the add completes with every file."""
     folder = notes(tmp_path / "docs", 30)
     db = tmp_path / "kb.lancedb"
-    driver = subprocess.Popen(
-        [sys.executable, "-m", "mcp_analysis", "--db", str(db), "add", str(folder), "--ray", cluster.address, "--json"],
-        cwd=REPO,
-        env={**os.environ, **RAY_ENV},
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    killed = None
-    deadline = time.monotonic() + 300
-    while killed is None and driver.poll() is None and time.monotonic() < deadline:
-        killed = cluster.kill_a_worker_running("ray::convert_file")
-        time.sleep(0.05)
-    out, err = driver.communicate(timeout=600)
+    piped = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    with ray_add(db, folder, cluster.address, RAY_ENV, "--json", **piped) as driver:
+        killed = None
+        deadline = time.monotonic() + 300
+        while killed is None and driver.poll() is None and time.monotonic() < deadline:
+            killed = cluster.kill_a_worker_running("ray::convert_file")
+            time.sleep(0.05)
+        out, err = driver.communicate(timeout=600)
     assert killed is not None, "no conversion task was seen running"
     assert driver.returncode == 0, err.decode()[-3000:]
     report = json.loads(out)
     assert len(report["added"]) == 30 and report["skipped"] == []
+
+
+@contextlib.contextmanager
+def ray_add(
+    db: Path, folder: Path, address: str, env: dict[str, str], *extra: str, **popen: Any
+) -> Iterator[subprocess.Popen[Any]]:
+    """`add FOLDER --ray ADDRESS` running in a process of its own; killed on the way out if it still runs
+    (a failed assertion leaves no driver behind)."""
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "mcp_analysis", "--db", str(db), "add", str(folder), "--ray", address, *extra],
+        cwd=REPO,
+        env={**os.environ, **env},
+        stdin=subprocess.DEVNULL,
+        **popen,
+    )
+    try:
+        yield driver
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+        driver.wait(timeout=60)
 
 
 def notes(folder: Path, count: int) -> Path:
@@ -181,24 +188,17 @@ def test_a_ray_ingest_waits_for_the_knowledge_bases_ingest_lock(cluster: RayClus
     db.mkdir()
     with open(db / ".ingest.lock", "a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        driver = subprocess.Popen(
-            [sys.executable, "-m", "mcp_analysis", "--db", str(db), "add", str(folder), "--ray", cluster.address],
-            cwd=REPO,
-            env={**os.environ, **RAY_ENV},
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        assert driver.stderr is not None
-        said = ""
-        while "Another ingest is writing to" not in said and driver.poll() is None:
-            said = driver.stderr.readline()  # blocks until its next message (Ray may have its own first)
-        assert "waiting for it to finish" in said
-        time.sleep(1)  # a moment for it to write anything it would (nothing may be written while the lock is held)
-        assert driver.poll() is None and committed(db) == 0
-        fcntl.flock(lock, fcntl.LOCK_UN)
-    out, err = driver.communicate(timeout=600)
+        piped = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+        with ray_add(db, folder, cluster.address, RAY_ENV, **piped) as driver:
+            assert driver.stderr is not None
+            said = ""
+            while "Another ingest is writing to" not in said and driver.poll() is None:
+                said = driver.stderr.readline()  # blocks until its next message (Ray may have its own first)
+            assert "waiting for it to finish" in said
+            time.sleep(1)  # a moment for it to write anything it would (nothing may be written while the lock is held)
+            assert driver.poll() is None and committed(db) == 0
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            out, err = driver.communicate(timeout=600)
     assert driver.returncode == 0, err[-3000:]
     assert out.startswith("3 added") and committed(db) == 3
 
