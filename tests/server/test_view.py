@@ -19,7 +19,7 @@ from mcp_analysis.server.app import create_server
 from mcp_analysis.ui import VIEW_MIME, VIEW_URI, view_html
 from tests.conftest import make_settings
 from tests.mcp_helpers import REVENUE_CHART
-from tests.server.app_host import ViewHost, chromium, hosted_view
+from tests.server.app_host import HOST_ORIGIN, SANDBOX_ORIGIN, ViewHost, chromium, hosted_view
 
 RENDERS_VIEW = advertise("io.modelcontextprotocol/ui", {"mimeTypes": [VIEW_MIME]})
 SVG_SHOWN = """() => new Promise((done) => {
@@ -29,6 +29,8 @@ SVG_SHOWN = """() => new Promise((done) => {
 })"""
 
 pytestmark = pytest.mark.anyio
+HOST_PAGES = (HOST_ORIGIN + "/", SANDBOX_ORIGIN + "/")  # the test host's own pages, answered by routing
+WEB = ("http", "https", "ws", "file")
 
 DARK = {"theme": "dark", "styles": {"variables": {"--color-background-primary": "rgb(12, 20, 32)"}}}
 
@@ -129,7 +131,7 @@ async def test_a_person_sees_hits_citations_a_chart_and_opens_a_passage_from_a_r
             await host.page.locator("#app").screenshot(path=tmp_path / "view.png")
             shot = Image.open(tmp_path / "view.png")
             assert shot.format == "PNG" and shot.width > 700
-            assert not [url for url in host.requests if url.split(":", 1)[0] in ("http", "https", "ws", "file")]
+            assert not [url for url in host.requests if not url.startswith(HOST_PAGES) and url.split(":", 1)[0] in WEB]
 
 
 async def background(host: ViewHost) -> str:
@@ -138,8 +140,7 @@ async def background(host: ViewHost) -> str:
 
 async def background_turns(host: ViewHost, colour: str) -> str:
     """The background once the view has handled what the host posted (postMessage is asynchronous)."""
-    frame = next(f for f in host.page.frames if f.parent_frame is not None)
-    await frame.wait_for_function("(c) => getComputedStyle(document.body).backgroundColor === c", arg=colour)
+    await host.frame.wait_for_function("(c) => getComputedStyle(document.body).backgroundColor === c", arg=colour)
     return await background(host)
 
 
