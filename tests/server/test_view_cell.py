@@ -35,8 +35,17 @@ pytestmark = pytest.mark.anyio
 
 RENDERS_VIEW = advertise("io.modelcontextprotocol/ui", {"mimeTypes": [VIEW_MIME]})
 SHOTS = Path(os.environ.get("MCP_ANALYSIS_VIEW_SHOTS") or Path(__file__).parents[2] / "build" / "view-shots")
-SETTLED = """() => { const s = window.hostLog.filter(m => m.method === 'ui/notifications/size-changed');
-  return s.length > 0 && document.getElementById('app').clientHeight === s[s.length - 1].params.height; }"""
+SIZES = "window.hostLog.filter(m => m.method === 'ui/notifications/size-changed')"
+# The view's last reported height is within 10 % of `c`, its content's height.
+NEAR = (
+    f"(c) => {{ const s = {SIZES}; const h = s.length && s[s.length - 1].params.height; "
+    "return h && Math.abs(h - c) <= 0.1 * c; }"
+)
+# The host's frame has the height the view last asked for.
+SETTLED = (
+    f"() => {{ const s = {SIZES}; const frame = document.getElementById('app'); "
+    "return s.length > 0 && frame.clientHeight === s[s.length - 1].params.height; }"
+)
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 LIGHT: dict[str, Any] = {"theme": "light"}
 DARK: dict[str, Any] = {"theme": "dark", "styles": {"variables": {"--color-background-primary": "rgb(24, 24, 27)"}}}
@@ -130,21 +139,18 @@ async def reads(host: ViewHost) -> list[str]:
     return [m["params"]["uri"] for m in await host.messages() if m.get("method") == "resources/read"]
 
 
-async def test_an_off_screen_view_reports_its_height_at_once(
-    browser: Browser, sample_db: Path, tmp_path: Path
-) -> None:
-    async with served(sample_db, tmp_path) as (client, read), hosted_view(
-        browser, read, LIGHT, width=1200, height=700, below_fold=True
-    ) as host:
+async def test_an_off_screen_view_reports_its_height_at_once(browser: Browser, sample_db: Path, tmp_path: Path) -> None:
+    async with (
+        served(sample_db, tmp_path) as (client, read),
+        hosted_view(browser, read, LIGHT, width=1200, height=700, below_fold=True) as host,
+    ):
         top = await host.page.evaluate("document.getElementById('app').getBoundingClientRect().top")
         assert top > 700  # below the fold: the browser runs no ResizeObserver in it
         await call(client, host, "execute_code", {"code": "for i in range(60):\n    print('row', i)"})
         await host.view.locator("[data-part=Printed]").wait_for(state="attached")
         content = await host.in_view("() => document.body.getBoundingClientRect().height")
         assert content > 300  # more than the waiting line it started with
-        near = "(c) => { const s = window.hostLog.filter(m => m.method === 'ui/notifications/size-changed'); " \
-               "const h = s.length && s[s.length - 1].params.height; return h && Math.abs(h - c) <= 0.1 * c; }"  # fmt: skip
-        await host.page.wait_for_function(near, arg=content, timeout=2000)
+        await host.page.wait_for_function(NEAR, arg=content, timeout=2000)
         assert not host.errors
 
 
@@ -156,9 +162,7 @@ async def test_the_view_stays_within_the_host_max_height_and_scrolls_inside(
         found = await call(client, host, "search", {"query": "revenue", "limit": 12})
         assert len(found["results"]) >= 10
         await host.view.locator("li.hit").nth(len(found["results"]) - 1).wait_for()
-        await host.page.wait_for_function(
-            "window.hostLog.filter(m => m.method === 'ui/notifications/size-changed').some(m => m.params.height === 480)"
-        )
+        await host.page.wait_for_function(f"{SIZES}.some(m => m.params.height === 480)")
         assert max(await sizes(host)) <= 480
         assert await host.page.evaluate("document.getElementById('app').clientHeight") <= 480
         assert await host.in_view("() => document.documentElement.scrollHeight") > 1000  # it scrolls inside
@@ -168,9 +172,10 @@ async def test_the_view_stays_within_the_host_max_height_and_scrolls_inside(
 async def test_a_host_without_server_resources_is_offered_nothing_it_cannot_do(
     browser: Browser, sample_db: Path, tmp_path: Path
 ) -> None:
-    async with served(sample_db, tmp_path) as (client, read), hosted_view(
-        browser, read, LIGHT, server_resources=False
-    ) as host:
+    async with (
+        served(sample_db, tmp_path) as (client, read),
+        hosted_view(browser, read, LIGHT, server_resources=False) as host,
+    ):
         found = await call(client, host, "search", {"query": "total revenue in the quarter", "limit": 3})
         await host.view.locator("li.hit").nth(2).wait_for()
         assert await host.view.get_by_role("button", name="Open passage").count() == 0
@@ -337,9 +342,10 @@ async def test_a_workbook_passage_reads_as_one_title_and_a_compact_table(
 async def test_what_a_person_sees(browser: Browser, sample_db: Path, tmp_path: Path, width: int, theme: str) -> None:
     context = LIGHT if theme == "light" else DARK
     SHOTS.mkdir(parents=True, exist_ok=True)
-    async with served(sample_db, tmp_path) as (client, read), hosted_view(
-        browser, read, context, width=width, height=1600
-    ) as host:
+    async with (
+        served(sample_db, tmp_path) as (client, read),
+        hosted_view(browser, read, context, width=width, height=1600) as host,
+    ):
         shown = [
             ("search", {"query": "total revenue in the quarter", "limit": 3}, "li.hit table"),
             ("execute_code", {"code": REVENUE_CHART}, "figure.chart img"),
