@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from playwright.async_api import Browser, Frame, FrameLocator, Page, Route, async_playwright
 
@@ -131,18 +132,22 @@ async def chromium() -> AsyncIterator[Browser]:
             await browser.close()
 
 
-async def _serve(route: Route) -> None:
+def _server(script: bytes) -> Callable[[Route], Awaitable[None]]:
     """The two origins' pages: the host (page and bundle) and the sandbox proxy, under the CSP."""
-    url = route.request.url
-    if url == f"{HOST_ORIGIN}/host.html":
-        await route.fulfill(body=(HOST_DIR / "host.html").read_bytes(), content_type="text/html")
-    elif url == f"{HOST_ORIGIN}/host.js":
-        await route.fulfill(body=host_script(), content_type="text/javascript")
-    elif url == f"{SANDBOX_ORIGIN}/sandbox.html":
-        sandbox = (HOST_DIR / "sandbox.html").read_bytes()
-        await route.fulfill(body=sandbox, content_type="text/html", headers={"Content-Security-Policy": DEFAULT_CSP})
-    else:
-        await route.abort()
+
+    async def serve(route: Route) -> None:
+        url = route.request.url
+        if url == f"{HOST_ORIGIN}/host.html":
+            await route.fulfill(body=(HOST_DIR / "host.html").read_bytes(), content_type="text/html")
+        elif url == f"{HOST_ORIGIN}/host.js":
+            await route.fulfill(body=script, content_type="text/javascript")
+        elif url == f"{SANDBOX_ORIGIN}/sandbox.html":
+            page = (HOST_DIR / "sandbox.html").read_bytes()
+            await route.fulfill(body=page, content_type="text/html", headers={"Content-Security-Policy": DEFAULT_CSP})
+        else:
+            await route.abort()
+
+    return serve
 
 
 @asynccontextmanager
@@ -159,9 +164,10 @@ async def hosted_view(
     """A fresh page (its own context: no state shared with other tests) hosting the view.
 
     `below_fold` puts the view's frame under a spacer taller than the window: off-screen."""
+    script = await anyio.to_thread.run_sync(host_script)  # built before the page waits for it
     context = await browser.new_context(viewport={"width": width, "height": height})
     try:
-        await context.route("**/*", _serve)
+        await context.route("**/*", _server(script))
         page = await context.new_page()
         host = ViewHost(page)
         page.on("request", lambda request: host.requests.append(request.url))
