@@ -46,7 +46,7 @@ def table_grid(table: TableItem, doc: DoclingDocument) -> list[list[str]]:
 def pipe_table(rows: list[list[str]]) -> str:
     """Rows as a markdown pipe table, the first row the header, without padding."""
     width = max((len(r) for r in rows), default=0)
-    lines = ["| " + " | ".join(r + [""] * (width - len(r))) + " |" for r in rows]
+    lines = ["|" + "".join(f" {c} |" if c else " |" for c in r + [""] * (width - len(r))) for r in rows]
     lines.insert(1, "|" + " --- |" * width)
     return "\n".join(lines)
 
