@@ -355,3 +355,27 @@ async def test_what_a_person_sees(browser: Browser, sample_db: Path, tmp_path: P
             overflow = await host.in_view("() => document.body.scrollWidth - document.body.clientWidth")
             assert overflow <= 0  # nothing wider than the column: wide tables scroll in their own box
         assert not host.errors
+
+
+HOSTILE = """print('| a | <img src=x onerror=alert(1)> |')
+print('|---|---|')
+print('| 1 | <script>alert(2)</script> |')
+nested = []
+for i in range(400):
+    nested = [nested]
+print('# <b>not a heading</b>')
+nested
+"""
+
+
+async def test_hostile_output_is_only_ever_text(browser: Browser, sample_db: Path, tmp_path: Path) -> None:
+    async with served(sample_db, tmp_path) as (client, read), hosted_view(browser, read, LIGHT) as host:
+        ran = await call(client, host, "execute_code", {"code": HOSTILE})
+        assert ran["success"], ran
+        await host.view.locator("[data-part=Value]").wait_for()
+        printed = host.view.locator("[data-part=Printed]")
+        assert await printed.locator("th").all_inner_texts() == ["a", "<img src=x onerror=alert(1)>"]
+        assert "<script>alert(2)</script>" in await printed.inner_text()
+        assert await host.in_view("() => document.querySelectorAll('#view img, #view script, #view b').length") == 0
+        assert (await host.view.locator("[data-part=Value] pre").inner_text()).startswith("[[[[")  # no table: as text
+        assert not host.errors
