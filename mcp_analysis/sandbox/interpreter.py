@@ -27,13 +27,13 @@ from pydantic_monty import (
     MontySyntaxError,
 )
 
-from mcp_analysis.config import SandboxSettings
 from mcp_analysis.sandbox.hints import with_hint
 from mcp_analysis.sandbox.liveness import WorkerLiveness
 from mcp_analysis.sandbox.models import ExecutionResult
 from mcp_analysis.sandbox.output import OutputCollector, clip
 from mcp_analysis.sandbox.pool import WorkerPool
 from mcp_analysis.sandbox.presentation import value_repr
+from mcp_analysis.sandbox.settings import SandboxSettings
 
 log = logging.getLogger(__name__)
 
