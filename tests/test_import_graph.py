@@ -9,6 +9,7 @@ module depends on what its packages import at their top level.
 from __future__ import annotations
 
 import ast
+import functools
 import shutil
 from pathlib import Path
 
@@ -25,8 +26,10 @@ def _modules(package: Path = PACKAGE) -> dict[str, tuple[ast.Module, bool]]:
     return found
 
 
+@functools.cache
 def import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
-    """Module -> the modules of ours that importing (or running) it may import."""
+    """Module -> the modules of ours that importing (or running) it may import (read once per
+    package: callers must not change it)."""
     modules = _modules(package)
 
     def known(name: str) -> str | None:

@@ -9,6 +9,7 @@ modules import haiku.rag support, and nothing outside the store touches its inte
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,7 @@ HAIKU_DOORS = {
 STORE_PRIVATE = {"mcp_analysis.store.identify", "mcp_analysis.store.layout", "mcp_analysis.store.base"}
 
 
+@functools.cache
 def _sources() -> dict[str, ast.Module]:
     root = PACKAGE.parent
     return {str(p.relative_to(root)): ast.parse(p.read_text(encoding="utf-8")) for p in PACKAGE.rglob("*.py")}
