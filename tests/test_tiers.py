@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.tiers import SERVICE_TESTS, SLOW_MODULES, SLOW_TESTS, SpawnInFastTier, refuse_spawning
+from tests.tiers import SERVICE_TESTS, SLOW_MODULES, SLOW_TESTS, SpawnInFastTier, children, refuse_spawning
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -58,3 +58,14 @@ def test_every_listed_module_and_test_exists() -> None:
     ]
     missing += [t for t in SERVICE_TESTS if t.split("::")[-1] not in SLOW_TESTS.get(t.split("::")[0], ())]
     assert missing == []
+
+
+def test_a_live_child_process_is_seen() -> None:
+    """Slow itself (tests/tiers.py lists it): it starts one, as native code would, and sees it."""
+    process = subprocess.Popen(["sleep", "30"])
+    try:
+        assert process.pid in children()
+    finally:
+        process.kill()
+        process.wait()
+    assert process.pid not in children()

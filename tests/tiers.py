@@ -9,7 +9,8 @@ with what it starts). Finer marks sit beside `slow` (declared in pyproject.toml)
 
 The guard makes the marks provable: a test that is not `slow` fails if it starts a process
 (subprocess, multiprocessing, fork, posix_spawn) or listens on a socket, in its setup, call
-or teardown, even when the code under test catches the error. So `pytest -m "not slow"`
+or teardown, even when the code under test catches the error; a child process that native
+code started (a monty worker) and that is still alive when the step ends fails it too. So `pytest -m "not slow"`
 passing means the fast tier is pure, and a new test that spawns without the mark fails in
 every run, not only in the fast one.
 """
@@ -17,12 +18,14 @@ every run, not only in the fast one.
 from __future__ import annotations
 
 import _posixsubprocess
+import contextlib
 import multiprocessing.process
 import os
 import socket
 import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -161,6 +164,9 @@ SLOW_TESTS: dict[str, set[str]] = {
         "test_lancedb_is_imported_as_on_python_312_and_the_overrides_package_stays_real",
         "test_store_leaves_pandas_and_the_namespace_client_unloaded_and_both_still_work_when_used",
     },
+    "tests/test_tiers.py": {
+        "test_a_live_child_process_is_seen",
+    },
     "tests/test_redact.py": {
         "test_a_refused_store_url_is_named_without_its_password",
     },
@@ -245,13 +251,25 @@ def refuse_spawning(nodeid: str) -> Iterator[list[str]]:
             setattr(owner, name, original)
 
 
+def children() -> set[int]:
+    """This process's live child processes (Linux): sees those native code starts too."""
+    found: set[int] = set()
+    for task in Path("/proc/self/task").glob("*/children"):
+        with contextlib.suppress(OSError):
+            found.update(int(pid) for pid in task.read_text().split())
+    return found
+
+
 @contextmanager
 def _guarded(item: pytest.Item) -> Iterator[None]:
     if item.get_closest_marker("slow") is not None:
         yield
         return
+    before = children()
     with refuse_spawning(item.nodeid) as seen:
         yield
+    if children() - before:
+        seen.append("a child process (started by native code)")
     if seen:
         pytest.fail(f"{item.nodeid} is not marked slow but starts {', '.join(sorted(set(seen)))} (tests/tiers.py)")
 
