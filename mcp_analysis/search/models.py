@@ -5,7 +5,8 @@ from __future__ import annotations
 from pydantic import BaseModel, Field, PrivateAttr
 
 from mcp_analysis.search.budget import passage_widths
-from mcp_analysis.search.excerpt import excerpt, label, label_path, tidy
+from mcp_analysis.search.excerpt import excerpt, tidy
+from mcp_analysis.text import label, label_path
 
 
 class SearchResult(BaseModel):
