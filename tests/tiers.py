@@ -25,7 +25,6 @@ import socket
 import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -252,11 +251,13 @@ def refuse_spawning(nodeid: str) -> Iterator[list[str]]:
 
 
 def children() -> set[int]:
-    """This process's live child processes (Linux): sees those native code starts too."""
+    """This process's live child processes (Linux): sees those native code starts too. Plain `os`
+    calls, no pathlib: a test may have set `os.name` to "nt" (pathlib would then refuse)."""
     found: set[int] = set()
-    for task in Path("/proc/self/task").glob("*/children"):
-        with contextlib.suppress(OSError):
-            found.update(int(pid) for pid in task.read_text().split())
+    with contextlib.suppress(OSError):
+        for task in os.listdir("/proc/self/task"):  # noqa: PTH208 - pathlib may be refused here (above)
+            with contextlib.suppress(OSError), open(f"/proc/self/task/{task}/children", encoding="ascii") as file:
+                found.update(int(pid) for pid in file.read().split())
     return found
 
 
