@@ -32,5 +32,7 @@ class ServerSettings(BaseModel):
         description="Characters of CSV one read of a documents:///{id}/tables/{n}.csv resource may return; a "
         "larger table is refused (from its stored size, before it is decompressed): read it in execute_code.",
     )
+    # How often the server polls the knowledge base's version (server/runtime.py `_poll_versions`);
+    # the name predates watch/, which follows folders: the key stays for compatibility.
     watch_interval: float = Field(2.0, gt=0, description="Seconds between checks for added documents.")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
