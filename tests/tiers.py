@@ -1,18 +1,18 @@
-"""Test tiers: which tests are `slow`, and a guard that keeps the fast tier honest.
+"""Test tiers: which tests are `slow`, and a guard that proves the fast tier is pure.
 
 A test is `slow` when it needs the sample knowledge base (or another built one), a service
 (redis, moto, Ray), a subprocess (the CLI, a server, a monty or conversion worker, Chromium,
 Node) or a listening server. The marks are given here, not in each file: by fixture (anything
-built on `sample_db` and the other built knowledge bases) and by module (`SLOW_MODULES`, each
-with what it starts). Finer marks sit beside `slow` (declared in pyproject.toml): `sample_kb`, `service`,
-`subprocess`.
+built on `sample_db` and the other built knowledge bases) and by module or test
+(`SLOW_MODULES`, `SLOW_TESTS`). Finer marks sit beside `slow` (declared in pyproject.toml):
+`sample_kb`, `service`, `subprocess`.
 
-The guard makes the marks provable: a test that is not `slow` fails if it starts a process
-(subprocess, multiprocessing, fork, posix_spawn) or listens on a socket, in its setup, call
-or teardown, even when the code under test catches the error; a child process that native
-code started (a monty worker) and that is still alive when the step ends fails it too. So `pytest -m "not slow"`
-passing means the fast tier is pure, and a new test that spawns without the mark fails in
-every run, not only in the fast one.
+The guard proves the marks in the fast tier (`-m "not slow"`, or MCP_ANALYSIS_TEST_GUARD=1):
+there, a test fails if it starts a process (subprocess, multiprocessing, fork, posix_spawn) or
+listens on a socket, in its setup, call or teardown, even when the code under test catches the
+error, or if a child process native code started (a monty worker) is alive when a step ends.
+A full run leaves it off: slow tests' background work (a worker restarting) may then fall in a
+pure test's window, which says nothing about that test.
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ from typing import Any
 
 import pytest
 
-# Fixtures that build a knowledge base (ingest workers, the embedding model) or start a server.
-SAMPLE_FIXTURES = frozenset({"sample_db", "licences_db", "two_worker_http"})
+# Fixtures that build a knowledge base (ingest workers, the embedding model), and that start a server.
+SAMPLE_FIXTURES = frozenset({"sample_db", "licences_db"})
+SERVER_FIXTURES = frozenset({"two_worker_http"})
 
 # Module -> the finer marks its tests get beside `slow`, for what the module starts at its
 # top level or in most of its tests (helpers: run_cli, tests.mcp_helpers, tests.services).
@@ -206,8 +207,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         name = item.nodeid.split("[", 1)[0]
         if name.split("::")[-1] in SLOW_TESTS.get(module, ()):
             marks.update(SERVICE if name in SERVICE_TESTS else SUBPROCESS)
-        if SAMPLE_FIXTURES & set(getattr(item, "fixturenames", ())):
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if SAMPLE_FIXTURES & fixtures:
             marks.add("sample_kb")
+        if SERVER_FIXTURES & fixtures:
+            marks.update(SUBPROCESS)
         if marks:
             marks.add("slow")
         for mark in sorted(marks):
@@ -261,9 +265,14 @@ def children() -> set[int]:
     return found
 
 
+def guarding(config: pytest.Config) -> bool:
+    """Whether this run is the fast tier: slow tests deselected, or the guard asked for."""
+    return "not slow" in (config.option.markexpr or "") or os.environ.get("MCP_ANALYSIS_TEST_GUARD") == "1"
+
+
 @contextmanager
 def _guarded(item: pytest.Item) -> Iterator[None]:
-    if item.get_closest_marker("slow") is not None:
+    if item.get_closest_marker("slow") is not None or not guarding(item.config):
         yield
         return
     before = children()
