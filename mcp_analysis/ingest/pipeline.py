@@ -31,15 +31,15 @@ import anyio
 
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.errors import AnalysisError, IngestError
-from mcp_analysis.ingest import formats
 from mcp_analysis.ingest.chunker import ChunkDraft
 from mcp_analysis.ingest.excluded import Excluded, excluded_paths
-from mcp_analysis.ingest.files import Confinement, check_entry, collect_files, display_name, file_uri
+from mcp_analysis.ingest.files import Confinement, display_name
 from mcp_analysis.ingest.items import ItemDraft
 from mcp_analysis.ingest.lock import ingest_lock
 from mcp_analysis.ingest.moves import MovedFiles
 from mcp_analysis.ingest.pool import ConversionPool, ConversionWorker
 from mcp_analysis.ingest.prepare import PreparedFile
+from mcp_analysis.ingest.sources import SourcePath, collect_sources, is_object_uri, refusal, source_uri
 from mcp_analysis.store.models import DocumentMeta
 from mcp_analysis.store.writes import DocumentRows
 
@@ -85,7 +85,7 @@ class IngestReport:
 
 @dataclass
 class _Prepared:
-    path: Path
+    path: SourcePath
     meta: DocumentMeta
     content: str
     docling_json: bytes
@@ -106,16 +106,8 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def _refusal(path: Path) -> str | None:
-    """Why `path` is skipped before any worker reads it: not a regular file, or an unknown suffix."""
-    reason = check_entry(path)
-    if reason is None and path.suffix and formats.find(path.name) is None:
-        reason = f"unsupported file type '{path.suffix.lower()}' (supported: {formats.supported()})"
-    return reason
-
-
 def _document(
-    path: Path,
+    path: SourcePath,
     uri: str,
     digest: str,
     prepared: PreparedFile,
@@ -180,10 +172,11 @@ class Ingestor:
         self._excluded = Excluded()
 
     async def add(
-        self, paths: Sequence[Path], *, title: str | None = None, metadata: dict[str, Any] | None = None
+        self, paths: Sequence[Path | str], *, title: str | None = None, metadata: dict[str, Any] | None = None
     ) -> IngestReport:
+        """`paths`: files, folders, and object-store uris (sources.py)."""
         self._excluded = excluded_paths(self.kb.settings, self.kb.store.path)
-        files, skipped = collect_files(paths, self._excluded)
+        files, skipped = collect_sources(paths, self._excluded, self.kb.store.path)
         if title and len(files) != 1:
             raise IngestError(f"--title applies to exactly one file, but {len(files)} files were given.")
         report = IngestReport(skipped=list(skipped))
@@ -193,8 +186,9 @@ class Ingestor:
         try:
             if files:
                 pool.start()  # the workers import their parsers while the store opens
-            within = self.moves_within or _folders_of(paths)
-            self._confined = Confinement.of(paths, self.moves_within)
+            local = [Path(p) for p in paths if not is_object_uri(p)]
+            within = self.moves_within or _folders_of(local)
+            self._confined = Confinement.of(local, self.moves_within)
             await self._add(files, title, metadata or {}, report, pool, within)
         finally:
             if pool is not self.pool:
@@ -206,7 +200,7 @@ class Ingestor:
 
     async def _add(
         self,
-        files: list[Path],
+        files: list[SourcePath],
         title: str | None,
         metadata: dict[str, Any],
         report: IngestReport,
@@ -260,7 +254,7 @@ class Ingestor:
 
     async def _one(
         self,
-        path: Path,
+        path: SourcePath,
         title: str | None,
         metadata: dict[str, Any],
         by_uri: dict[str, DocumentMeta],
@@ -270,11 +264,11 @@ class Ingestor:
     ) -> _Prepared | None:
         """Read, check and convert one file; None when there is nothing to write (reported why)."""
         name = display_name(path)
-        reason = _refusal(path)
+        reason = refusal(path)
         if reason is not None:
             report.skipped.append((name, reason))
             return None
-        uri = file_uri(path)
+        uri = source_uri(path)
         existing = by_uri.get(uri)
         try:
             digest, prepared, moved = await self._convert(pool, path, existing, moves)
@@ -294,14 +288,14 @@ class Ingestor:
         return _document(path, uri, digest, prepared, title, metadata, existing)
 
     async def _convert(
-        self, pool: ConversionPool, path: Path, existing: DocumentMeta | None, moves: MovedFiles
+        self, pool: ConversionPool, path: SourcePath, existing: DocumentMeta | None, moves: MovedFiles
     ) -> tuple[str, PreparedFile | None, DocumentMeta | None]:
         """`_read_and_convert` on one of `pool`'s workers (another engine converts elsewhere)."""
         with pool.worker() as worker:
             return await self._read_and_convert(worker, path, existing, moves)
 
     async def _read_and_convert(
-        self, worker: ConversionWorker, path: Path, existing: DocumentMeta | None, moves: MovedFiles
+        self, worker: ConversionWorker, path: SourcePath, existing: DocumentMeta | None, moves: MovedFiles
     ) -> tuple[str, PreparedFile | None, DocumentMeta | None]:
         """The sha256 of the bytes read, what they convert to (None when `existing` has that hash
         or they are a moved document's), and the moved document."""

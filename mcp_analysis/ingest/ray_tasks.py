@@ -74,12 +74,16 @@ def convert_file(path: str, name: str, limits: Limits, chunk_tokens: int, skip: 
     return found
 
 
-def probe() -> dict[str, str]:
-    """What the driver compares with its own: the versions that must match, and where this runs."""
+def probe(sources: tuple[str, ...] = ()) -> dict[str, Any]:
+    """What the driver compares with its own: the versions that must match, where this runs, and
+    why this node cannot look at each of the object-store `sources` it cannot (none: {})."""
+    from mcp_analysis.ingest.sources import unreadable
     from mcp_analysis.version import __version__
 
     here = {"node": node_id(), "host": platform.node()}
-    return here | {"python": platform.python_version(), "mcp-analysis": __version__}
+    reasons = {source: unreadable(source) for source in sources}
+    found = {source: reason for source, reason in reasons.items() if reason is not None}
+    return here | {"python": platform.python_version(), "mcp-analysis": __version__, "unreadable": found}
 
 
 class Embedding:
