@@ -11,29 +11,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 
 from tests.conftest import run_cli
 from tests.ingest.ray.kb_snapshot import assert_same_knowledge_base, moved_to, snapshot
-from tests.services import S3, S3_ENV_BASE, moto_s3
+from tests.services import S3, moto_s3
 
 
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3]:
     with moto_s3(tmp_path_factory.mktemp("moto")) as started:
         yield started
-
-
-def put(s3: S3, key: str, body: bytes) -> None:
-    client = boto3.client(
-        "s3",
-        endpoint_url=s3.endpoint,
-        aws_access_key_id=S3_ENV_BASE["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=S3_ENV_BASE["AWS_SECRET_ACCESS_KEY"],
-        region_name=S3_ENV_BASE["AWS_REGION"],
-    )
-    client.put_object(Bucket=s3.bucket, Key=key, Body=body)
 
 
 def add(s3: S3, db: str | Path, *sources: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
@@ -69,7 +57,7 @@ def test_a_prefix_is_added_as_its_objects_under_the_bounds_files_get(s3: S3, tmp
     hidden = {".secrets/keys.md": b"# Keys\n", "sub/.draft.md": b"# Draft\n"}
     folder = tmp_path / "docs"
     for key, body in {**good, **bad, **hidden}.items():
-        put(s3, f"first/{key}", body)
+        s3.put(f"first/{key}", body)
         (folder / key).parent.mkdir(parents=True, exist_ok=True)
         (folder / key).write_bytes(body)
     bounds = {"MCP_ANALYSIS_INGEST__MAX_FILE_MB": "0.02"}
@@ -91,7 +79,7 @@ def test_a_prefix_is_added_as_its_objects_under_the_bounds_files_get(s3: S3, tmp
     code, again = add(s3, tmp_path / "s3.lancedb", prefix + "/", env=bounds)
     assert again["added"] == [] and again["chunks"] == 0 and sorted(again["unchanged"]) == sorted(report["added"])
 
-    put(s3, "first/log.md", good["log.md"] + b"\nUpdate: the crane failed again at noon.\n")
+    s3.put("first/log.md", good["log.md"] + b"\nUpdate: the crane failed again at noon.\n")
     code, changed = add(s3, tmp_path / "s3.lancedb", f"{prefix}/log.md")  # one object, named
     assert code == 0 and changed["replaced"] == [f"{prefix}/log.md"] and changed["added"] == []
 
@@ -108,7 +96,7 @@ def test_a_bucket_that_does_not_exist_stops_the_add_in_one_line(s3: S3, tmp_path
 def test_a_knowledge_base_under_the_prefix_is_never_read_as_documents(s3: S3, tmp_path: Path) -> None:
     """`--db s3://bucket/docs/kb` and `add s3://bucket/docs/`: the knowledge base's own objects are not
     listed (a rerun finds the one document unchanged and nothing else)."""
-    put(s3, "second/log.md", b"# Harbour Log\n\nThe pilot boarded at dawn.\n")
+    s3.put("second/log.md", b"# Harbour Log\n\nThe pilot boarded at dawn.\n")
     db, source = f"s3://{s3.bucket}/second/kb", f"s3://{s3.bucket}/second/"
     assert add(s3, db, source)[1]["added"] == [f"{source}log.md"]
     code, again = add(s3, db, source)

@@ -19,7 +19,7 @@ def _rows(db: lancedb.DBConnection, name: str) -> list[dict[str, Any]]:
     return db.open_table(name).to_arrow().to_pylist()  # type: ignore[no-any-return]
 
 
-def snapshot(path: Path) -> dict[str, Any]:
+def snapshot(path: Path | str) -> dict[str, Any]:
     """Every table's rows without run-specific values, plus the vectors and the indexes."""
     db = lancedb.connect(path)
     meta = _rows(db, schema.DOCUMENT_META)
