@@ -16,8 +16,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import logging
 import os
 import uuid
@@ -31,14 +29,13 @@ import anyio
 
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.errors import AnalysisError, IngestError
-from mcp_analysis.ingest.chunker import ChunkDraft
 from mcp_analysis.ingest.excluded import Excluded, excluded_paths
 from mcp_analysis.ingest.files import Confinement, display_name
-from mcp_analysis.ingest.items import ItemDraft
 from mcp_analysis.ingest.lock import ingest_lock
 from mcp_analysis.ingest.moves import MovedFiles
 from mcp_analysis.ingest.pool import ConversionPool, ConversionWorker
 from mcp_analysis.ingest.prepare import PreparedFile
+from mcp_analysis.ingest.rows import PreparedDocument, document_rows
 from mcp_analysis.ingest.sources import SourcePath, collect_sources, is_object_uri, refusal, source_uri
 from mcp_analysis.store.models import DocumentMeta
 from mcp_analysis.store.writes import DocumentRows
@@ -83,18 +80,6 @@ class IngestReport:
         return ", ".join(parts) + f" ({self.chunks} chunks written)"
 
 
-@dataclass
-class _Prepared:
-    path: SourcePath
-    meta: DocumentMeta
-    content: str
-    docling_json: bytes
-    items: list[ItemDraft]
-    chunks: list[ChunkDraft]
-    replacing: bool
-    tables: list[dict[str, Any]] = field(default_factory=list)  # document_tables rows without the document id
-
-
 def _folders_of(paths: Sequence[Path]) -> list[Path]:
     """The folders added, resolved (a file's: its folder; a path that is not there: none), where
     `add` looks for moved files' documents (and in their subfolders)."""
@@ -114,7 +99,7 @@ def _document(
     title: str | None,
     metadata: dict[str, Any],
     existing: DocumentMeta | None,
-) -> _Prepared:
+) -> PreparedDocument:
     now = _now()
     meta = DocumentMeta(
         id=str(uuid.uuid4()),
@@ -133,7 +118,7 @@ def _document(
         content_hash=digest,
         content_size=len(prepared.content.encode("utf-8")),
     )
-    return _Prepared(
+    return PreparedDocument(
         path,
         meta,
         prepared.content,
@@ -220,7 +205,7 @@ class Ingestor:
             stored = await store.all_meta()
             by_uri = {m.uri: m for m in stored}
             moves = MovedFiles(stored, within)
-            pending: list[_Prepared] = []
+            pending: list[PreparedDocument] = []
             optimized_at = 0
             for path in files:
                 if self.progress:
@@ -261,7 +246,7 @@ class Ingestor:
         moves: MovedFiles,
         report: IngestReport,
         pool: ConversionPool,
-    ) -> _Prepared | None:
+    ) -> PreparedDocument | None:
         """Read, check and convert one file; None when there is nothing to write (reported why)."""
         name = display_name(path)
         reason = refusal(path)
@@ -338,7 +323,7 @@ class Ingestor:
         else:
             report.unchanged.append(existing.uri)
 
-    async def _flush(self, pending: list[_Prepared], report: IngestReport, moves: MovedFiles) -> None:
+    async def _flush(self, pending: list[PreparedDocument], report: IngestReport, moves: MovedFiles) -> None:
         """Commit the moves found so far, in one commit, then write `pending`: a batch replaces
         documents by uri, and a moved document's old uri may be one of its files again."""
         if self.before_write is not None:
@@ -352,47 +337,19 @@ class Ingestor:
         batch: list[DocumentRows] = []
         cursor = 0
         for prepared in pending:
-            doc_id = prepared.meta.id
-            chunk_rows = []
-            item_chunks: dict[int, list[str]] = {}
-            for chunk in prepared.chunks:
-                chunk_id = str(uuid.uuid4())
-                for position in chunk.item_positions:
-                    item_chunks.setdefault(position, []).append(chunk_id)
-                chunk_rows.append(
-                    {
-                        "id": chunk_id,
-                        "document_id": doc_id,
-                        "content": chunk.content,
-                        "content_fts": chunk.fts_text,
-                        "metadata": json.dumps(chunk.metadata(), ensure_ascii=False),
-                        "order": chunk.order,
-                        "vector": vectors[cursor].tolist(),
-                    }
-                )
-                cursor += 1
-            item_rows = [
-                {
-                    **dataclasses.asdict(it),
-                    "document_id": doc_id,
-                    "picture_data": None,
-                    "chunk_ids": item_chunks.get(it.position, []),
-                }
-                for it in prepared.items
-            ]
-            document_row = {
-                "id": doc_id,
-                "content": prepared.content,
-                "docling_document": prepared.docling_json,
-            }
-            tables = [{"document_id": doc_id, **row} for row in prepared.tables]
-            batch.append(DocumentRows(prepared.meta, document_row, item_rows, chunk_rows, tables))
+            batch.append(document_rows(prepared, vectors[cursor : cursor + len(prepared.chunks)]))
+            cursor += len(prepared.chunks)
         if self.before_write is not None:  # again: embedding took seconds, a lease may have gone meanwhile
             await self.before_write()
         await self.kb.store.write_documents(batch)
-        for prepared in pending:
-            (report.replaced if prepared.replacing else report.added).append(prepared.meta.uri)
-            report.chunks += len(prepared.chunks)
+        written(pending, report)
+
+
+def written(pending: list[PreparedDocument], report: IngestReport) -> None:
+    """`pending`, committed, in the report."""
+    for prepared in pending:
+        (report.replaced if prepared.replacing else report.added).append(prepared.meta.uri)
+        report.chunks += len(prepared.chunks)
 
 
 MIN_ID_PREFIX = 4

@@ -37,16 +37,16 @@ from types import ModuleType
 from typing import Any
 
 import anyio
-import numpy as np
 
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.errors import AnalysisError, IngestError
 from mcp_analysis.ingest.files import FileSignature, display_name
 from mcp_analysis.ingest.moves import MovedFiles
-from mcp_analysis.ingest.pipeline import Ingestor, IngestReport, ProgressSink
+from mcp_analysis.ingest.pipeline import Ingestor, IngestReport, ProgressSink, written
 from mcp_analysis.ingest.pool import ConversionPool, ReadReply
 from mcp_analysis.ingest.prepare import PreparedFile
 from mcp_analysis.ingest.ray_tasks import Converted, Embedding, convert_file, probe
+from mcp_analysis.ingest.rows import PreparedDocument
 from mcp_analysis.ingest.sources import ObjectPath, SourcePath, is_object_uri, refusal
 from mcp_analysis.store.models import DocumentMeta
 from mcp_analysis.version import __version__
@@ -109,6 +109,17 @@ def _check_reachable(address: str, target: str) -> None:
             f"Cannot reach the Ray cluster at {address} ({exc.strerror or exc}): is its head running, "
             "and is the address its `ray start --head` printed?"
         ) from None
+
+
+def _slices(pending: list[PreparedDocument], parts: int) -> list[list[PreparedDocument]]:
+    """`pending` cut in at most `parts` runs of documents in order, about as many chunks each."""
+    total = sum(len(p.chunks) for p in pending) or 1
+    slices: list[list[PreparedDocument]] = [[] for _ in range(parts)]
+    seen = 0
+    for document in pending:
+        slices[min(parts - 1, seen * parts // total)].append(document)
+        seen += len(document.chunks)
+    return [part for part in slices if part]
 
 
 def _one_line(exc: BaseException) -> str:
@@ -270,7 +281,6 @@ class RayIngestor(Ingestor):
         self._todo: deque[SourcePath] = deque()
         self._skip: Any = None  # the stored hashes, put in the object store once per add
         self._clock = 0.0
-        self._embed_wait = 0.0  # the driver's wall time waiting for embeddings (not writing's)
 
     async def add(
         self, paths: Sequence[Path | str], *, title: str | None = None, metadata: dict[str, Any] | None = None
@@ -371,29 +381,38 @@ class RayIngestor(Ingestor):
 
     # ------------------------------------------------------------------ embedding, writing, indexing
 
-    async def _embed(self, texts: list[str]) -> Any:
+    async def _flush(self, pending: list[PreparedDocument], report: IngestReport, moves: MovedFiles) -> None:
+        """The local add's `_flush`, with the rows embedded, built and written as Lance fragments by the
+        embedding actors, and committed here: each content table's fragments, then the batch's one
+        commit point (store/fragments.py)."""
         assert self.cluster is not None
-        if not texts:
-            return np.zeros((0, 0), dtype=np.float32)
+        store = self.kb.store
+        if self.before_write is not None:
+            await self.before_write()
+        await store.update_meta(*moves.take())  # an ingest killed before this finds them moved again
+        if not pending:
+            return
+        self._phase(f"embedding and writing {sum(len(p.chunks) for p in pending)} chunks of {len(pending)} documents")
+        targets = await store.fragment_targets()
         actors = self.cluster.embedders
-        size = -(-len(texts) // len(actors))
-        starts = range(0, len(texts), size)
-        refs = [actors[k].embed.remote(texts[start : start + size]) for k, start in enumerate(starts)]
-        started = time.monotonic()
+        refs = [actors[k].write.remote(part, targets) for k, part in enumerate(_slices(pending, len(actors)))]
         try:
             answers = await anyio.to_thread.run_sync(self.cluster.ray.get, refs)
         except Exception as exc:
-            raise AnalysisError(f"Embedding on the Ray cluster failed: {_one_line(exc)}") from None
-        self._embed_wait += time.monotonic() - started
-        for node, seconds, _ in answers:
+            raise AnalysisError(f"Embedding and writing on the Ray cluster failed: {_one_line(exc)}") from None
+        fragments: dict[str, list[Any]] = {}
+        for node, embedding, writing, written_here in answers:
             self.node_ids.add(node)
-            self.stages["embedding"] += seconds
-        return np.concatenate([vectors for _, _, vectors in answers])
-
-    async def _flush(self, pending: list[Any], report: IngestReport, moves: MovedFiles) -> None:
-        started, waited = time.monotonic(), self._embed_wait
-        await super()._flush(pending, report, moves)
-        self.stages["writing"] += time.monotonic() - started - (self._embed_wait - waited)
+            self.stages["embedding"] += embedding
+            self.stages["writing"] += writing
+            for table, found in written_here.items():
+                fragments.setdefault(table, []).extend(found)
+        if self.before_write is not None:  # again: embedding took seconds, a lease may have gone meanwhile
+            await self.before_write()
+        started = time.monotonic()
+        await store.commit_fragments([p.meta for p in pending], fragments, targets)
+        self.stages["commit"] += time.monotonic() - started
+        written(pending, report)
 
     async def _update_metadata(
         self, existing: DocumentMeta, title: str | None, metadata: dict[str, Any], report: IngestReport
