@@ -1,16 +1,19 @@
 """`add --ray ADDRESS`: conversion and embedding on a Ray cluster, into the same knowledge base.
 
-The local pipeline (pipeline.Ingestor) with two of its steps moved out of this process:
+The local pipeline (pipeline.Ingestor) with three of its steps moved out of this process:
 
 - each file is read, hashed and converted (parse, OCR, chunk) by a Ray task on a worker node,
   through the same bounded conversion worker child process a local add uses (ray_tasks.py), so
   the same per-file bounds hold; tasks are submitted ahead in file order (a bounded window), and
   the driver takes their results in that order;
-- each batch is embedded by a pool of actors, one per node with CPUs, each loading its embedder once.
+- each batch is embedded by a pool of actors, one per node with CPUs, each loading its embedder
+  once, which also build the batch's rows (the local add's code, rows.py) and write them as
+  Lance fragments, uncommitted.
 
 The driver lists the files, decides what is unchanged, moved, new or replaced (the local rules,
-the same code), and writes and commits batch by batch through the store exactly as a local add
-does: the same rows, the same atomicity, one batch held at a time (never the corpus). The
+the same code), and commits batch by batch: each content table's fragments appended, then the
+batch's one commit point, as a local add's (store/fragments.py): the same rows, the same
+atomicity, one batch held at a time (never the corpus). The
 knowledge base's ingest lock is held throughout. Files must be readable at the same path on every
 node (a shared mount), object-store sources (sources.py) from every node: each node looks at each
 source before any work is sent, and one that cannot stops the add, named. Files whose bytes are
