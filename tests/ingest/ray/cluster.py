@@ -38,6 +38,8 @@ class RayCluster:
         self.log_dir = log_dir
         self.port = _free_port(HEAD_IP)
         self.address = f"{HEAD_IP}:{self.port}"
+        self.client_port = _free_port(HEAD_IP)
+        self.client_address = f"ray://{HEAD_IP}:{self.client_port}"  # Ray Client's server on the head
         ray_env = {"RAY_AUTH_MODE": "disabled", "RAY_TMPDIR": self.tmpdir, "RAY_USAGE_STATS_ENABLED": "0"}
         self.env = {**os.environ, **(env or {}), **ray_env}
         self.nodes = nodes
@@ -58,7 +60,6 @@ class RayCluster:
             )
 
     def start(self) -> None:
-        client_port = _free_port(HEAD_IP)
         self._start(
             "head",
             "--head",
@@ -67,7 +68,7 @@ class RayCluster:
             "--port",
             str(self.port),
             "--ray-client-server-port",
-            str(client_port),
+            str(self.client_port),
             "--include-dashboard",
             "false",
         )

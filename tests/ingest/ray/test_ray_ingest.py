@@ -303,6 +303,21 @@ def test_a_source_the_nodes_cannot_read_stops_the_add_in_one_line(
     assert not list(db.glob("*.lance"))
 
 
+def test_a_driver_outside_the_cluster_adds_through_ray_client(cluster: RayCluster, tmp_path: Path) -> None:
+    """`--ray ray://HOST:PORT` (Ray Client, the head's client server): the work runs on both nodes and
+    the knowledge base is written."""
+    folder = notes(tmp_path / "docs", 4)
+    db = tmp_path / "kb.lancedb"
+    code, report, stderr = add(db, str(folder), "--ray", cluster.client_address)
+    assert code == 0, stderr[-3000:]
+    assert (
+        report["engine"] == "ray"
+        and report["nodes"] == 2
+        and sorted(report["added"]) == sorted((folder / f"note-{n:02d}.md").as_uri() for n in range(4))
+    )
+    assert committed(db) == 4
+
+
 @pytest.mark.anyio
 async def test_the_python_api_adds_on_the_cluster(cluster: RayCluster, tmp_path: Path) -> None:
     """`RayIngestor(kb, ADDRESS).add(paths)`, as docs/deploying.md shows it; the conversion workers
