@@ -72,6 +72,13 @@ class S3:
                 client.upload_file(str(path), self.bucket, f"{prefix}/{path.relative_to(local).as_posix()}")
         return f"s3://{self.bucket}/{prefix}"
 
+    def put(self, key: str, body: bytes) -> None:
+        import boto3
+
+        boto3.client("s3", endpoint_url=self.endpoint, **_boto_credentials()).put_object(
+            Bucket=self.bucket, Key=key, Body=body
+        )
+
 
 def _boto_credentials() -> dict[str, str]:
     return {

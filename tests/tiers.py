@@ -72,6 +72,7 @@ SLOW_MODULES: dict[str, tuple[str, ...]] = {
     "tests/ingest/ray/test_ray_ingest.py": SERVICE,
     "tests/ingest/test_formats_cli.py": SUBPROCESS,
     "tests/ingest/test_lock.py": SUBPROCESS,
+    "tests/ingest/test_object_sources.py": SERVICE,
     "tests/ingest/test_pool.py": SUBPROCESS,
     "tests/sample/test_build.py": SUBPROCESS,
     "tests/sandbox/test_chart.py": SUBPROCESS,

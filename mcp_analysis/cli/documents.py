@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -55,7 +54,14 @@ def parse_meta(pairs: list[str] | None) -> dict[str, Any]:
 
 def add(
     ctx: typer.Context,
-    paths: Annotated[list[Path], typer.Argument(help="Files or directories (walked recursively).")],
+    paths: Annotated[
+        list[str],
+        typer.Argument(
+            help="Files or directories (walked recursively), or objects on an object store: s3://bucket/prefix/ "
+            "(every object under it) or s3://bucket/key.",
+            show_default=False,
+        ),
+    ],
     title: Annotated[str | None, typer.Option(help="Title for a single file.")] = None,
     meta: Annotated[list[str] | None, typer.Option("--meta", help="key=value metadata (repeatable).")] = None,
     as_json: JsonOption = False,
@@ -65,7 +71,8 @@ def add(
             "--ray",
             metavar="ADDRESS",
             help="Convert and embed on a Ray cluster: auto, local, HOST:PORT or ray://HOST:PORT "
-            "(needs the extra mcp-analysis[ray]; files must be at the same path on every node).",
+            "(needs the extra mcp-analysis[ray]; files must be at the same path on every node, "
+            "s3:// sources readable from every node).",
         ),
     ] = None,
 ) -> None:
@@ -78,6 +85,7 @@ def add(
 
     async def go() -> int:
         from mcp_analysis.corpus import KnowledgeBase
+        from mcp_analysis.ingest.sources import as_sources
 
         metadata = parse_meta(meta)
         if ray is not None:
@@ -88,7 +96,7 @@ def add(
         kb = await KnowledgeBase.open(settings, create=True)
         progress = _RichProgress() if err.is_terminal and not as_json else None
         try:
-            report = await _ingestor(kb, progress, ray).add(paths, title=title, metadata=metadata)
+            report = await _ingestor(kb, progress, ray).add(as_sources(paths), title=title, metadata=metadata)
         finally:
             await kb.close()
         failed = 1 if report.skipped else 0

@@ -18,6 +18,8 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
+OWN_FOLDER = "the knowledge base's own folder"
+
 
 def real_path(path: str | os.PathLike[str]) -> Path:
     """`path` with ~ expanded and every link resolved: how entries and paths are compared."""

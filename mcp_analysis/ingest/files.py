@@ -114,7 +114,7 @@ def read_file(path: str | os.PathLike[str], limits: Limits, text_after: Callable
             raise IngestError(not_regular(before.st_mode))
         if before.st_size > limits.max_bytes:
             raise limit_error(limits, "max_bytes", f"{before.st_size / MB:,.0f} MB")
-        data = _read_pieces(fd, limits, text_after)
+        data = read_pieces(lambda size: os.read(fd, size), limits, text_after)
         after = os.fstat(fd)
     except OSError as exc:
         raise IngestError(f"cannot read: {exc.strerror or exc}") from exc
@@ -126,9 +126,10 @@ def read_file(path: str | os.PathLike[str], limits: Limits, text_after: Callable
     return ReadFile(data, hashlib.sha256(data).hexdigest(), signature)
 
 
-def _read_pieces(fd: int, limits: Limits, text_after: Callable[[bytes], bool]) -> bytes:
+def read_pieces(read: Callable[[int], bytes], limits: Limits, text_after: Callable[[bytes], bool]) -> bytes:
+    """All that `read(size)` gives, in pieces, up to `limits.max_bytes`; a text's NUL byte refuses it."""
     buffer = bytearray()
-    head = os.read(fd, SNIFF_BYTES)
+    head = read(SNIFF_BYTES)
     text = text_after(head)
     piece = head
     while piece:
@@ -138,7 +139,7 @@ def _read_pieces(fd: int, limits: Limits, text_after: Callable[[bytes], bool]) -
         buffer += piece
         if len(buffer) > limits.max_bytes:
             raise limit_error(limits, "max_bytes", "it grew while being read to more")
-        piece = os.read(fd, PIECE_BYTES)
+        piece = read(PIECE_BYTES)
     return bytes(buffer)
 
 
@@ -273,6 +274,8 @@ class Confinement:
         return cls(frozenset(p for p in given if not p.is_dir()), folders)
 
     def holds(self, path: Path, read: FileSignature) -> bool:
+        if not isinstance(path, Path):
+            return True  # an object on an object store (sources.py): no link to be swapped for
         if path in self.named:
             return True
         real = os.path.realpath(path)

@@ -11,10 +11,8 @@ import stat
 from pathlib import Path
 
 from mcp_analysis.config import Settings
-from mcp_analysis.ingest.excluded import Excluded, real_path
+from mcp_analysis.ingest.excluded import OWN_FOLDER, Excluded, real_path
 from mcp_analysis.paths import data_home, is_local_path
-
-OWN_FOLDER = "the knowledge base's own folder"
 
 
 def excluded_paths(settings: Settings, db_path: str | os.PathLike[str] | None = None) -> Excluded:

@@ -16,8 +16,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import logging
 import os
 import uuid
@@ -31,16 +29,15 @@ import anyio
 
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.errors import AnalysisError, IngestError
-from mcp_analysis.ingest import formats
-from mcp_analysis.ingest.chunker import ChunkDraft
 from mcp_analysis.ingest.excluded import Excluded
-from mcp_analysis.ingest.files import Confinement, check_entry, collect_files, display_name, file_uri
-from mcp_analysis.ingest.items import ItemDraft
+from mcp_analysis.ingest.files import Confinement, display_name
 from mcp_analysis.ingest.lock import ingest_lock
 from mcp_analysis.ingest.moves import MovedFiles
 from mcp_analysis.ingest.own_files import excluded_paths
 from mcp_analysis.ingest.pool import ConversionPool, ConversionWorker
 from mcp_analysis.ingest.prepare import PreparedFile
+from mcp_analysis.ingest.rows import PreparedDocument, document_rows
+from mcp_analysis.ingest.sources import SourcePath, collect_sources, is_object_uri, refusal, source_uri
 from mcp_analysis.store.models import DocumentMeta
 from mcp_analysis.store.writes import DocumentRows
 
@@ -84,18 +81,6 @@ class IngestReport:
         return ", ".join(parts) + f" ({self.chunks} chunks written)"
 
 
-@dataclass
-class _Prepared:
-    path: Path
-    meta: DocumentMeta
-    content: str
-    docling_json: bytes
-    items: list[ItemDraft]
-    chunks: list[ChunkDraft]
-    replacing: bool
-    tables: list[dict[str, Any]] = field(default_factory=list)  # document_tables rows without the document id
-
-
 def _folders_of(paths: Sequence[Path]) -> list[Path]:
     """The folders added, resolved (a file's: its folder; a path that is not there: none), where
     `add` looks for moved files' documents (and in their subfolders)."""
@@ -107,23 +92,15 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def _refusal(path: Path) -> str | None:
-    """Why `path` is skipped before any worker reads it: not a regular file, or an unknown suffix."""
-    reason = check_entry(path)
-    if reason is None and path.suffix and formats.find(path.name) is None:
-        reason = f"unsupported file type '{path.suffix.lower()}' (supported: {formats.supported()})"
-    return reason
-
-
 def _document(
-    path: Path,
+    path: SourcePath,
     uri: str,
     digest: str,
     prepared: PreparedFile,
     title: str | None,
     metadata: dict[str, Any],
     existing: DocumentMeta | None,
-) -> _Prepared:
+) -> PreparedDocument:
     now = _now()
     meta = DocumentMeta(
         id=str(uuid.uuid4()),
@@ -142,7 +119,7 @@ def _document(
         content_hash=digest,
         content_size=len(prepared.content.encode("utf-8")),
     )
-    return _Prepared(
+    return PreparedDocument(
         path,
         meta,
         prepared.content,
@@ -181,10 +158,11 @@ class Ingestor:
         self._excluded = Excluded()
 
     async def add(
-        self, paths: Sequence[Path], *, title: str | None = None, metadata: dict[str, Any] | None = None
+        self, paths: Sequence[Path | str], *, title: str | None = None, metadata: dict[str, Any] | None = None
     ) -> IngestReport:
+        """`paths`: files, folders, and object-store uris (sources.py)."""
         self._excluded = excluded_paths(self.kb.settings, self.kb.store.path)
-        files, skipped = collect_files(paths, self._excluded)
+        files, skipped = collect_sources(paths, self._excluded, self.kb.store.path)
         if title and len(files) != 1:
             raise IngestError(f"--title applies to exactly one file, but {len(files)} files were given.")
         report = IngestReport(skipped=list(skipped))
@@ -194,8 +172,9 @@ class Ingestor:
         try:
             if files:
                 pool.start()  # the workers import their parsers while the store opens
-            within = self.moves_within or _folders_of(paths)
-            self._confined = Confinement.of(paths, self.moves_within)
+            local = [Path(p) for p in paths if not is_object_uri(p)]
+            within = self.moves_within or _folders_of(local)
+            self._confined = Confinement.of(local, self.moves_within)
             await self._add(files, title, metadata or {}, report, pool, within)
         finally:
             if pool is not self.pool:
@@ -207,7 +186,7 @@ class Ingestor:
 
     async def _add(
         self,
-        files: list[Path],
+        files: list[SourcePath],
         title: str | None,
         metadata: dict[str, Any],
         report: IngestReport,
@@ -227,7 +206,7 @@ class Ingestor:
             stored = await store.all_meta()
             by_uri = {m.uri: m for m in stored}
             moves = MovedFiles(stored, within)
-            pending: list[_Prepared] = []
+            pending: list[PreparedDocument] = []
             optimized_at = 0
             for path in files:
                 if self.progress:
@@ -261,21 +240,21 @@ class Ingestor:
 
     async def _one(
         self,
-        path: Path,
+        path: SourcePath,
         title: str | None,
         metadata: dict[str, Any],
         by_uri: dict[str, DocumentMeta],
         moves: MovedFiles,
         report: IngestReport,
         pool: ConversionPool,
-    ) -> _Prepared | None:
+    ) -> PreparedDocument | None:
         """Read, check and convert one file; None when there is nothing to write (reported why)."""
         name = display_name(path)
-        reason = _refusal(path)
+        reason = refusal(path)
         if reason is not None:
             report.skipped.append((name, reason))
             return None
-        uri = file_uri(path)
+        uri = source_uri(path)
         existing = by_uri.get(uri)
         try:
             digest, prepared, moved = await self._convert(pool, path, existing, moves)
@@ -295,14 +274,14 @@ class Ingestor:
         return _document(path, uri, digest, prepared, title, metadata, existing)
 
     async def _convert(
-        self, pool: ConversionPool, path: Path, existing: DocumentMeta | None, moves: MovedFiles
+        self, pool: ConversionPool, path: SourcePath, existing: DocumentMeta | None, moves: MovedFiles
     ) -> tuple[str, PreparedFile | None, DocumentMeta | None]:
         """`_read_and_convert` on one of `pool`'s workers (another engine converts elsewhere)."""
         with pool.worker() as worker:
             return await self._read_and_convert(worker, path, existing, moves)
 
     async def _read_and_convert(
-        self, worker: ConversionWorker, path: Path, existing: DocumentMeta | None, moves: MovedFiles
+        self, worker: ConversionWorker, path: SourcePath, existing: DocumentMeta | None, moves: MovedFiles
     ) -> tuple[str, PreparedFile | None, DocumentMeta | None]:
         """The sha256 of the bytes read, what they convert to (None when `existing` has that hash
         or they are a moved document's), and the moved document."""
@@ -345,7 +324,7 @@ class Ingestor:
         else:
             report.unchanged.append(existing.uri)
 
-    async def _flush(self, pending: list[_Prepared], report: IngestReport, moves: MovedFiles) -> None:
+    async def _flush(self, pending: list[PreparedDocument], report: IngestReport, moves: MovedFiles) -> None:
         """Commit the moves found so far, in one commit, then write `pending`: a batch replaces
         documents by uri, and a moved document's old uri may be one of its files again."""
         if self.before_write is not None:
@@ -359,47 +338,19 @@ class Ingestor:
         batch: list[DocumentRows] = []
         cursor = 0
         for prepared in pending:
-            doc_id = prepared.meta.id
-            chunk_rows = []
-            item_chunks: dict[int, list[str]] = {}
-            for chunk in prepared.chunks:
-                chunk_id = str(uuid.uuid4())
-                for position in chunk.item_positions:
-                    item_chunks.setdefault(position, []).append(chunk_id)
-                chunk_rows.append(
-                    {
-                        "id": chunk_id,
-                        "document_id": doc_id,
-                        "content": chunk.content,
-                        "content_fts": chunk.fts_text,
-                        "metadata": json.dumps(chunk.metadata(), ensure_ascii=False),
-                        "order": chunk.order,
-                        "vector": vectors[cursor].tolist(),
-                    }
-                )
-                cursor += 1
-            item_rows = [
-                {
-                    **dataclasses.asdict(it),
-                    "document_id": doc_id,
-                    "picture_data": None,
-                    "chunk_ids": item_chunks.get(it.position, []),
-                }
-                for it in prepared.items
-            ]
-            document_row = {
-                "id": doc_id,
-                "content": prepared.content,
-                "docling_document": prepared.docling_json,
-            }
-            tables = [{"document_id": doc_id, **row} for row in prepared.tables]
-            batch.append(DocumentRows(prepared.meta, document_row, item_rows, chunk_rows, tables))
+            batch.append(document_rows(prepared, vectors[cursor : cursor + len(prepared.chunks)]))
+            cursor += len(prepared.chunks)
         if self.before_write is not None:  # again: embedding took seconds, a lease may have gone meanwhile
             await self.before_write()
         await self.kb.store.write_documents(batch)
-        for prepared in pending:
-            (report.replaced if prepared.replacing else report.added).append(prepared.meta.uri)
-            report.chunks += len(prepared.chunks)
+        written(pending, report)
+
+
+def written(pending: list[PreparedDocument], report: IngestReport) -> None:
+    """`pending`, committed, in the report."""
+    for prepared in pending:
+        (report.replaced if prepared.replacing else report.added).append(prepared.meta.uri)
+        report.chunks += len(prepared.chunks)
 
 
 MIN_ID_PREFIX = 4

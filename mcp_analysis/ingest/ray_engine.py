@@ -1,20 +1,24 @@
 """`add --ray ADDRESS`: conversion and embedding on a Ray cluster, into the same knowledge base.
 
-The local pipeline (pipeline.Ingestor) with two of its steps moved out of this process:
+The local pipeline (pipeline.Ingestor) with three of its steps moved out of this process:
 
 - each file is read, hashed and converted (parse, OCR, chunk) by a Ray task on a worker node,
   through the same bounded conversion worker child process a local add uses (ray_tasks.py), so
   the same per-file bounds hold; tasks are submitted ahead in file order (a bounded window), and
   the driver takes their results in that order;
-- each batch is embedded by a pool of actors, one per node with CPUs, each loading its embedder once.
+- each batch is embedded by a pool of actors, one per node with CPUs, each loading its embedder
+  once, which also build the batch's rows (the local add's code, rows.py) and write them as
+  Lance fragments, uncommitted.
 
 The driver lists the files, decides what is unchanged, moved, new or replaced (the local rules,
-the same code), and writes and commits batch by batch through the store exactly as a local add
-does: the same rows, the same atomicity, one batch held at a time (never the corpus). The
+the same code), and commits batch by batch: each content table's fragments appended, then the
+batch's one commit point, as a local add's (store/fragments.py): the same rows, the same
+atomicity, one batch held at a time (never the corpus). The
 knowledge base's ingest lock is held throughout. Files must be readable at the same path on every
-node (a shared mount). Files whose bytes are those of a stored document are hashed on the
-cluster and not converted; one the driver then finds to be neither unchanged nor moved (a copy)
-is converted by a second task.
+node (a shared mount), object-store sources (sources.py) from every node: each node looks at each
+source before any work is sent, and one that cannot stops the add, named. Files whose bytes are
+those of a stored document are hashed on the cluster and not converted; one the driver then
+finds to be neither unchanged nor moved (a copy) is converted by a second task.
 """
 
 from __future__ import annotations
@@ -36,16 +40,17 @@ from types import ModuleType
 from typing import Any
 
 import anyio
-import numpy as np
 
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.errors import AnalysisError, IngestError
 from mcp_analysis.ingest.files import FileSignature, display_name
 from mcp_analysis.ingest.moves import MovedFiles
-from mcp_analysis.ingest.pipeline import Ingestor, IngestReport, ProgressSink, _refusal
+from mcp_analysis.ingest.pipeline import Ingestor, IngestReport, ProgressSink, written
 from mcp_analysis.ingest.pool import ConversionPool, ReadReply
 from mcp_analysis.ingest.prepare import PreparedFile
 from mcp_analysis.ingest.ray_tasks import Converted, Embedding, convert_file, probe
+from mcp_analysis.ingest.rows import PreparedDocument
+from mcp_analysis.ingest.sources import ObjectPath, SourcePath, is_object_uri, refusal
 from mcp_analysis.store.models import DocumentMeta
 from mcp_analysis.version import __version__
 
@@ -109,6 +114,17 @@ def _check_reachable(address: str, target: str) -> None:
         ) from None
 
 
+def _slices(pending: list[PreparedDocument], parts: int) -> list[list[PreparedDocument]]:
+    """`pending` cut in at most `parts` runs of documents in order, about as many chunks each."""
+    total = sum(len(p.chunks) for p in pending) or 1
+    slices: list[list[PreparedDocument]] = [[] for _ in range(parts)]
+    seen = 0
+    for document in pending:
+        slices[min(parts - 1, seen * parts // total)].append(document)
+        seen += len(document.chunks)
+    return [part for part in slices if part]
+
+
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     return " ".join(text.split("\n", 1)[0].split())
@@ -140,8 +156,9 @@ class Cluster:
                 raise AnalysisError(f"Cannot use the Ray cluster at {self.address}: {_one_line(exc)}") from None
             self.owned = True
 
-    def check(self) -> None:
-        """The nodes with CPUs, and their versions (blocks: call from a thread)."""
+    def check(self, sources: Sequence[str] = ()) -> None:
+        """The nodes with CPUs, their versions, and that each can read the object-store `sources`
+        (blocks: call from a thread)."""
         ray = self.ray
         nodes = [n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) > 0]
         if not nodes:
@@ -149,7 +166,7 @@ class Cluster:
         self.cpus = int(sum(n["Resources"]["CPU"] for n in nodes))
         # Made once: each `ray.remote(...)` would export the function to the cluster again.
         self.convert = ray.remote(convert_file).options(num_cpus=1, scheduling_strategy="SPREAD")
-        self._check_versions([n["NodeID"] for n in nodes])
+        self._check_versions([n["NodeID"] for n in nodes], tuple(sources))
         self.nodes = [n["NodeID"] for n in nodes]
 
     def _on(self, node: str, soft: bool) -> Any:
@@ -157,12 +174,14 @@ class Cluster:
 
         return NodeAffinitySchedulingStrategy(node, soft=soft)
 
-    def _check_versions(self, nodes: Sequence[str]) -> None:
+    def _check_versions(self, nodes: Sequence[str], sources: tuple[str, ...]) -> None:
         """Every node must run this Python and this mcp-analysis: the driver and the workers exchange
-        pickled objects of both (Ray itself refuses a cluster of another Ray or Python minor)."""
+        pickled objects of both (Ray itself refuses a cluster of another Ray or Python minor); and
+        every node must reach the object-store `sources` (its own credentials, its own network)."""
         ray = self.ray
         task = ray.remote(probe)
-        refs = [task.options(num_cpus=0, scheduling_strategy=self._on(node, False)).remote() for node in nodes]
+        on = [task.options(num_cpus=0, scheduling_strategy=self._on(node, False)) for node in nodes]
+        refs = [each.remote(sources) for each in on]
         try:
             answers = ray.get(refs, timeout=_CONNECT_SECONDS)
         except Exception as exc:
@@ -178,6 +197,11 @@ class Cluster:
                         f"The Ray node {answer['host']} ({answer['node'][:12]}) runs {key} {answer[key]}, this "
                         f"driver {version}: install the same versions on the cluster and here."
                     )
+            for source, reason in answer["unreadable"].items():
+                raise AnalysisError(
+                    f"The Ray node {answer['host']} ({answer['node'][:12]}) cannot read {source}: {reason} (the nodes "
+                    "need the object store's credentials and endpoint, AWS_* in their environment, as this driver has)"
+                )
 
     def cancel(self, refs: Sequence[Any]) -> None:
         for ref in refs:
@@ -215,7 +239,7 @@ class _RemoteFile:
     """A conversion worker's interface (read, convert, drop) over one file's Ray task, for
     `Ingestor._read_and_convert`: the driver's decisions stay the local pipeline's code."""
 
-    def __init__(self, ingestor: RayIngestor, path: Path, ref: Any) -> None:
+    def __init__(self, ingestor: RayIngestor, path: SourcePath, ref: Any) -> None:
         self.ingestor = ingestor
         self.path = path
         self.ref = ref
@@ -226,7 +250,7 @@ class _RemoteFile:
         # A node's device and inode numbers are its own (an NFS client's, a copy's): the file is
         # confined by what the driver sees of it (its real path; its identity here, now).
         try:
-            seen = FileSignature.of(os.lstat(path))
+            seen = self.found.signature if isinstance(self.path, ObjectPath) else FileSignature.of(os.lstat(path))
         except OSError:
             seen = self.found.signature
         return ReadReply(self.found.digest, self.found.size, seen)  # type: ignore[arg-type]
@@ -256,14 +280,13 @@ class RayIngestor(Ingestor):
         self.cluster: Cluster | None = None
         self.node_ids: set[str] = set()
         self.stages: dict[str, float] = dict.fromkeys(STAGES, 0.0)
-        self._ahead: deque[tuple[Path, Any]] = deque()
-        self._todo: deque[Path] = deque()
+        self._ahead: deque[tuple[SourcePath, Any]] = deque()
+        self._todo: deque[SourcePath] = deque()
         self._skip: Any = None  # the stored hashes, put in the object store once per add
         self._clock = 0.0
-        self._embed_wait = 0.0  # the driver's wall time waiting for embeddings (not writing's)
 
     async def add(
-        self, paths: Sequence[Path], *, title: str | None = None, metadata: dict[str, Any] | None = None
+        self, paths: Sequence[Path | str], *, title: str | None = None, metadata: dict[str, Any] | None = None
     ) -> RayIngestReport:
         started = time.monotonic()
         self.kb.store.check_writable()  # before the cluster is asked for anything
@@ -278,14 +301,15 @@ class RayIngestor(Ingestor):
         self,
         cluster: Cluster,
         started: float,
-        paths: Sequence[Path],
+        paths: Sequence[Path | str],
         title: str | None,
         metadata: dict[str, Any] | None,
     ) -> RayIngestReport:
         self._skip = None  # each add reads the hashes stored when it holds the lock
         try:
             cluster.connect()
-            await anyio.to_thread.run_sync(cluster.check)
+            sources = [os.fspath(p) for p in paths if is_object_uri(p)]
+            await anyio.to_thread.run_sync(cluster.check, sources)
             settings = self.kb.store.settings
             cluster.start_embedders(
                 self.kb.embedder_name, self.kb.embedder_base_url, settings.vector_dim if settings else None
@@ -301,32 +325,33 @@ class RayIngestor(Ingestor):
             **vars(report), nodes=len(self.node_ids), stages={k: round(v, 3) for k, v in self.stages.items()}
         )
 
-    async def _add(self, files: list[Path], *args: Any) -> None:
+    async def _add(self, files: list[SourcePath], *args: Any) -> None:
         self.stages["listing"] += time.monotonic() - self._clock
         self._todo = deque(files)
         await super()._add(files, *args)
 
     # ------------------------------------------------------------------ conversion on the cluster
 
-    def submit(self, path: Path, skip: Any) -> Any:
+    def submit(self, path: SourcePath, skip: Any) -> Any:
         """Start converting `path` on the cluster (its sha256 only, if that is in `skip`: a set of
         hashes, or a reference to one in the object store)."""
         assert self.cluster is not None
         task = self.cluster.convert
         chunk_tokens = self.kb.settings.ingest.chunk_tokens
-        # As named, made absolute (the workers' directory is not ours), symlinks left for the read to judge.
-        return task.remote(os.fspath(path.absolute()), display_name(path.name), self.limits, chunk_tokens, skip)
+        # A file as named, made absolute (the workers' directory is not ours), symlinks left for the read to judge.
+        where = path.uri if isinstance(path, ObjectPath) else os.fspath(path.absolute())
+        return task.remote(where, display_name(path.name), self.limits, chunk_tokens, skip)
 
     def _fill(self, skip: Any) -> None:
         """Keep the window of tasks ahead full, in file order (files refused here are never sent)."""
         assert self.cluster is not None
         while self._todo and len(self._ahead) < max(8, _TASKS_PER_CPU * self.cluster.cpus):
             path = self._todo.popleft()
-            if _refusal(path) is None:
+            if refusal(path) is None:
                 self._ahead.append((path, self.submit(path, skip)))
 
     async def _convert(
-        self, pool: ConversionPool, path: Path, existing: DocumentMeta | None, moves: MovedFiles
+        self, pool: ConversionPool, path: SourcePath, existing: DocumentMeta | None, moves: MovedFiles
     ) -> tuple[str, PreparedFile | None, DocumentMeta | None]:
         if self._skip is None:  # under the ingest lock: the hashes stored now, sent to the cluster once
             assert self.cluster is not None
@@ -342,7 +367,7 @@ class RayIngestor(Ingestor):
         remote = _RemoteFile(self, path, ref if ref is not None else self.submit(path, self._skip))
         return await self._read_and_convert(remote, path, existing, moves)  # type: ignore[arg-type]
 
-    def result(self, ref: Any, path: Path) -> Converted:
+    def result(self, ref: Any, path: SourcePath) -> Converted:
         """A conversion task's result (blocks: called from a thread); a refusal is the file's IngestError."""
         assert self.cluster is not None
         try:
@@ -359,29 +384,38 @@ class RayIngestor(Ingestor):
 
     # ------------------------------------------------------------------ embedding, writing, indexing
 
-    async def _embed(self, texts: list[str]) -> Any:
+    async def _flush(self, pending: list[PreparedDocument], report: IngestReport, moves: MovedFiles) -> None:
+        """The local add's `_flush`, with the rows embedded, built and written as Lance fragments by the
+        embedding actors, and committed here: each content table's fragments, then the batch's one
+        commit point (store/fragments.py)."""
         assert self.cluster is not None
-        if not texts:
-            return np.zeros((0, 0), dtype=np.float32)
+        store = self.kb.store
+        if self.before_write is not None:
+            await self.before_write()
+        await store.update_meta(*moves.take())  # an ingest killed before this finds them moved again
+        if not pending:
+            return
+        self._phase(f"embedding and writing {sum(len(p.chunks) for p in pending)} chunks of {len(pending)} documents")
+        targets = await store.fragment_targets()
         actors = self.cluster.embedders
-        size = -(-len(texts) // len(actors))
-        starts = range(0, len(texts), size)
-        refs = [actors[k].embed.remote(texts[start : start + size]) for k, start in enumerate(starts)]
-        started = time.monotonic()
+        refs = [actors[k].write.remote(part, targets) for k, part in enumerate(_slices(pending, len(actors)))]
         try:
             answers = await anyio.to_thread.run_sync(self.cluster.ray.get, refs)
         except Exception as exc:
-            raise AnalysisError(f"Embedding on the Ray cluster failed: {_one_line(exc)}") from None
-        self._embed_wait += time.monotonic() - started
-        for node, seconds, _ in answers:
+            raise AnalysisError(f"Embedding and writing on the Ray cluster failed: {_one_line(exc)}") from None
+        fragments: dict[str, list[Any]] = {}
+        for node, embedding, writing, written_here in answers:
             self.node_ids.add(node)
-            self.stages["embedding"] += seconds
-        return np.concatenate([vectors for _, _, vectors in answers])
-
-    async def _flush(self, pending: list[Any], report: IngestReport, moves: MovedFiles) -> None:
-        started, waited = time.monotonic(), self._embed_wait
-        await super()._flush(pending, report, moves)
-        self.stages["writing"] += time.monotonic() - started - (self._embed_wait - waited)
+            self.stages["embedding"] += embedding
+            self.stages["writing"] += writing
+            for table, found in written_here.items():
+                fragments.setdefault(table, []).extend(found)
+        if self.before_write is not None:  # again: embedding took seconds, a lease may have gone meanwhile
+            await self.before_write()
+        started = time.monotonic()
+        await store.commit_fragments([p.meta for p in pending], fragments, targets)
+        self.stages["commit"] += time.monotonic() - started
+        written(pending, report)
 
     async def _update_metadata(
         self, existing: DocumentMeta, title: str | None, metadata: dict[str, Any], report: IngestReport

@@ -7,7 +7,8 @@ on the workers by name, so the nodes need mcp-analysis installed (the same versi
   child process a local add uses (pool.py / worker.py), on the node the task runs on: the same
   per-file bounds (size, time, memory, items, depth) hold there. A refused file is a result (its
   reason), not a task failure: Ray retries failures, and a hostile file fails the same way again.
-- `Embedding`: an actor holding one embedder, loaded once, that embeds slices of a batch.
+- `Embedding`: an actor holding one embedder, loaded once, that embeds a slice of a batch's
+  documents, builds their rows and writes them as Lance fragments, which the driver commits.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from mcp_analysis.ingest.files import FileSignature
 from mcp_analysis.ingest.limits import Limits
 from mcp_analysis.ingest.pool import ConversionPool
 from mcp_analysis.ingest.prepare import PreparedFile
+from mcp_analysis.ingest.rows import PreparedDocument, document_rows
+from mcp_analysis.store.fragments import FragmentTarget, write_fragments
 
 _pools: dict[tuple[Limits, int], ConversionPool] = {}  # per Ray worker process, reused by its next tasks
 _pools_lock = threading.Lock()
@@ -74,12 +77,16 @@ def convert_file(path: str, name: str, limits: Limits, chunk_tokens: int, skip: 
     return found
 
 
-def probe() -> dict[str, str]:
-    """What the driver compares with its own: the versions that must match, and where this runs."""
+def probe(sources: tuple[str, ...] = ()) -> dict[str, Any]:
+    """What the driver compares with its own: the versions that must match, where this runs, and
+    why this node cannot look at each of the object-store `sources` it cannot (none: {})."""
+    from mcp_analysis.ingest.sources import unreadable
     from mcp_analysis.version import __version__
 
     here = {"node": node_id(), "host": platform.node()}
-    return here | {"python": platform.python_version(), "mcp-analysis": __version__}
+    reasons = {source: unreadable(source) for source in sources}
+    found = {source: reason for source, reason in reasons.items() if reason is not None}
+    return here | {"python": platform.python_version(), "mcp-analysis": __version__, "unreadable": found}
 
 
 class Embedding:
@@ -93,8 +100,19 @@ class Embedding:
             self.embedder.dimension = dimension
         self.embedder.warm_up()
 
-    async def embed(self, texts: list[str]) -> tuple[str, float, Any]:
-        """(this node's id, seconds taken, the vectors of `texts` in order)."""
+    async def write(
+        self, documents: list[PreparedDocument], targets: dict[str, FragmentTarget]
+    ) -> tuple[str, float, float, dict[str, list[Any]]]:
+        """Embed `documents`' chunks, build their rows (the local add's code) and write them as Lance
+        fragments, uncommitted (store/fragments.py): (this node's id, seconds embedding, seconds
+        writing, the fragments by table) for the driver to commit."""
         started = time.monotonic()
-        vectors = await self.embedder.embed_documents(texts)
-        return node_id(), time.monotonic() - started, vectors
+        texts = [chunk.embedding_text for document in documents for chunk in document.chunks]
+        vectors = await self.embedder.embed_documents(texts) if texts else []
+        embedded = time.monotonic()
+        batch, cursor = [], 0
+        for document in documents:
+            batch.append(document_rows(document, vectors[cursor : cursor + len(document.chunks)]))
+            cursor += len(document.chunks)
+        fragments = write_fragments(batch, targets)
+        return node_id(), embedded - started, time.monotonic() - embedded, fragments

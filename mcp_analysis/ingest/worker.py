@@ -32,7 +32,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from mcp_analysis.errors import AnalysisError
-from mcp_analysis.ingest import files, formats
+from mcp_analysis.ingest import formats, sources
 from mcp_analysis.ingest.formats import native
 from mcp_analysis.ingest.formats.base import Source
 from mcp_analysis.ingest.limits import MB, Limits
@@ -118,7 +118,7 @@ class _Worker:
             return formats.for_file(name, head).text
 
         _cap_cpu(self.limits)
-        read = files.read_file(path, self.limits, is_text)
+        read = sources.read_source(path, self.limits, is_text)
         self.pending = Source(read.data, name, self.limits)
         self.outbox.send(("read", read.digest, len(read.data), read.signature))
 

@@ -27,11 +27,11 @@ from mcp_analysis.errors import (
 from mcp_analysis.paths import is_local_path, make_database_directory
 from mcp_analysis.store import schema
 from mcp_analysis.store.candidates import StoreCandidates
+from mcp_analysis.store.fragments import StoreFragments
 from mcp_analysis.store.identify import SUPPORTED, identify
 from mcp_analysis.store.lance import lancedb, table_names
 from mcp_analysis.store.layout import EmbedderChoice
 from mcp_analysis.store.maintenance import StoreMaintenance
-from mcp_analysis.store.writes import StoreWrites
 
 # Object stores: fail within seconds, not after object_store's default 3 minutes of retries, so a
 # store outage reaches clients (and /healthz) as a clear error. Settings in `storage_options` win.
@@ -61,7 +61,7 @@ def object_store_options(location: str, configured: dict[str, str] | None) -> di
     return {**OBJECT_STORE_DEFAULTS, **(configured or {})}
 
 
-class Store(StoreWrites, StoreCandidates, StoreMaintenance):
+class Store(StoreFragments, StoreCandidates, StoreMaintenance):
     """Async LanceDB tables of one knowledge base, read through its layout."""
 
     @classmethod
@@ -120,6 +120,9 @@ class Store(StoreWrites, StoreCandidates, StoreMaintenance):
             )
         stored, layout = await identify(location, tables, create)
         return cls(location, db, tables, stored, layout, storage_options)
+
+    def lance_options(self) -> dict[str, str] | None:
+        return object_store_options(self.path, self.storage_options)
 
     def storage_errors(self) -> AbstractContextManager[None]:
         """An object store that fails (down, unreachable) is a clear, retryable error, not a crash."""

@@ -104,8 +104,12 @@ class StoreWrites(StoreReads):
             await self.tables[schema.CHUNKS].add(
                 pa.Table.from_pylist(chunks, schema=await self.tables[schema.CHUNKS].schema())
             )
-        # The commit point: one merge makes every document of the batch visible at once.
-        meta = pa.Table.from_pylist([b.meta.to_row() for b in batch], schema=schema.DOCUMENT_META_SCHEMA)
+        return await self._commit_meta([b.meta for b in batch], old)
+
+    async def _commit_meta(self, metas: Sequence[DocumentMeta], old: Sequence[DocumentMeta]) -> list[str]:
+        """The commit point of a batch whose rows are written: one merge makes every document of it
+        visible at once; then the rows of the documents it replaced (`old`) go. Their ids."""
+        meta = pa.Table.from_pylist([m.to_row() for m in metas], schema=schema.DOCUMENT_META_SCHEMA)
         await (
             self.tables[schema.DOCUMENT_META]
             .merge_insert("uri")

@@ -31,14 +31,17 @@ def _free_port(host: str) -> int:
 
 
 class RayCluster:
-    def __init__(self, log_dir: Path, nodes: int = 2) -> None:
+    def __init__(self, log_dir: Path, nodes: int = 2, env: dict[str, str] | None = None) -> None:
+        """`env`: more environment for the nodes (and so their workers), e.g. an object store's."""
         # Ray's Unix sockets live under RAY_TMPDIR and must stay under 108 bytes: a pytest tmp path is too long.
         self.tmpdir = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
         self.log_dir = log_dir
         self.port = _free_port(HEAD_IP)
         self.address = f"{HEAD_IP}:{self.port}"
+        self.client_port = _free_port(HEAD_IP)
+        self.client_address = f"ray://{HEAD_IP}:{self.client_port}"  # Ray Client's server on the head
         ray_env = {"RAY_AUTH_MODE": "disabled", "RAY_TMPDIR": self.tmpdir, "RAY_USAGE_STATS_ENABLED": "0"}
-        self.env = {**os.environ, **ray_env}
+        self.env = {**os.environ, **(env or {}), **ray_env}
         self.nodes = nodes
         self.groups: list[subprocess.Popen[bytes]] = []
 
@@ -57,7 +60,6 @@ class RayCluster:
             )
 
     def start(self) -> None:
-        client_port = _free_port(HEAD_IP)
         self._start(
             "head",
             "--head",
@@ -66,7 +68,7 @@ class RayCluster:
             "--port",
             str(self.port),
             "--ray-client-server-port",
-            str(client_port),
+            str(self.client_port),
             "--include-dashboard",
             "false",
         )
@@ -165,8 +167,8 @@ def _group_alive(pgid: int) -> bool:
 
 
 @contextlib.contextmanager
-def ray_cluster(log_dir: Path, nodes: int = 2) -> Iterator[RayCluster]:
-    cluster = RayCluster(log_dir, nodes)
+def ray_cluster(log_dir: Path, nodes: int = 2, env: dict[str, str] | None = None) -> Iterator[RayCluster]:
+    cluster = RayCluster(log_dir, nodes, env)
     try:
         cluster.start()
         yield cluster

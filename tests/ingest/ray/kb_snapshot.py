@@ -19,7 +19,7 @@ def _rows(db: lancedb.DBConnection, name: str) -> list[dict[str, Any]]:
     return db.open_table(name).to_arrow().to_pylist()  # type: ignore[no-any-return]
 
 
-def snapshot(path: Path) -> dict[str, Any]:
+def snapshot(path: Path | str) -> dict[str, Any]:
     """Every table's rows without run-specific values, plus the vectors and the indexes."""
     db = lancedb.connect(path)
     meta = _rows(db, schema.DOCUMENT_META)
@@ -72,3 +72,21 @@ def assert_same_knowledge_base(got: dict[str, Any], expected: dict[str, Any]) ->
     assert got["vectors"].keys() == expected["vectors"].keys()
     for key, vector in expected["vectors"].items():
         np.testing.assert_allclose(got["vectors"][key], vector, atol=1e-5, err_msg=f"the vector of chunk {key}")
+
+
+def moved_to(taken: dict[str, Any], old: str, new: str) -> dict[str, Any]:
+    """`taken` as if its documents' uris began with `new` instead of `old` (the same files added from
+    another place: a folder and an object-store prefix)."""
+
+    def swap(value: Any) -> Any:
+        if isinstance(value, str):
+            return new + value[len(old) :] if value.startswith(old) else value
+        if isinstance(value, tuple):
+            return tuple(swap(v) for v in value)
+        if isinstance(value, list):
+            return sorted(swap(v) for v in value)
+        if isinstance(value, dict):
+            return {swap(k): swap(v) for k, v in value.items()}
+        return value
+
+    return {table: rows if table in ("settings", "indexes") else swap(rows) for table, rows in taken.items()}

@@ -26,7 +26,7 @@ from mcp_analysis.sample import documents_dir
 from tests.conftest import REPO, make_settings, run_cli
 from tests.ingest.ray.cluster import RayCluster, ray_cluster
 from tests.ingest.ray.kb_snapshot import assert_same_knowledge_base, snapshot
-from tests.services import moto_s3
+from tests.services import S3, TcpGate, moto_s3
 
 pytestmark = pytest.mark.slow
 
@@ -39,14 +39,29 @@ RAY_ENV = {"RAY_AUTH_MODE": "disabled"}
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayCluster]:
+def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3]:
+    with moto_s3(tmp_path_factory.mktemp("moto")) as started:
+        yield started
+
+
+@pytest.fixture(scope="module")
+def nodes_gate(s3: S3) -> Iterator[TcpGate]:
+    """The nodes reach the object store through this gate (the driver directly): cut, only they cannot."""
+    gate = TcpGate(s3.port)
+    yield gate
+    gate.close()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory, s3: S3, nodes_gate: TcpGate) -> Iterator[RayCluster]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("RAY_AUTH_MODE", "disabled")  # for this process's own look at the nodes
-        with ray_cluster(tmp_path_factory.mktemp("ray-logs")) as started:
+        store = s3.env(f"http://127.0.0.1:{nodes_gate.port}")
+        with ray_cluster(tmp_path_factory.mktemp("ray-logs"), env=store) as started:
             yield started
 
 
-def add(db: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any], str]:
+def add(db: Path | str, *args: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any], str]:
     done = run_cli("--db", str(db), "add", *args, "--json", env={**RAY_ENV, **(env or {})}, timeout=600)
     assert done.stdout.startswith("{"), done.stderr[-3000:]
     return done.returncode, json.loads(done.stdout), done.stderr
@@ -222,19 +237,85 @@ def test_hostile_files_are_skipped_by_name_while_the_rest_goes_in(cluster: RayCl
     assert sorted(report["added"]) == sorted((folder / n).as_uri() for n in ("log.md", "notes.txt"))
 
 
-def test_a_knowledge_base_on_an_object_store_is_a_target(cluster: RayCluster, tmp_path: Path) -> None:
+def test_a_knowledge_base_on_an_object_store_is_a_target(cluster: RayCluster, s3: S3, tmp_path: Path) -> None:
     """`--db s3://...` (moto's S3 server): the driver writes there as a local add would."""
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "log.md").write_text("# Harbour Log\n\nThe pilot boarded at dawn.\n")
     (folder / "notes.txt").write_text("Crane 4 is back in service after the gearbox repair.\n")
-    with moto_s3(tmp_path) as s3:
-        db = f"s3://{s3.bucket}/kb"
-        done = run_cli("--db", db, "add", str(folder), "--ray", cluster.address, "--json", env={**RAY_ENV, **s3.env()})
-        assert done.returncode == 0, done.stderr[-3000:]
-        assert len(json.loads(done.stdout)["added"]) == 2
-        listed = run_cli("--db", db, "list", "--json", env=s3.env())
-        assert sorted(d["title"] for d in json.loads(listed.stdout)) == ["Harbour Log", "notes"]
+    db = f"s3://{s3.bucket}/kb"
+    done = run_cli("--db", db, "add", str(folder), "--ray", cluster.address, "--json", env={**RAY_ENV, **s3.env()})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert len(json.loads(done.stdout)["added"]) == 2
+    listed = run_cli("--db", db, "list", "--json", env=s3.env())
+    assert sorted(d["title"] for d in json.loads(listed.stdout)) == ["Harbour Log", "notes"]
+
+
+def test_an_s3_source_into_an_s3_knowledge_base(
+    cluster: RayCluster, s3: S3, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`add s3://bucket/prefix/ --ray ADDRESS --db s3://...`: the nodes read the objects (through their
+    own endpoint), a hostile one is skipped by name, and the knowledge base is the one a local add of
+    the same prefix makes; a rerun adds nothing."""
+    objects = {
+        "log.md": b"# Harbour Log\n\nThe pilot boarded at dawn; crane 4 was repaired.\n",
+        "sub/notes.txt": b"Crane 4 is back in service after the gearbox repair.\n",
+        "page.html": b"<h1>Berth plan</h1><p>Berth 7 takes the ferry on Mondays.</p>",
+        "nul.txt": b"text\x00more",
+        ".hidden/keys.md": b"# Keys\n",
+    }
+    for key, body in objects.items():
+        s3.put(f"ray-src/{key}", body)
+    source, db = f"s3://{s3.bucket}/ray-src/", f"s3://{s3.bucket}/ray-kb"
+    env = {**RAY_ENV, **s3.env()}
+    code, remote, _ = add(db, source, "--ray", cluster.address, env=env)
+    assert code == 1 and remote["engine"] == "ray" and remote["nodes"] == 2
+    assert sorted(remote["added"]) == sorted(f"{source}{key}" for key in ("log.md", "sub/notes.txt", "page.html"))
+    assert [name for name, _ in remote["skipped"]] == [f"{source}nul.txt"]
+    code, local, _ = add(tmp_path / "local.lancedb", source, env=env)
+    assert sorted(local["added"]) == sorted(remote["added"])
+    for name, value in s3.env().items():
+        monkeypatch.setenv(name, value)  # for this process's LanceDB to read the knowledge base on moto
+    assert_same_knowledge_base(snapshot(db), snapshot(tmp_path / "local.lancedb"))
+    code, again, _ = add(db, source, "--ray", cluster.address, env=env)
+    assert again["added"] == [] and again["chunks"] == 0 and len(again["unchanged"]) == 3
+
+
+def test_a_source_the_nodes_cannot_read_stops_the_add_in_one_line(
+    cluster: RayCluster, s3: S3, nodes_gate: TcpGate, tmp_path: Path
+) -> None:
+    """The driver lists the prefix, but the nodes' endpoint does not answer: one line naming a node and
+    the source, before anything is written."""
+    s3.put("unreachable/log.md", b"# Harbour Log\n\nThe pilot boarded at dawn.\n")
+    db = tmp_path / "kb.lancedb"
+    nodes_gate.cut()
+    try:
+        done = run_cli(
+            "--db", str(db), "add", f"s3://{s3.bucket}/unreachable/", "--ray", cluster.address,
+            env={**RAY_ENV, **s3.env()}, timeout=600,
+        )  # fmt: skip
+    finally:
+        nodes_gate.restore()
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    said = done.stderr.strip().splitlines()[-1]
+    assert said.startswith("error: The Ray node ") and f"cannot read s3://{s3.bucket}/unreachable/" in said
+    assert "AWS_* in their environment" in said
+    assert not list(db.glob("*.lance"))
+
+
+def test_a_driver_outside_the_cluster_adds_through_ray_client(cluster: RayCluster, tmp_path: Path) -> None:
+    """`--ray ray://HOST:PORT` (Ray Client, the head's client server): the work runs on both nodes and
+    the knowledge base is written."""
+    folder = notes(tmp_path / "docs", 4)
+    db = tmp_path / "kb.lancedb"
+    code, report, stderr = add(db, str(folder), "--ray", cluster.client_address)
+    assert code == 0, stderr[-3000:]
+    assert (
+        report["engine"] == "ray"
+        and report["nodes"] == 2
+        and sorted(report["added"]) == sorted((folder / f"note-{n:02d}.md").as_uri() for n in range(4))
+    )
+    assert committed(db) == 4
 
 
 @pytest.mark.anyio
