@@ -79,6 +79,7 @@ SLOW_MODULES: dict[str, tuple[str, ...]] = {
     "tests/sandbox/test_interpreter.py": SUBPROCESS,
     "tests/sandbox/test_liveness.py": SUBPROCESS,
     "tests/server/test_chart_results.py": SUBPROCESS,
+    "tests/server/test_view_cell.py": SUBPROCESS,
     "tests/server/test_scaleout.py": SERVICE,
     "tests/server/test_server_modules.py": SUBPROCESS,
     "tests/server/test_start_path.py": SUBPROCESS,
@@ -123,6 +124,9 @@ SLOW_TESTS: dict[str, set[str]] = {
     "tests/ingest/test_documents_formats.py": {
         "test_an_epub_is_read_chapter_by_chapter_with_its_tables",
         "test_opendocument_text_and_presentation",
+    },
+    "tests/ingest/test_table_text.py": {
+        "test_a_workbook_reads_as_its_title_once_then_a_compact_table_through_the_cli",
     },
     "tests/ingest/test_format_bounds.py": {
         "test_a_converter_registered_by_module_name_is_imported_when_first_used",
