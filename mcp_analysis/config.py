@@ -203,6 +203,9 @@ class ServerSettings(_Section):
     )
     watch_interval: float = Field(2.0, gt=0, description="Seconds between checks for added documents.")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    host_log_per_minute: int = Field(
+        30, ge=1, le=10_000, description="notifications/message one client connection is sent per minute at most."
+    )
 
 
 class AnalysisSettings(_Section):

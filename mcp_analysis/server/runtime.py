@@ -20,6 +20,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChang
 from mcp_analysis.config import Settings
 from mcp_analysis.errors import AnalysisError
 from mcp_analysis.process_gc import imports_paused
+from mcp_analysis.server.host_log import HostLog
 from mcp_analysis.server.sdk_compat import connection_of
 from mcp_analysis.session.keys import SessionKey  # light: no LanceDB or monty behind it
 
@@ -54,6 +55,8 @@ class Runtime:
         self._stop = anyio.Event()
         self._idle = anyio.Event()
         self._legacy_connections: dict[int, Any] = {}
+        #: Server events for the hosts' log panes (server/host_log.py).
+        self.host_log = HostLog(lambda: self._legacy_connections.values(), settings.server.host_log_per_minute)
         #: Why the knowledge base cannot be read now (None while it can); for /healthz.
         self.kb_error: str | None = None
         self._changed = anyio.Event()  # set by a writer in this process: check the documents now
@@ -143,6 +146,8 @@ class Runtime:
     async def _run(self, background: TaskGroup) -> None:
         """Open everything, serve until the last user leaves, then close in order."""
         warming = anyio.CancelScope()  # the background warm-up of this run (a scope needs the event loop)
+        telling = anyio.CancelScope()  # the hosts' log panes hear server events while this run lasts
+        background.start_soon(self._tell_hosts, telling)
         self.warmed, self.warm_up_error = anyio.Event(), None
         try:
             # Heavy imports (LanceDB, monty, pydantic-ai) in a thread: the event loop keeps
@@ -177,6 +182,7 @@ class Runtime:
             await self._stop.wait()
         finally:
             warming.cancel()
+            telling.cancel()
             self.sessions = None
             self.pool = None
 
@@ -203,6 +209,10 @@ class Runtime:
                 log.info("The knowledge base at %s is reachable again", self.settings.db)
             self._failure, self.kb_error = None, None
             return kb
+
+    async def _tell_hosts(self, scope: anyio.CancelScope) -> None:
+        with scope, self.host_log.attached():
+            await self.host_log.run()
 
     async def _warm_up(self, kb: KnowledgeBase, scope: anyio.CancelScope) -> None:
         """Load the embedder and the search indexes now, so the first search does not pay for them.
