@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from mcp.server import MCPServer
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.subscriptions import InMemorySubscriptionBus
-from mcp_types import SetLevelRequestParams
+from mcp_types import SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams
 from pydantic import AnyHttpUrl, Field
 
 from mcp_analysis.config import Settings, load_settings, with_db
@@ -27,6 +27,7 @@ from mcp_analysis.server.middleware import MIDDLEWARE
 from mcp_analysis.server.resources import register_resources
 from mcp_analysis.server.runtime import Runtime
 from mcp_analysis.server.sdk_compat import lowlevel_server
+from mcp_analysis.server.subscribe import subscribe, unsubscribe
 from mcp_analysis.server.tools import register_tools
 from mcp_analysis.server.view import link_view, view_extension
 from mcp_analysis.tooling.descriptions import ANALYZE_PROMPT, INSTRUCTIONS
@@ -96,7 +97,11 @@ def create_server(
     server.middleware.extend(MIDDLEWARE)
     server.middleware.extend([exact_errors(server), warn_failed_calls(settings.server.host_log_per_minute)])
     # The logging capability (declared because this handler exists): a client's level, per connection.
-    lowlevel_server(server).add_request_handler("logging/setLevel", SetLevelRequestParams, set_level)
+    lowlevel = lowlevel_server(server)
+    lowlevel.add_request_handler("logging/setLevel", SetLevelRequestParams, set_level)
+    # resources.subscribe (declared because these handlers exist): document resources, server/updates.py.
+    lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, subscribe)
+    lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, unsubscribe)
     if view:
         server.middleware.extend([link_view, advertise_view])
     register_tools(server)

@@ -22,6 +22,7 @@ from mcp_analysis.errors import AnalysisError
 from mcp_analysis.process_gc import imports_paused
 from mcp_analysis.server.host_log import HostLog
 from mcp_analysis.server.sdk_compat import connection_of
+from mcp_analysis.server.updates import Change, DocumentUpdates
 from mcp_analysis.session.keys import SessionKey  # light: no LanceDB or monty behind it
 
 if TYPE_CHECKING:
@@ -56,6 +57,8 @@ class Runtime:
         self._idle = anyio.Event()
         self._legacy_connections: dict[int, Any] = {}
         #: Server events for the hosts' log panes (server/host_log.py).
+        #: Who subscribed to which document, and what changed (server/updates.py).
+        self.updates = DocumentUpdates()
         self.host_log = HostLog(lambda: self._legacy_connections.values(), settings.server.host_log_per_minute)
         #: Why the knowledge base cannot be read now (None while it can); for /healthz.
         self.kb_error: str | None = None
@@ -282,6 +285,8 @@ class Runtime:
                 log.info("The knowledge base at %s is readable again", self.settings.db)
                 self.kb_error = None
             if last is None or version == last:
+                if last is None:
+                    await self._changed_documents(kb)  # the first look, to compare later ones with
                 last = version
                 await self._nap()
                 continue
@@ -295,7 +300,16 @@ class Runtime:
             for connection in list(self._legacy_connections.values()):
                 # Best effort, never raises; a closed connection leaves the table via its exit stack.
                 await connection.notify("notifications/resources/list_changed", None)
+            changes = await self._changed_documents(kb)
+            await self.updates.tell(changes, self._legacy_connections.values(), self.bus)
             await self._nap()
+
+    async def _changed_documents(self, kb: KnowledgeBase) -> list[Change]:
+        try:
+            return self.updates.changed(await kb.corpus(self.server_filter).documents())
+        except Exception as exc:  # subscribers miss this change; the next one compares with the last look
+            log.warning("Could not compare the documents for subscribers: %s", exc)
+            return []
 
     def documents_changed(self) -> None:
         """A writer in this process (a folder watcher) committed: check now, not at the next interval."""

@@ -1,0 +1,104 @@
+"""Resource subscriptions on a watched folder: subscribers hear when a document changes or goes.
+
+A file whose content changes becomes a new document; the subscription follows the file (see
+server/updates.py): the old URI is reported changed, the subscription moves to the new document's
+URI, which is reported too, and a read of the old URI names the new document.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.client.subscriptions import ResourceUpdated
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, ResourceUpdatedNotification
+
+from tests.conftest import run_cli
+from tests.mcp_helpers import http_server, stdio_params
+from tests.watch.polling import DEADLINE
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(600)]
+
+
+def watched(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
+    env = {"XDG_DATA_HOME": str(tmp_path / "data"), "MCP_ANALYSIS_WATCH__SETTLE_SECONDS": "0.5"}
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "first.md").write_text("# First\n\nAbout pangolins.\n")
+    (folder / "other.md").write_text("# Other\n\nAbout tapirs.\n")
+    kb = tmp_path / "kb.lancedb"
+    assert run_cli("--db", str(kb), "sync", str(folder), env=env).returncode == 0
+    return folder, kb, env
+
+
+async def ids_by_name(client: Client) -> dict[str, str]:
+    listed = (await client.call_tool("list_documents", {})).structured_content
+    return {Path(d["uri"]).name: d["id"] for d in listed["documents"]}
+
+
+async def until(updated: list[str], uri: str) -> None:
+    with anyio.fail_after(DEADLINE):
+        while True:
+            if uri in updated:
+                return
+            await anyio.sleep(0.1)
+
+
+async def test_a_legacy_subscriber_hears_its_documents_change_and_go_over_stdio(tmp_path: Path) -> None:
+    folder, kb, env = watched(tmp_path)
+    updated: list[str] = []
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, ResourceUpdatedNotification):
+            updated.append(str(message.params.uri))
+
+    params = stdio_params(kb, "--watch", str(folder), env=env)
+    async with Client(params, mode="legacy", message_handler=on_message) as client:
+        assert client.server_capabilities is not None and client.server_capabilities.resources is not None
+        assert client.server_capabilities.resources.subscribe
+        ids = await ids_by_name(client)
+        first = f"documents:///{ids['first.md']}/content.txt"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # resources/subscribe is deprecated at 2026-07-28, not before
+            await client.subscribe_resource(first)
+            for uri in ("documents:///no-such-document/content.txt", "analysis://sessions/x/state"):
+                with pytest.raises(MCPError) as refused:
+                    await client.subscribe_resource(uri)
+                assert refused.value.error.code == INVALID_PARAMS
+
+        (folder / "other.md").write_text("# Other\n\nNow about okapis.\n")  # not subscribed: never told
+        (folder / "first.md").write_text("# First\n\nNow about axolotls.\n")
+        await until(updated, first)
+        now = (await ids_by_name(client))["first.md"]
+        assert now != ids["first.md"]  # a changed file is a new document (new chunks, new id) ...
+        followed = f"documents:///{now}/content.txt"
+        await until(updated, followed)  # ... and the subscription followed the file
+        with pytest.raises(MCPError) as old:
+            await client.read_resource(first)
+        assert f"replaced when its file changed: it is now {now}" in old.value.error.message
+        assert "axolotls" in (await client.read_resource(followed)).contents[0].text
+
+        (folder / "first.md").unlink()
+        updated.clear()
+        await until(updated, followed)  # removed
+        assert all(ids["other.md"] not in uri for uri in updated)
+
+
+async def test_a_2026_listener_hears_the_uris_it_named(tmp_path: Path) -> None:
+    folder, kb, env = watched(tmp_path)
+    with http_server(kb, "--watch", str(folder), env=env, log_dir=tmp_path) as server:
+        async with server.client() as client:
+            ids = await ids_by_name(client)
+            first = f"documents:///{ids['first.md']}/content.txt"
+            async with client.listen(resource_subscriptions=[first]) as subscription:
+                (folder / "first.md").write_text("# First\n\nNow about quokkas.\n")
+                with anyio.fail_after(DEADLINE):
+                    async for event in subscription:
+                        if isinstance(event, ResourceUpdated):
+                            assert event.uri == first
+                            break
