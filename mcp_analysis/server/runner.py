@@ -21,6 +21,8 @@ from mcp_analysis.errors import DatabaseNotFoundError
 from mcp_analysis.paths import is_local_path
 
 if TYPE_CHECKING:
+    from mcp.server.streamable_http import EventStore
+
     from mcp_analysis.corpus import KnowledgeBase
     from mcp_analysis.server.runtime import Runtime
 
@@ -88,6 +90,7 @@ def build_http_app(
         host=settings.server.host,
         session_idle_timeout=settings.sessions.ttl_seconds,
         max_sessions=settings.sessions.max_sessions,  # the guard below refuses first, with a clearer message
+        event_store=event_store(settings),
     )
     # Inside authentication: malformed JSON-RPC bodies get the same answers as on stdio.
     app.user_middleware.append(
@@ -108,6 +111,14 @@ def build_http_app(
     )
     app.user_middleware.append(Middleware(LegacySessionGuard, path=settings.server.path, sessions=legacy))
     return app
+
+
+def event_store(settings: Settings) -> EventStore | None:
+    """Where SSE events wait for a client that reconnects (server/event_store.py); None turns resuming off."""
+    from mcp_analysis.server.event_store import BoundedEventStore
+
+    megabytes = settings.server.resume_buffer_mb
+    return BoundedEventStore(megabytes * 1024 * 1024, settings.server.resume_seconds) if megabytes else None
 
 
 async def run_server(
