@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+RECONNECT_MS = 1000
 
 
 class KnowledgeBaseOpener(Protocol):
@@ -91,6 +92,7 @@ def build_http_app(
         session_idle_timeout=settings.sessions.ttl_seconds,
         max_sessions=settings.sessions.max_sessions,  # the guard below refuses first, with a clearer message
         event_store=event_store(settings),
+        retry_interval=RECONNECT_MS,  # in each stream's priming event: when a dropped client should come back
     )
     # Inside authentication: malformed JSON-RPC bodies get the same answers as on stdio.
     app.user_middleware.append(
