@@ -51,6 +51,18 @@ def security_settings(settings: Settings) -> TransportSecuritySettings:
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
 
 
+class MissingDatabase:
+    """The opener of a stdio server started by a host before its knowledge base exists: every tool
+    call answers with `error` (how to create it), where a server that exits shows the host only
+    "Connection closed"."""
+
+    def __init__(self, error: DatabaseNotFoundError) -> None:
+        self.error = error
+
+    async def open(self, settings: Settings) -> KnowledgeBase:
+        raise self.error
+
+
 def check_database(settings: Settings) -> None:
     """Fail fast on a missing knowledge base (cheap: no LanceDB import before serving).
 
@@ -134,13 +146,21 @@ async def run_server(
 
     `opener` opens the knowledge base in the background once the server answers (its
     `open(settings)` returns a `KnowledgeBase`), e.g. building the sample first; without
-    one, a missing local knowledge base is an error before anything starts. `on_runtime`
+    one, a missing local knowledge base is an error before anything starts (over stdio with no
+    terminal, i.e. started by a host, it is served anyway: each tool call says so). `on_runtime`
     is handed the server's runtime (a folder watcher in this process tells it of changes).
     """
     from mcp_analysis.server.app import create_server
 
+    missing: DatabaseNotFoundError | None = None
     if opener is None:
-        check_database(settings)
+        try:
+            check_database(settings)
+        except DatabaseNotFoundError as exc:
+            if http or sys.stdin.isatty():
+                raise
+            log.error("%s Serving anyway (an MCP host started this): every tool call says so.", exc)
+            missing, opener = exc, MissingDatabase(exc)
     if not http:
         log.info("mcp-analysis serving %s over stdio", settings.db)
         if sys.stdin.isatty():
@@ -157,6 +177,8 @@ async def run_server(
         if on_runtime is not None:
             on_runtime(server.runtime)
         await serve_stdio(server)  # every malformed line is answered (server/jsonrpc_screen.py)
+        if missing is not None:
+            raise missing  # the exit status says the server could not do its work
         return
 
     import uvicorn

@@ -5,6 +5,8 @@ Every test talks to a real server process (stdio or `serve --http`) through the 
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +20,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, LoggingMessageNotificationParams
 
 from mcp_analysis.ui import VIEW_MIME
+from tests.conftest import REPO
 from tests.mcp_helpers import HttpServer, http_server, stdio_params, text
 
 pytestmark = pytest.mark.anyio
@@ -165,3 +168,45 @@ async def test_the_view_extension_is_advertised_only_to_hosts_that_declare_it(ht
         async with http.client(mode=mode) as client:
             assert client.server_capabilities is not None
             assert EXTENSION not in (client.server_capabilities.extensions or {}), mode
+
+
+# ----------------------------------------------------------------------------- the first hour
+
+
+async def test_a_host_started_before_its_knowledge_base_exists_hears_how_to_create_it(tmp_path: Path) -> None:
+    missing = tmp_path / "not-yet.lancedb"
+    async with Client(stdio_params(missing)) as client:
+        assert {t.name for t in (await client.list_tools()).tools} >= {"search", "execute_code"}
+        result = await client.call_tool("list_documents", {})
+        assert result.is_error
+        assert f"No knowledge base at {missing}" in text(result) and "mcp-analysis add PATH --db" in text(result)
+    assert not missing.exists()  # nothing was created on the user's behalf
+
+
+def uv_command() -> list[str] | None:
+    """uv as CI runs it: its own command, or the module of a Python that has it."""
+    if shutil.which("uv"):
+        return ["uv"]
+    for python in ("python3", "python"):
+        found = shutil.which(python)
+        if found and subprocess.run([found, "-m", "uv", "--version"], capture_output=True).returncode == 0:
+            return [found, "-m", "uv"]
+    return None
+
+
+def test_serving_installs_no_dev_tools() -> None:
+    """`uv run mcp-analysis ...` / `uv sync` (a host's install) take the runtime dependencies only."""
+    uv = uv_command()
+    if uv is None:
+        pytest.skip("uv is not installed (.ci/run installs it)")
+    exported = subprocess.run(
+        [*uv, "export", "--frozen", "--no-hashes", "--no-emit-project", "--no-annotate"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert exported.returncode == 0, exported.stderr
+    installed = {line.split("==")[0].lower() for line in exported.stdout.splitlines() if "==" in line}
+    assert "mcp" in installed and "lancedb" in installed
+    assert not installed & {"pytest", "ruff", "moto", "playwright", "hypothesis", "pytest-xdist"}
