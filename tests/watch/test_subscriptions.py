@@ -7,6 +7,7 @@ URI, which is reported too, and a read of the old URI names the new document.
 
 from __future__ import annotations
 
+import json
 import warnings
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ def watched(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
     env = {"XDG_DATA_HOME": str(tmp_path / "data"), "MCP_ANALYSIS_WATCH__SETTLE_SECONDS": "0.5"}
     folder = tmp_path / "folder"
     folder.mkdir()
-    (folder / "first.md").write_text("# First\n\nAbout pangolins.\n")
+    (folder / "first.md").write_text("# First\n\nAbout pangolins, which the keeper counts every spring.\n")
     (folder / "other.md").write_text("# Other\n\nAbout tapirs.\n")
     kb = tmp_path / "kb.lancedb"
     assert run_cli("--db", str(kb), "sync", str(folder), env=env).returncode == 0
@@ -71,6 +72,9 @@ async def test_a_legacy_subscriber_hears_its_documents_change_and_go_over_stdio(
                     await client.subscribe_resource(uri)
                 assert refused.value.error.code == INVALID_PARAMS
 
+        hit = (await client.call_tool("search", {"query": "pangolins", "limit": 1})).structured_content
+        cited = (await client.call_tool("cite", {"chunk_ids": [hit["results"][0]["chunk_id"]]})).structured_content
+
         (folder / "other.md").write_text("# Other\n\nNow about okapis.\n")  # not subscribed: never told
         (folder / "first.md").write_text("# First\n\nNow about axolotls.\n")
         await until(updated, first)
@@ -82,6 +86,13 @@ async def test_a_legacy_subscriber_hears_its_documents_change_and_go_over_stdio(
             await client.read_resource(first)
         assert f"replaced when its file changed: it is now {now}" in old.value.error.message
         assert "axolotls" in (await client.read_resource(followed)).contents[0].text
+        # The citation made before the change still resolves, from the session's citation index.
+        state = json.loads(
+            (await client.read_resource(f"analysis://sessions/{cited['session']}/state")).contents[0].text
+        )
+        [chunk] = state["citations"]
+        citation = state["citation_index"][chunk]
+        assert citation["document_id"] == ids["first.md"] and "pangolins" in citation["content"]
 
         (folder / "first.md").unlink()
         updated.clear()
