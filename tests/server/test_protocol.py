@@ -156,6 +156,16 @@ async def test_two_legacy_clients_keep_their_own_levels(http: HttpServer) -> Non
     assert not quiet.messages
 
 
+async def test_a_client_is_sent_at_most_host_log_per_minute_messages(sample_db: Path) -> None:
+    pane = Pane()
+    params = stdio_params(sample_db, env={"MCP_ANALYSIS_SERVER__HOST_LOG_PER_MINUTE": "2"})
+    async with Client(params, mode="legacy", logging_callback=pane) as client:
+        for _ in range(5):
+            assert (await client.call_tool("cite", {"chunk_ids": "x"})).is_error
+    # A call's messages precede its result on the one stdio stream: all that was sent has arrived.
+    assert [m.level for m in pane.messages] == ["warning", "warning"]
+
+
 # ----------------------------------------------------------------------------- the view's extension
 
 
