@@ -29,7 +29,6 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from mcp_analysis.config import Settings
-from mcp_analysis.logging_setup import TO_HOST
 from mcp_analysis.server.sdk_compat import set_idle_timeout
 from mcp_analysis.session.clients import client_label
 
@@ -186,7 +185,7 @@ class LegacySessionGuard:
         client = client_label(_principal(scope), _address(scope))
         refusal = await self.sessions.admit(client)
         if refusal is not None:
-            log.warning("Refused a new legacy HTTP session: %s", refusal, extra=TO_HOST)
+            log.warning("Refused a new legacy HTTP session: %s", refusal)
             retry = max(1, round(self.sessions.settings.sessions.legacy_unused_ttl_seconds))
             await _refuse(send, 429 if "max_live_per_client" in refusal else 503, refusal, retry)
             return
