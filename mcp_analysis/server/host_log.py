@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from typing import Any, get_args
 
-from mcp.server.connection import Connection, allowed_log_levels
+from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp_types import EmptyResult, LoggingLevel, SetLevelRequestParams
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -37,7 +37,7 @@ from pydantic import BaseModel
 from mcp_analysis.logging_setup import PROGRESS_LOGGER
 from mcp_analysis.redact import redact_urls_in
 from mcp_analysis.sandbox.output import clip
-from mcp_analysis.server.sdk_compat import connection_of
+from mcp_analysis.server.sdk_compat import connection_of, log_levels_asked
 
 #: The `logger` field of every message this server sends.
 LOGGER = "mcp-analysis"
@@ -126,7 +126,7 @@ async def tell(ctx: ServerRequestContext[Any, Any], level: LoggingLevel, message
     """Send one message on this request's stream, if its client wants that level (and the budget allows)."""
     connection = connection_of(ctx.session)
     if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS or connection is None:
-        if level not in allowed_log_levels(ctx.protocol_version, ctx.meta):
+        if level not in log_levels_asked(ctx.protocol_version, ctx.meta):
             return  # this request did not opt in (its `_meta` log level): it spends no one's budget
         budget = shared
     elif wanted(connection, level):
