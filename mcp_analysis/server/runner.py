@@ -85,6 +85,7 @@ def build_http_app(
     from starlette.middleware import Middleware
 
     from mcp_analysis.server.app import create_server
+    from mcp_analysis.server.event_store import EventScope
     from mcp_analysis.server.jsonrpc_screen import ScreenedHttpBodies
     from mcp_analysis.server.legacy_http import LegacySessionGuard, LegacySessions
     from mcp_analysis.server.metrics import Observability
@@ -124,6 +125,8 @@ def build_http_app(
         lambda: runtime.sessions.memory if runtime.sessions is not None else None,
     )
     app.user_middleware.append(Middleware(LegacySessionGuard, path=settings.server.path, sessions=legacy))
+    # Innermost of all: whose SSE events the event store keeps and replays (server/event_store.py).
+    app.user_middleware.append(Middleware(EventScope))
     return app
 
 

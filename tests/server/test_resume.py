@@ -63,7 +63,7 @@ def start_session(client: httpx2.Client, url: str) -> str:
 
 def test_a_dropped_stream_resumes_with_last_event_id(http: HttpServer) -> None:
     with httpx2.Client(timeout=60) as client:
-        session = start_session(client, http.url)
+        session, other = start_session(client, http.url), start_session(client, http.url)
         call = {
             "jsonrpc": "2.0",
             "id": 7,
@@ -75,6 +75,10 @@ def test_a_dropped_stream_resumes_with_last_event_id(http: HttpServer) -> None:
         # The connection is gone before the result: only the priming event was read.
         assert priming.get("id") and not priming.get("data")
         headers = {"Accept": "text/event-stream", "Mcp-Session-Id": session, "MCP-Protocol-Version": VERSION}
+        # Another session (both number their requests alike) that names this event resumes nothing.
+        stranger = {**headers, "Mcp-Session-Id": other, "Last-Event-ID": priming["id"]}
+        with client.stream("GET", http.url, headers=stranger, timeout=30) as elsewhere:  # a replay would hang
+            assert not [e for e in events(elsewhere.iter_lines()) if e.get("data")]
         with client.stream("GET", http.url, headers={**headers, "Last-Event-ID": priming["id"]}) as resumed:
             assert resumed.status_code == 200
             for event in events(resumed.iter_lines()):
