@@ -220,3 +220,26 @@ def test_serving_installs_no_dev_tools() -> None:
     installed = {line.split("==")[0].lower() for line in exported.stdout.splitlines() if "==" in line}
     assert "mcp" in installed and "lancedb" in installed
     assert not installed & {"pytest", "ruff", "moto", "playwright", "hypothesis", "pytest-xdist"}
+
+
+async def test_a_restarted_worker_is_told_to_the_host(sample_db: Path, tmp_path: Path) -> None:
+    import os
+    import signal
+
+    import psutil
+
+    pane = Pane()
+    db = tmp_path / "kb.lancedb"
+    shutil.copytree(sample_db, db)  # its path names this test's server among the machine's processes
+    async with Client(stdio_params(db), mode="legacy", logging_callback=pane) as client:
+        kept = await client.call_tool("execute_code", {"code": "kept = 41"})
+        assert not kept.is_error
+        [server] = [p for p in psutil.process_iter(["cmdline"]) if str(db) in " ".join(p.info["cmdline"] or ())]
+        workers = [c for c in server.children(recursive=True) if "monty" in c.name()]
+        assert workers
+        for worker in workers:
+            os.kill(worker.pid, signal.SIGKILL)  # as the OOM killer would, while the session is idle
+        again = await client.call_tool("execute_code", {"code": "kept + 1"})
+        assert again.structured_content["value"] == "42"  # restored on a fresh worker
+        told = await pane.wait_for("warning")
+    assert "interpreter worker died while idle; restarted" in str(told.data)
