@@ -301,8 +301,15 @@ class Runtime:
                 # Best effort, never raises; a closed connection leaves the table via its exit stack.
                 await connection.notify("notifications/resources/list_changed", None)
             changes = await self._changed_documents(kb)
-            await self.updates.tell(changes, self._legacy_connections.values(), self.bus)
+            await self.updates.tell(changes, self._legacy_connections.values(), self.bus, self._visible_in(kb))
             await self._nap()
+
+    @staticmethod
+    def _visible_in(kb: KnowledgeBase) -> Any:
+        async def visible(document_filter: str | None, document_id: str) -> bool:
+            return await kb.corpus(document_filter).find(document_id) is not None
+
+        return visible
 
     async def _changed_documents(self, kb: KnowledgeBase) -> list[Change]:
         try:

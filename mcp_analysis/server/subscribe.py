@@ -13,7 +13,7 @@ from mcp_types import INVALID_PARAMS, EmptyResult, SubscribeRequestParams, Unsub
 
 from mcp_analysis.search.excerpt import label
 from mcp_analysis.server.calls import runtime_of
-from mcp_analysis.server.resources import caller_corpus
+from mcp_analysis.server.identity import caller_filter
 from mcp_analysis.server.sdk_compat import connection_of
 from mcp_analysis.server.updates import MAX_PER_CONNECTION, document_of, subscribed
 
@@ -27,8 +27,10 @@ async def subscribe(ctx: ServerRequestContext[Any, Any], params: SubscribeReques
             code=INVALID_PARAMS,
             message=f"Only document resources (documents:///{{id}}/...) can be subscribed, not {label(uri, 120)!r}.",
         )
-    corpus = await caller_corpus(runtime_of(ctx))
-    if await corpus.find(found[0]) is None:
+    runtime = await runtime_of(ctx).ready()
+    assert runtime.kb is not None
+    _, document_filter = caller_filter(runtime)
+    if await runtime.kb.corpus(document_filter).find(found[0]) is None:
         message = f"No document {label(found[0])!r} (unknown, or outside your filter)."
         raise MCPError(code=INVALID_PARAMS, message=message)
     connection = connection_of(ctx.session)
@@ -40,12 +42,12 @@ async def subscribe(ctx: ServerRequestContext[Any, Any], params: SubscribeReques
                 message=f"This connection holds {len(mine)} subscriptions, the most one may hold; "
                 "unsubscribe some first.",
             )
-        mine.add(uri)
+        mine[uri] = document_filter  # a changed file's new document is followed only if this filter sees it
     return EmptyResult()
 
 
 async def unsubscribe(ctx: ServerRequestContext[Any, Any], params: UnsubscribeRequestParams) -> EmptyResult:
     connection = connection_of(ctx.session)
     if connection is not None:
-        subscribed(connection).discard(str(params.uri))
+        subscribed(connection).pop(str(params.uri), None)
     return EmptyResult()

@@ -18,7 +18,7 @@ server runs (`successor`).
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -44,10 +44,11 @@ class Change:
     successor: str | None
 
 
-def subscribed(connection: Connection) -> set[str]:
+def subscribed(connection: Connection) -> dict[str, str | None]:
+    """The connection's subscribed URIs, each with the document filter its subscriber reads with."""
     found = connection.state.get(_KEY)
-    if not isinstance(found, set):
-        found = connection.state[_KEY] = set()
+    if not isinstance(found, dict):
+        found = connection.state[_KEY] = {}
     return found
 
 
@@ -93,8 +94,15 @@ class DocumentUpdates:
             document_id = self.successors[document_id]
         return document_id if seen else None
 
-    async def tell(self, changes: list[Change], connections: Iterable[Connection], bus: Any) -> None:
-        """`notifications/resources/updated` to the subscribers of each change's files."""
+    async def tell(
+        self,
+        changes: list[Change],
+        connections: Iterable[Connection],
+        bus: Any,
+        visible: Callable[[str | None, str], Awaitable[bool]],
+    ) -> None:
+        """`notifications/resources/updated` to the subscribers of each change's files; a subscription
+        follows a replaced document only where the subscriber's filter (`visible`) sees its successor."""
         for change in changes:
             for name in uris.DOCUMENT_FILES:  # 2026-07-28 listeners: the SDK sends those they named
                 await bus.publish(ResourceUpdated(uri=uris.document_file(change.document_id, name)))
@@ -106,7 +114,8 @@ class DocumentUpdates:
                 for uri in sorted(u for u in mine if u.startswith(f"{_PREFIX}{change.document_id}/")):
                     await connection.send_resource_updated(uri)  # best effort, never raises
                     if change.successor is not None:
-                        mine.discard(uri)
-                        moved = uri.replace(change.document_id, change.successor, 1)
-                        mine.add(moved)
-                        await connection.send_resource_updated(moved)
+                        document_filter = mine.pop(uri)
+                        if await visible(document_filter, change.successor):
+                            moved = uri.replace(change.document_id, change.successor, 1)
+                            mine[moved] = document_filter
+                            await connection.send_resource_updated(moved)

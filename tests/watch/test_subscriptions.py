@@ -17,7 +17,7 @@ import pytest
 from mcp import Client
 from mcp.client.subscriptions import ResourceUpdated
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS, ResourceUpdatedNotification
+from mcp_types import INVALID_PARAMS, ResourceListChangedNotification, ResourceUpdatedNotification
 
 from tests.conftest import run_cli
 from tests.mcp_helpers import http_server, stdio_params
@@ -113,3 +113,36 @@ async def test_a_2026_listener_hears_the_uris_it_named(tmp_path: Path) -> None:
                         if isinstance(event, ResourceUpdated):
                             assert event.uri == first
                             break
+
+
+async def test_a_subscription_does_not_follow_into_a_document_outside_the_subscribers_filter(tmp_path: Path) -> None:
+    folder, kb, env = watched(tmp_path)
+    tokens = tmp_path / "tokens.yaml"
+    tokens.write_text("tokens:\n  - name: alice\n    token: alice-token-0123456789\n    filter: \"title = 'First'\"\n")
+    heard: list[str] = []  # in order: updated URIs, and "list_changed"
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, ResourceUpdatedNotification):
+            heard.append(str(message.params.uri))
+        elif isinstance(message, ResourceListChangedNotification):
+            heard.append("list_changed")
+
+    with http_server(kb, "--watch", str(folder), "--tokens-file", str(tokens), env=env, log_dir=tmp_path) as server:
+        async with server.client("alice-token-0123456789", mode="legacy", message_handler=on_message) as client:
+            [(name, old)] = (await ids_by_name(client)).items()
+            assert name == "first.md"
+            first = f"documents:///{old}/content.txt"
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                await client.subscribe_resource(first)
+            (folder / "first.md").write_text("# Renamed\n\nNow outside alice's filter: about quokkas.\n")
+            await until(heard, first)  # what alice subscribed to changed (and is gone for her) ...
+            (folder / "other.md").write_text("# Other\n\nA later change, told after the first one's.\n")
+            with anyio.fail_after(DEADLINE):
+                while True:
+                    if "list_changed" in heard[heard.index(first) :]:
+                        break
+                    await anyio.sleep(0.1)
+            assert await ids_by_name(client) == {}
+    # ... and her subscription did not follow the file into a document her filter does not show.
+    assert [h for h in heard if h != "list_changed"] == [first]
