@@ -17,6 +17,7 @@ server runs (`successor`).
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ MAX_PER_CONNECTION = 1000  # subscribed URIs one client connection may hold
 SUCCESSORS = 10_000  # replaced documents remembered (old id -> new id) for a clear not-found
 _KEY = "mcp_analysis.subscriptions"
 _PREFIX = "documents:///"
+_TABLE_CSV = re.compile(r"tables/\d{1,9}\.csv")
 
 
 @dataclass(frozen=True)
@@ -53,11 +55,12 @@ def subscribed(connection: Connection) -> dict[str, str | None]:
 
 
 def document_of(uri: str) -> tuple[str, str] | None:
-    """(document id, file) of a document resource URI, else None."""
+    """(document id, file) of a document resource URI (one of its files, or a table's CSV), else None."""
     if not uri.startswith(_PREFIX):
         return None
     document_id, _, name = uri[len(_PREFIX) :].partition("/")
-    return (document_id, name) if document_id and name else None
+    known = name in uris.DOCUMENT_FILES or _TABLE_CSV.fullmatch(name) is not None
+    return (document_id, name) if document_id and known else None
 
 
 class DocumentUpdates:

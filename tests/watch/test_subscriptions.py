@@ -146,3 +146,22 @@ async def test_a_subscription_does_not_follow_into_a_document_outside_the_subscr
             assert await ids_by_name(client) == {}
     # ... and her subscription did not follow the file into a document her filter does not show.
     assert [h for h in heard if h != "list_changed"] == [first]
+
+
+async def test_subscriptions_are_bounded_per_connection(sample_db: Path) -> None:
+    async with Client(stdio_params(sample_db), mode="legacy") as client:
+        document = next(iter((await ids_by_name(client)).values()))
+        table = f"documents:///{document}/tables/{{}}.csv"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pytest.raises(MCPError) as unknown_file:
+                await client.subscribe_resource(f"documents:///{document}/secrets.txt")
+            assert unknown_file.value.error.code == INVALID_PARAMS
+            for n in range(1000):
+                await client.subscribe_resource(table.format(n))
+            with pytest.raises(MCPError) as full:
+                await client.subscribe_resource(table.format(1000))
+            assert full.value.error.code == INVALID_PARAMS and "holds 1000 subscriptions" in full.value.error.message
+            await client.subscribe_resource(table.format(0))  # one it holds: no new place needed
+            await client.unsubscribe_resource(table.format(0))
+            await client.subscribe_resource(table.format(1000))  # room again
