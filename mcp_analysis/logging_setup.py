@@ -9,6 +9,9 @@ import sys
 from mcp_analysis.redact import redact_urls_in
 
 PROGRESS_LOGGER = "mcp_analysis.progress"  # see mcp_analysis/progress.py
+#: `log.info(..., extra=TO_HOST)`: the line is for the person at the MCP host too (server/host_log.py).
+#: Such a line names files and settings, never document text or a secret.
+TO_HOST = {"to_host": True}
 _FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
 
 

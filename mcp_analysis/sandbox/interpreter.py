@@ -27,6 +27,7 @@ from pydantic_monty import (
     MontySyntaxError,
 )
 
+from mcp_analysis.logging_setup import TO_HOST
 from mcp_analysis.sandbox.hints import with_hint
 from mcp_analysis.sandbox.liveness import WorkerLiveness
 from mcp_analysis.sandbox.models import ExecutionResult
@@ -131,7 +132,10 @@ class Interpreter:
                 self.pool.touch(self)
                 return self._session
             # The worker died while idle (OOM killer, kill -9): reload the last good state.
-            log.warning("Interpreter worker died while idle; restoring the session on a fresh worker")
+            log.warning(
+                "An interpreter worker died while idle; restarted: the session continues on a fresh worker",
+                extra=TO_HOST,
+            )
             await self._detach()
         session = await self.pool.acquire(self)
         for attempt in range(_RESTORE_ATTEMPTS if self.state is not None else 0):

@@ -15,13 +15,19 @@ from typing import Annotated, Any
 from mcp.server import MCPServer
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.subscriptions import InMemorySubscriptionBus
+from mcp_types import SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams
 from pydantic import AnyHttpUrl, Field
 
 from mcp_analysis.config import Settings, load_settings, with_db
 from mcp_analysis.server.auth import StaticTokenVerifier, load_tokens
+from mcp_analysis.server.capabilities import advertise_view
+from mcp_analysis.server.exact_errors import exact_errors
+from mcp_analysis.server.host_log import set_level, warn_failed_calls
 from mcp_analysis.server.middleware import MIDDLEWARE
 from mcp_analysis.server.resources import register_resources
 from mcp_analysis.server.runtime import Runtime
+from mcp_analysis.server.sdk_compat import lowlevel_server
+from mcp_analysis.server.subscribe import subscribe, unsubscribe
 from mcp_analysis.server.tools import register_tools
 from mcp_analysis.server.view import link_view, view_extension
 from mcp_analysis.tooling.descriptions import ANALYZE_PROMPT, INSTRUCTIONS
@@ -89,8 +95,15 @@ def create_server(
     extensions = {"extensions": [view_extension()]} if view else {}
     server = AnalysisServer(runtime, **(bearer_auth(settings) if http else {}), **extensions)
     server.middleware.extend(MIDDLEWARE)
+    server.middleware.extend([exact_errors(server), warn_failed_calls(settings.server.host_log_per_minute)])
+    # The logging capability (declared because this handler exists): a client's level, per connection.
+    lowlevel = lowlevel_server(server)
+    lowlevel.add_request_handler("logging/setLevel", SetLevelRequestParams, set_level)
+    # resources.subscribe (declared because these handlers exist): document resources, server/updates.py.
+    lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, subscribe)
+    lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, unsubscribe)
     if view:
-        server.middleware.append(link_view)
+        server.middleware.extend([link_view, advertise_view])
     register_tools(server)
     register_resources(server, runtime)
     server.prompt(name="analyze", title="Analyse a question", description="The analysis workflow for a question.")(

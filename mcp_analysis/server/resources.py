@@ -76,6 +76,12 @@ async def _visible(document_id: str, ctx: Context) -> tuple[Corpus, DocumentMeta
     corpus = await caller_corpus(runtime_of(ctx))
     meta = await corpus.find(document_id)
     if meta is None:
+        successor = runtime_of(ctx).updates.successor(document_id)
+        if successor is not None and await corpus.find(successor) is not None:
+            raise ResourceNotFoundError(
+                f"Document {document_id} was replaced when its file changed: it is now {successor} "
+                f"({uris.document_file(successor, 'content.txt')})."
+            )
         raise ResourceNotFoundError(f"No document {label(document_id)!r} (unknown, or outside your filter).")
     return corpus, meta
 

@@ -21,6 +21,8 @@ from mcp_analysis.errors import DatabaseNotFoundError
 from mcp_analysis.paths import is_local_path
 
 if TYPE_CHECKING:
+    from mcp.server.streamable_http import EventStore
+
     from mcp_analysis.corpus import KnowledgeBase
     from mcp_analysis.server.runtime import Runtime
 
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+RECONNECT_MS = 1000
 
 
 class KnowledgeBaseOpener(Protocol):
@@ -46,6 +49,18 @@ def security_settings(settings: Settings) -> TransportSecuritySettings:
         hosts.append(f"{bind}:*")
         origins.append(f"http://{bind}:*")
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
+
+
+class MissingDatabase:
+    """The opener of a stdio server started by a host before its knowledge base exists: every tool
+    call answers with `error` (how to create it), where a server that exits shows the host only
+    "Connection closed"."""
+
+    def __init__(self, error: DatabaseNotFoundError) -> None:
+        self.error = error
+
+    async def open(self, settings: Settings) -> KnowledgeBase:
+        raise self.error
 
 
 def check_database(settings: Settings) -> None:
@@ -70,6 +85,7 @@ def build_http_app(
     from starlette.middleware import Middleware
 
     from mcp_analysis.server.app import create_server
+    from mcp_analysis.server.event_store import EventScope
     from mcp_analysis.server.jsonrpc_screen import ScreenedHttpBodies
     from mcp_analysis.server.legacy_http import LegacySessionGuard, LegacySessions
     from mcp_analysis.server.metrics import Observability
@@ -88,6 +104,8 @@ def build_http_app(
         host=settings.server.host,
         session_idle_timeout=settings.sessions.ttl_seconds,
         max_sessions=settings.sessions.max_sessions,  # the guard below refuses first, with a clearer message
+        event_store=event_store(settings),
+        retry_interval=RECONNECT_MS,  # in each stream's priming event: when a dropped client should come back
     )
     # Inside authentication: malformed JSON-RPC bodies get the same answers as on stdio.
     app.user_middleware.append(
@@ -107,7 +125,17 @@ def build_http_app(
         lambda: runtime.sessions.memory if runtime.sessions is not None else None,
     )
     app.user_middleware.append(Middleware(LegacySessionGuard, path=settings.server.path, sessions=legacy))
+    # Innermost of all: whose SSE events the event store keeps and replays (server/event_store.py).
+    app.user_middleware.append(Middleware(EventScope))
     return app
+
+
+def event_store(settings: Settings) -> EventStore | None:
+    """Where SSE events wait for a client that reconnects (server/event_store.py); None turns resuming off."""
+    from mcp_analysis.server.event_store import BoundedEventStore
+
+    megabytes = settings.server.resume_buffer_mb
+    return BoundedEventStore(megabytes * 1024 * 1024, settings.server.resume_seconds) if megabytes else None
 
 
 async def run_server(
@@ -121,13 +149,21 @@ async def run_server(
 
     `opener` opens the knowledge base in the background once the server answers (its
     `open(settings)` returns a `KnowledgeBase`), e.g. building the sample first; without
-    one, a missing local knowledge base is an error before anything starts. `on_runtime`
+    one, a missing local knowledge base is an error before anything starts (over stdio with no
+    terminal, i.e. started by a host, it is served anyway: each tool call says so). `on_runtime`
     is handed the server's runtime (a folder watcher in this process tells it of changes).
     """
     from mcp_analysis.server.app import create_server
 
+    missing: DatabaseNotFoundError | None = None
     if opener is None:
-        check_database(settings)
+        try:
+            check_database(settings)
+        except DatabaseNotFoundError as exc:
+            if http or sys.stdin.isatty():
+                raise
+            log.error("%s Serving anyway (an MCP host started this): every tool call says so.", exc)
+            missing, opener = exc, MissingDatabase(exc)
     if not http:
         log.info("mcp-analysis serving %s over stdio", settings.db)
         if sys.stdin.isatty():
@@ -144,6 +180,8 @@ async def run_server(
         if on_runtime is not None:
             on_runtime(server.runtime)
         await serve_stdio(server)  # every malformed line is answered (server/jsonrpc_screen.py)
+        if missing is not None:
+            raise missing  # the exit status says the server could not do its work
         return
 
     import uvicorn

@@ -20,7 +20,9 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChang
 from mcp_analysis.config import Settings
 from mcp_analysis.errors import AnalysisError
 from mcp_analysis.process_gc import imports_paused
+from mcp_analysis.server.host_log import HostLog
 from mcp_analysis.server.sdk_compat import connection_of
+from mcp_analysis.server.updates import Change, DocumentUpdates
 from mcp_analysis.session.keys import SessionKey  # light: no LanceDB or monty behind it
 
 if TYPE_CHECKING:
@@ -54,6 +56,10 @@ class Runtime:
         self._stop = anyio.Event()
         self._idle = anyio.Event()
         self._legacy_connections: dict[int, Any] = {}
+        #: Server events for the hosts' log panes (server/host_log.py).
+        #: Who subscribed to which document, and what changed (server/updates.py).
+        self.updates = DocumentUpdates()
+        self.host_log = HostLog(lambda: self._legacy_connections.values(), settings.server.host_log_per_minute)
         #: Why the knowledge base cannot be read now (None while it can); for /healthz.
         self.kb_error: str | None = None
         self._changed = anyio.Event()  # set by a writer in this process: check the documents now
@@ -143,6 +149,8 @@ class Runtime:
     async def _run(self, background: TaskGroup) -> None:
         """Open everything, serve until the last user leaves, then close in order."""
         warming = anyio.CancelScope()  # the background warm-up of this run (a scope needs the event loop)
+        telling = anyio.CancelScope()  # the hosts' log panes hear server events while this run lasts
+        background.start_soon(self._tell_hosts, telling)
         self.warmed, self.warm_up_error = anyio.Event(), None
         try:
             # Heavy imports (LanceDB, monty, pydantic-ai) in a thread: the event loop keeps
@@ -177,6 +185,7 @@ class Runtime:
             await self._stop.wait()
         finally:
             warming.cancel()
+            telling.cancel()
             self.sessions = None
             self.pool = None
 
@@ -203,6 +212,10 @@ class Runtime:
                 log.info("The knowledge base at %s is reachable again", self.settings.db)
             self._failure, self.kb_error = None, None
             return kb
+
+    async def _tell_hosts(self, scope: anyio.CancelScope) -> None:
+        with scope, self.host_log.attached():
+            await self.host_log.run()
 
     async def _warm_up(self, kb: KnowledgeBase, scope: anyio.CancelScope) -> None:
         """Load the embedder and the search indexes now, so the first search does not pay for them.
@@ -273,6 +286,8 @@ class Runtime:
                 log.info("The knowledge base at %s is readable again", self.settings.db)
                 self.kb_error = None
             if last is None or version == last:
+                if last is None:
+                    await self._changed_documents(kb)  # the first look, to compare later ones with
                 last = version
                 await self._nap()
                 continue
@@ -286,7 +301,23 @@ class Runtime:
             for connection in list(self._legacy_connections.values()):
                 # Best effort, never raises; a closed connection leaves the table via its exit stack.
                 await connection.notify("notifications/resources/list_changed", None)
+            changes = await self._changed_documents(kb)
+            await self.updates.tell(changes, self._legacy_connections.values(), self.bus, self._visible_in(kb))
             await self._nap()
+
+    @staticmethod
+    def _visible_in(kb: KnowledgeBase) -> Any:
+        async def visible(document_filter: str | None, document_id: str) -> bool:
+            return await kb.corpus(document_filter).find(document_id) is not None
+
+        return visible
+
+    async def _changed_documents(self, kb: KnowledgeBase) -> list[Change]:
+        try:
+            return self.updates.changed(await kb.corpus(self.server_filter).documents())
+        except Exception as exc:  # subscribers miss this change; the next one compares with the last look
+            log.warning("Could not compare the documents for subscribers: %s", exc)
+            return []
 
     def documents_changed(self) -> None:
         """A writer in this process (a folder watcher) committed: check now, not at the next interval."""

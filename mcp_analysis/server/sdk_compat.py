@@ -30,6 +30,10 @@ dispatch context (``ServerSession._request_outbound``, unwrapped: ``_on_progress
 2026-07-28 HTTP transport's keeps the token as ``progress_token``). Asking spares every call that
 did not ask the task that would report progress each second.
 
+Whether a 2026-07-28 request opted in to log messages at a level (`log_levels_asked`) is the
+SDK's own rule (``mcp.server.connection.allowed_log_levels``, outside that module's ``__all__``):
+the host log (server/host_log.py) asks it before spending a message of its budget.
+
 Everything else uses public API: paging ``resources/list`` and advertising
 ``resources.listChanged`` go through ``MCPServer.middleware``. If the SDK changes
 under this module, tests/server/test_sdk_compat.py fails loudly; at run time
@@ -45,6 +49,7 @@ from typing import Any
 
 import anyio
 from mcp.server import MCPServer
+from mcp.server import connection as _connection_module
 from mcp.server.connection import Connection
 from mcp.server.lowlevel.server import Server
 from mcp.server.streamable_http import StreamableHTTPServerTransport
@@ -95,6 +100,18 @@ def _progress_wanted(request: Any) -> bool:
     if hasattr(dispatch, "_on_progress"):  # in-process (direct) dispatch: the client's callback
         return dispatch._on_progress is not None  # type: ignore[union-attr]
     return True
+
+
+def log_levels_asked(protocol_version: str, meta: Any) -> frozenset[str]:
+    """The `notifications/message` levels one request may be sent (all of them before 2026-07-28,
+    where `logging/setLevel` decides; at 2026-07-28 those its ``_meta`` log level opted in to)."""
+    rule = getattr(_connection_module, "allowed_log_levels", None)
+    if rule is None:
+        raise RuntimeError(
+            "mcp SDK changed: mcp.server.connection no longer has `allowed_log_levels`; "
+            "update mcp_analysis/server/sdk_compat.py"
+        )
+    return frozenset(rule(protocol_version, meta))
 
 
 def lowlevel_server(server: MCPServer) -> Server:

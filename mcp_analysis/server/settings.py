@@ -36,3 +36,10 @@ class ServerSettings(BaseModel):
     # the name predates watch/, which follows folders: the key stays for compatibility.
     watch_interval: float = Field(2.0, gt=0, description="Seconds between checks for added documents.")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    resume_buffer_mb: int = Field(
+        32, ge=0, le=4096, description="Memory for SSE events a reconnecting HTTP client may resume from (0: none)."
+    )
+    resume_seconds: float = Field(300.0, gt=0, description="How long an SSE event can be resumed from.")
+    host_log_per_minute: int = Field(
+        30, ge=1, le=10_000, description="notifications/message one client connection is sent per minute at most."
+    )

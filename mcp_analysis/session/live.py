@@ -12,12 +12,16 @@ cannot take every place.
 
 from __future__ import annotations
 
+import logging
 import time
 
 from mcp_analysis.errors import SessionLimitError
+from mcp_analysis.logging_setup import TO_HOST
 from mcp_analysis.session.analysis import AnalysisSession
 from mcp_analysis.session.keys import SessionKey
 from mcp_analysis.session.settings import SessionSettings
+
+log = logging.getLogger(__name__)
 
 
 def busy(session: AnalysisSession) -> bool:
@@ -140,6 +144,11 @@ class LiveSessions:
             if droppable(session):
                 await self.evict(key, session)
                 left -= 1
+                log.info(
+                    "An idle analysis session left memory to make room (sessions.max_sessions, "
+                    "sessions.max_live_per_client); what it kept is kept",
+                    extra=TO_HOST,
+                )
 
     async def expire_idle(self, ttl_seconds: float) -> int:
         """Drop sessions idle past the TTL; returns how many went."""

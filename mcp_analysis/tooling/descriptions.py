@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 INSTRUCTIONS = """\
 Analyse a document knowledge base. Workflow:
@@ -104,8 +104,23 @@ PassageChars = Annotated[
     int | None, Field(description="Characters shown per hit's passage, on average (default 900).", ge=100, le=100_000)
 ]
 Code = Annotated[str, Field(description="Python source to run.")]
+
+
+def _chunk_id_list(value: object) -> object:
+    """One bare string is the usual slip (`--tool-arg chunk_ids=<id>` in the Inspector): say the shape."""
+    if isinstance(value, str):
+        raise ValueError(
+            'chunk_ids takes a JSON array of chunk ids, e.g. ["6b0a642e-247b-42f3-8dd8-1ecdb767fff8"] ([] if the '
+            "answer is not from the documents), not one string; in the MCP Inspector CLI: "
+            "--tool-arg 'chunk_ids=[\"<chunk id>\"]'"
+        )
+    return value
+
+
 ChunkIds = Annotated[
-    list[str], Field(description="chunk_id values supporting the answer; [] if the answer is not from the documents.")
+    list[str],
+    BeforeValidator(_chunk_id_list),
+    Field(description="chunk_id values supporting the answer; [] if the answer is not from the documents."),
 ]
 PageOffset = Annotated[int, Field(description="Skip this many documents (paging).", ge=0)]
 PageSize = Annotated[int, Field(description="Documents per page.", ge=1, le=1000)]

@@ -29,6 +29,7 @@ import anyio
 from anyio.abc import TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from mcp_analysis.logging_setup import TO_HOST
 from mcp_analysis.watch.lock import WatchLease, WatchLeaseLost
 from mcp_analysis.watch.mirror import FolderMirror, SyncReport
 from mcp_analysis.watch.rules import relative_to_any
@@ -68,6 +69,18 @@ def log_report(report: SyncReport, when: str) -> None:
         log.warning("watch: could not add %s: %s", path, reason)
     if report.changed or report.failed:
         log.info("watch (%s): %s", when, report.summary())
+    for what, uris in (("added", report.added), ("changed", report.replaced), ("removed", report.removed)):
+        if uris:  # for the person at the MCP host: which files, never what they say
+            log.info("Watched folder: %s %s", what, file_names(uris), extra=TO_HOST)
+    if report.moved:
+        log.info("Watched folder: moved %s", file_names([new for _, new in report.moved]), extra=TO_HOST)
+
+
+def file_names(uris: list[str], shown: int = 10) -> str:
+    """The file names of `uris` (not their folders), the first `shown` of them and how many more."""
+    names = [uri.rstrip("/").rsplit("/", 1)[-1] for uri in uris]
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 class FolderWatcher:

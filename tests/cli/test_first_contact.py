@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp_types import LoggingMessageNotificationParams
 
 from tests.conftest import REPO, SAMPLE_DOCUMENTS
 
@@ -31,8 +32,13 @@ async def test_the_readme_first_command_answers_tools_list_before_the_sample_is_
         cwd=str(REPO),
     )
     stderr = tmp_path / "stderr.txt"
+    pane: list[str] = []  # the host's log pane (a handshake-era host, as Claude Desktop is)
+
+    async def heard(message: LoggingMessageNotificationParams) -> None:
+        pane.append(str(message.data))
+
     with stderr.open("w") as errlog:
-        async with Client(stdio_client(params, errlog=errlog)) as client:
+        async with Client(stdio_client(params, errlog=errlog), mode="legacy", logging_callback=heard) as client:
             tools = await client.list_tools()
             said_when_listed = stderr.read_text()
             found = await client.call_tool("search", {"query": "average quarterly revenue", "limit": 3})
@@ -45,3 +51,6 @@ async def test_the_readme_first_command_answers_tools_list_before_the_sample_is_
     titles = [hit["document_title"] for hit in found.structured_content["results"]]
     assert any("Quarterly Financial Report" in title for title in titles), titles
     assert (data / "mcp-analysis" / "sample.lancedb").is_dir()
+    # The host's log pane was told too, step by step: the build's lines, as on stderr.
+    assert any(line.startswith("Building the sample knowledge base") for line in pane), pane
+    assert any(BUILT in line for line in pane), pane

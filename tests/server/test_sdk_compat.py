@@ -24,7 +24,7 @@ from mcp.server.connection import Connection
 from mcp.server.mcpserver import Context
 
 from mcp_analysis.server.app import create_server
-from mcp_analysis.server.sdk_compat import connection_of, progress_wanted, transport_session_id
+from mcp_analysis.server.sdk_compat import connection_of, log_levels_asked, progress_wanted, transport_session_id
 from tests.conftest import REPO, SAMPLE_DOCUMENTS, make_settings
 from tests.services import free_port, stop, wait_for_port
 
@@ -178,3 +178,11 @@ def probe_over_http(script: Path) -> Iterator[str]:
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         stop(process, timeout=15)
+
+
+def test_the_sdks_rule_for_requested_log_levels_is_reachable() -> None:
+    # Handshake era: every level (logging/setLevel decides); 2026-07-28: what `_meta` asked, and up.
+    assert log_levels_asked("2025-11-25", None) >= {"debug", "warning", "emergency"}
+    assert log_levels_asked("2026-07-28", None) == frozenset()
+    asked = log_levels_asked("2026-07-28", {"io.modelcontextprotocol/logLevel": "warning"})
+    assert "warning" in asked and "error" in asked and "info" not in asked

@@ -204,7 +204,7 @@ async def test_clients_hear_when_documents_are_added(sample_db: Path, server_log
 # ------------------------------------------------------------------------ Inspector
 
 
-def _inspector(*args: str, db: Path, home: Path) -> dict[str, Any]:
+def _inspector(*args: str, db: Path, home: Path, status: int = 0) -> dict[str, Any]:
     binary = os.environ.get("MCP_INSPECTOR_BIN") or shutil.which("mcp-inspector")
     command = [binary] if binary else ["npx", "-y", "@modelcontextprotocol/inspector@2.12.0"]
     run = subprocess.run(
@@ -215,7 +215,7 @@ def _inspector(*args: str, db: Path, home: Path) -> dict[str, Any]:
         timeout=300,
         env={**os.environ, "HOME": str(home)},
     )
-    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.returncode == status, run.stderr[-2000:]
     return json.loads(run.stdout)
 
 
@@ -246,3 +246,20 @@ def test_mcp_inspector_cli_against_the_stdio_server(sample_db: Path, tmp_path: P
         home=tmp_path,
     )
     assert "How many?" in prompt["messages"][0]["content"]["text"]
+    # The README's cite example: chunk_ids is a JSON array; one bare id is told the shape.
+    found = _inspector(
+        "--method", "tools/call", "--tool-name", "search", "--tool-arg", "query=revenue", "limit=1",
+        db=sample_db, home=tmp_path,
+    )  # fmt: skip
+    chunk = found["structuredContent"]["results"][0]["chunk_id"]
+    cited = _inspector(
+        "--method", "tools/call", "--tool-name", "cite", "--tool-arg", f'chunk_ids=["{chunk}"]',
+        db=sample_db, home=tmp_path,
+    )  # fmt: skip
+    assert [c["chunk_id"] for c in cited["structuredContent"]["citations"]] == [chunk]
+    bare = _inspector(
+        "--method", "tools/call", "--tool-name", "cite", "--tool-arg", f"chunk_ids={chunk}",
+        db=sample_db, home=tmp_path, status=5,  # the Inspector's exit status for an isError result
+    )  # fmt: skip
+    assert bare["isError"] and "chunk_ids takes a JSON array of chunk ids" in bare["content"][0]["text"]
+    assert "--tool-arg 'chunk_ids=[\"<chunk id>\"]'" in bare["content"][0]["text"]
