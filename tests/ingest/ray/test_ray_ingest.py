@@ -32,7 +32,8 @@ pytestmark = pytest.mark.slow
 
 if importlib.util.find_spec("ray") is None:
     raise ImportError(
-        "tests/ingest/ray needs the optional Ray packages: run the suite with `python3 -m uv run --group dev --extra ray pytest`."
+        "tests/ingest/ray needs the optional Ray packages: run the suite with "
+        "`python3 -m uv run --group dev --extra ray pytest`."
     )
 
 RAY_ENV = {"RAY_AUTH_MODE": "disabled"}
