@@ -30,7 +30,7 @@ from typing import Any, Protocol
 import anyio
 
 from mcp_analysis.corpus import KnowledgeBase
-from mcp_analysis.errors import AnalysisError, IngestError
+from mcp_analysis.errors import IngestError
 from mcp_analysis.ingest import formats
 from mcp_analysis.ingest.chunker import ChunkDraft
 from mcp_analysis.ingest.excluded import Excluded, excluded_paths
@@ -399,43 +399,3 @@ class Ingestor:
         for prepared in pending:
             (report.replaced if prepared.replacing else report.added).append(prepared.meta.uri)
             report.chunks += len(prepared.chunks)
-
-
-MIN_ID_PREFIX = 4
-
-
-def find_document(metas: Sequence[DocumentMeta], reference: str) -> DocumentMeta:
-    """The document `reference` names: its id, a unique id prefix (>= 4 characters), its uri,
-    or the path it was added from. Ambiguous or unknown references are clear errors."""
-    reference = reference.strip()
-    exact = next((m for m in metas if reference in (m.id, m.uri)), None)
-    if exact is not None:
-        return exact
-    if "://" not in reference:
-        uri = Path(reference).expanduser().resolve().as_uri()
-        by_path = next((m for m in metas if m.uri == uri), None)
-        if by_path is not None:
-            return by_path
-    matches = [m for m in metas if m.id.startswith(reference.lower())] if len(reference) >= MIN_ID_PREFIX else []
-    if len(matches) == 1:
-        return matches[0]
-    if matches:
-        shown = ", ".join(m.id for m in matches[:5]) + (", ..." if len(matches) > 5 else "")
-        raise AnalysisError(
-            f"Id prefix {reference!r} matches {len(matches)} documents ({shown}); give more characters of the id."
-        )
-    raise AnalysisError(
-        f"No document with id, id prefix (at least {MIN_ID_PREFIX} characters), uri or path {reference!r}. "
-        "`mcp-analysis list` shows them."
-    )
-
-
-async def remove_document(kb: KnowledgeBase, reference: str) -> DocumentMeta:
-    """Delete one document by id, unique id prefix, uri or path (see `find_document`)."""
-    store = kb.store
-    store.check_writable()
-    target = find_document(await store.all_meta(), reference)
-    async with ingest_lock(store.path):
-        await store.delete_document(target.id)
-    await kb.refresh()
-    return target

@@ -98,7 +98,8 @@ async def ensure_sample_kb(settings: Settings) -> Settings:
     )
     progress.say("sample knowledge base: loading libraries")
     from mcp_analysis.corpus import KnowledgeBase
-    from mcp_analysis.ingest.pipeline import Ingestor, remove_document
+    from mcp_analysis.ingest.pipeline import Ingestor
+    from mcp_analysis.ingest.removal import remove_document
 
     fingerprint = _fingerprint()
     kb = await KnowledgeBase.open(_with_ocr(settings), create=True)

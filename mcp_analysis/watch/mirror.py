@@ -259,9 +259,8 @@ class FolderMirror:
         if self.before_write is not None:
             await self.before_write()
         async with ingest_lock(store.path):
-            for meta in stale:
-                await store.delete_document(meta.id)
-                report.removed.append(meta.uri)
+            await store.delete_documents([meta.id for meta in stale])  # one commit per table for the batch
+            report.removed.extend(meta.uri for meta in stale)
         await self.kb.refresh()
 
 
