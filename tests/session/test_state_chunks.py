@@ -21,7 +21,7 @@ import redis as redis_client
 from mcp_analysis.session.keys import SessionKey
 from mcp_analysis.session.state import AnalysisState
 from mcp_analysis.session.stores.base import Limits, SessionRecord, Signer
-from mcp_analysis.session.stores.chunks import DumpMemo
+from mcp_analysis.session.stores.chunks import DumpMemo, split
 from mcp_analysis.session.stores.file import FileSessionStore
 from tests.adversarial.redis_cluster import store_env
 from tests.mcp_helpers import HttpServer, http_server, text
@@ -201,3 +201,15 @@ async def test_redis_receives_no_state_on_search_and_a_few_chunks_on_a_read_only
     with http_server(sample_db, env=env, log_dir=tmp_path) as server:
         result = await call(server, "execute_code", {"code": "rows[2][:12]", "session": handle})
         assert result["value"] == "'row 2 of the'"  # type: ignore[index]
+
+
+def test_a_split_from_the_previous_dump_is_the_split_a_fresh_cut_makes() -> None:
+    # Taking the previous dump's chunks where the bytes are the same must cut where FastCDC would.
+    signer = Signer(SECRET)
+    before = dump(1)
+    after = before[:100] + b"inserted near the start" + before[100:-50] + b"and a new tail"
+    previous = split(before, signer.chunk_name)
+    reused, fresh = split(after, signer.chunk_name, previous), split(after, signer.chunk_name)
+    assert reused.names == fresh.names and reused.ends == fresh.ends
+    assert b"".join(bytes(piece) for _, piece in reused.pieces()) == after
+    assert len(set(reused.names) - set(previous.names)) <= 3

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from pyfastcdc import FastCDC
 
@@ -28,6 +29,7 @@ from pyfastcdc import FastCDC
 AVERAGE_BYTES = 16384
 NAME_CHARS = 40
 NAME = re.compile(r"[0-9a-f]{40}")
+_PROBE = 32  # the bytes a chunk of the previous dump is looked up by
 
 Namer = Callable[[memoryview], str]
 
@@ -69,22 +71,39 @@ class DumpMemo:
 
 
 def split(blob: bytes, namer: Namer, previous: Split | None = None) -> Split:
-    """Cut `blob` into chunks and name them; chunks with the same bytes as one of `previous`'s keep
-    its name (a byte comparison instead of a keyed hash)."""
+    """Cut `blob` into chunks and name them.
+
+    With `previous` (the dump before this call), a stretch that starts with one of its chunks'
+    bytes is that chunk again, taken as it is (a byte comparison: no cutting, no keyed hash); the
+    cutter runs only over what changed, from where the last such stretch ended. (FastCDC decides a
+    cut from the bytes since the chunk's start alone, so the chunks it would find there are the same.)
+    """
     if previous is not None and previous.blob is blob:
         return previous
-    known: dict[int, list[tuple[memoryview, str]]] = {}
+    known: dict[bytes, list[tuple[memoryview, str]]] = {}
     if previous is not None:
         for name, piece in previous.pieces():
-            known.setdefault(len(piece), []).append((piece, name))
+            known.setdefault(bytes(piece[:_PROBE]), []).append((piece, name))
     view = memoryview(blob)
     names: list[str] = []
     ends: list[int] = []
-    for chunk in FastCDC(AVERAGE_BYTES).cut_buf(blob):
-        piece = view[chunk.offset : chunk.offset + chunk.length]
-        name = next((n for old, n in known.get(chunk.length, ()) if old == piece), None)
-        names.append(name if name is not None else namer(piece))
-        ends.append(chunk.offset + chunk.length)
+    cutter: Iterator[Any] | None = None
+    base = start = 0
+    while start < len(blob):
+        candidates = known.get(blob[start : start + _PROBE], ())
+        same = next(((len(old), n) for old, n in candidates if blob.startswith(old, start)), None)
+        if same is not None:
+            end, name = start + same[0], same[1]
+            cutter = None
+        else:
+            if cutter is None:
+                cutter, base = iter(FastCDC(AVERAGE_BYTES).cut_buf(view[start:])), start
+            chunk = next(cutter)
+            end = base + chunk.offset + chunk.length
+            name = namer(view[start:end])
+        names.append(name)
+        ends.append(end)
+        start = end
     return Split(blob, tuple(names), tuple(ends))
 
 
