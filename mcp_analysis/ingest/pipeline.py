@@ -163,14 +163,18 @@ class Ingestor:
         pool: ConversionPool | None = None,
         moves_within: Sequence[Path] | None = None,
         before_write: Callable[[], Awaitable[None]] | None = None,
+        defer_optimize: bool = False,
     ) -> None:
         """`pool`: conversion workers to use and keep (a long-lived caller such as a folder watcher
         passes one, so workers outlive one add); by default each add starts its own and ends them.
         `moves_within`: only documents whose file lay in these folders may be found moved (a folder
         watcher's own folders); by default, the folders added (a file's: its folder).
         `before_write`: awaited before each batch is written; it raises to stop the add (a folder
-        watcher whose lease on an object-store knowledge base is gone)."""
+        watcher whose lease on an object-store knowledge base is gone).
+        `defer_optimize`: an add makes missing indexes but leaves compaction to the caller (a
+        watcher, when idle), unless it wrote `_CHUNKS_PER_OPTIMIZE` chunks."""
         self.kb = kb
+        self.defer_optimize = defer_optimize
         self.progress = progress
         self.pool = pool
         self.moves_within = moves_within
@@ -247,12 +251,14 @@ class Ingestor:
             await self._flush(pending, report, moves)
             if report.added or report.replaced:
                 self._phase("updating the indexes")
-                await self._update_indexes()
+                await self._update_indexes(compact=not self.defer_optimize or report.chunks >= _CHUNKS_PER_OPTIMIZE)
 
-    async def _update_indexes(self) -> None:
-        """Fold the rows written so far into the indexes (made when missing)."""
+    async def _update_indexes(self, compact: bool = True) -> None:
+        """Fold the rows written so far into the indexes (made when missing). Without `compact`,
+        only missing indexes are made: full-text and vector search read unindexed rows too."""
         await self.kb.store.ensure_indexes(self.kb.settings.search.vector_index_min_rows)
-        await self.kb.store.optimize()
+        if compact:
+            await self.kb.store.optimize()
 
     def _phase(self, label: str) -> None:
         if self.progress:
