@@ -117,9 +117,8 @@ class FileSessionStore(SessionStore):
         # Serialized here, on the event loop: another call may change the state while the thread writes.
         body = record.model_dump_json().encode()
         previous = memo.split if memo is not None else None
-        split = await anyio.to_thread.run_sync(_split, blob, self.signer, previous)
-        version = await anyio.to_thread.run_sync(
-            self._save, record.key, owner_digest(record.owner), body, split, expected, limits
+        split, version = await anyio.to_thread.run_sync(
+            self._split_and_save, record.key, owner_digest(record.owner), body, blob, previous, expected, limits
         )
         if memo is not None:
             memo.remember(split, version)
@@ -195,6 +194,19 @@ class FileSessionStore(SessionStore):
             return None
         return int(header.get("version", 1))
 
+    def _split_and_save(
+        self,
+        storage_key: str,
+        owner: str,
+        body: bytes,
+        blob: bytes | None,
+        previous: Split | None,
+        expected: int,
+        limits: Limits,
+    ) -> tuple[Split | None, int]:
+        split = chunks.split(blob, self.signer.chunk_name, previous) if blob is not None else None
+        return split, self._save(storage_key, owner, body, split, expected, limits)
+
     def _save(
         self, storage_key: str, owner: str, body: bytes, split: Split | None, expected: int, limits: Limits
     ) -> int:
@@ -264,10 +276,6 @@ class FileSessionStore(SessionStore):
                 except OSError:
                     continue
         return removed
-
-
-def _split(blob: bytes | None, signer: Signer, previous: Split | None) -> Split | None:
-    return chunks.split(blob, signer.chunk_name, previous) if blob is not None else None
 
 
 def _write_chunks(folder: Path, split: Split) -> None:

@@ -69,6 +69,7 @@ log = logging.getLogger(__name__)
 LOCK_LEASE_SECONDS = 10.0
 _TIMEOUT_SECONDS = 5.0
 _FULL = -4
+_SPLIT_INLINE = 1 << 20  # a smaller dump is cut on the event loop (a thread's hop costs more)
 _SAVE_ERRORS = {-2: "total", -3: "principal", _FULL: "bytes"}
 
 
@@ -186,8 +187,10 @@ class RedisSessionStore(SessionStore):
         owner = self.signer.digest("owner", owner_label(record.owner), 16)
         previous = memo.split if memo is not None else None
         split = None
-        if blob is not None:
+        if blob is not None and len(blob) > _SPLIT_INLINE:
             split = await anyio.to_thread.run_sync(chunks.split, blob, self.signer.chunk_name, previous)
+        elif blob is not None:
+            split = chunks.split(blob, self.signer.chunk_name, previous)
         held = memo.held_at(expected) if memo is not None else frozenset()
         for _ in range(2):
             version = int(await self._call(self._redis.incr(self._k("clock"))))
