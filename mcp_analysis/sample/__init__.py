@@ -89,8 +89,11 @@ def _moved_only(db: Path, fingerprint: dict[str, Any]) -> bool:
         stamp = json.loads((Path(db) / STAMP_FILE).read_text())
     except (OSError, ValueError):
         return False
-    digests = stamp.get("sha256") if isinstance(stamp, dict) else None
-    return isinstance(digests, dict) and set(digests) == set(fingerprint["files"]) and digests == _digests(digests)
+    if not isinstance(stamp, dict) or not isinstance(stamp.get("files"), dict):
+        return False
+    digests = stamp.get("sha256")
+    names = set(fingerprint["files"])
+    return isinstance(digests, dict) and set(stamp["files"]) == set(digests) == names and digests == _digests(names)
 
 
 async def _relocate(settings: Settings, fingerprint: dict[str, Any]) -> None:
