@@ -54,7 +54,7 @@ async def documents(url: str) -> int:
     http = httpx2.AsyncClient(timeout=httpx2.Timeout(60.0))
     async with Client(streamable_http_client(url, http_client=http)) as client:
         listed = (await client.call_tool("list_documents", {})).structured_content
-        return len(listed["documents"])
+        return int(listed["total"])
 
 
 def watched_deletion(checkout: Path, work: Path, env: dict[str, str], files: int, idle: float) -> dict[str, float]:
