@@ -215,3 +215,16 @@ def test_a_split_from_the_previous_dump_is_the_split_a_fresh_cut_makes() -> None
     assert reused.names == fresh.names and reused.ends == fresh.ends
     assert b"".join(bytes(piece) for _, piece in reused.pieces()) == after
     assert len(set(reused.names) - set(previous.names)) <= 3
+
+
+async def test_chunks_a_killed_delete_left_behind_go_with_the_expiry_pass(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path, SECRET)
+    key = SessionKey.handle("s_0123456789abcdefghijklmn")
+    await store.save(record(key, "a"), dump(1), expected=0, limits=LIMITS)
+    [folder] = tmp_path.glob("*.chunks")
+    folder.with_suffix(".json").unlink()  # what a process killed inside delete() leaves
+    assert await store.expire(3600) == 0
+    assert not folder.exists()
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == [
+        folder.with_suffix(".kept").name
+    ]

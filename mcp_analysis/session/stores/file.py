@@ -275,6 +275,9 @@ class FileSessionStore(SessionStore):
                         path.unlink(missing_ok=True)
                 except OSError:
                     continue
+            for folder in self.directory.glob("*.chunks"):  # a record deleted by a process killed before its chunks
+                if chunks.NAME.fullmatch(folder.stem) and not folder.with_suffix(".json").exists():
+                    _drop_chunks(folder, frozenset())
         return removed
 
 
