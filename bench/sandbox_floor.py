@@ -34,10 +34,10 @@ from pydantic_monty import AsyncMonty
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import describe, machine
 
-from mcp_analysis.config import SandboxSettings
 from mcp_analysis.sandbox.interpreter import Interpreter
 from mcp_analysis.sandbox.pool import WorkerPool
 from mcp_analysis.sandbox.presentation import PRELUDE
+from mcp_analysis.sandbox.settings import SandboxSettings
 
 
 def quiet(stream: str, text: str) -> None:

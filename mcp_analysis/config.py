@@ -18,198 +18,27 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from mcp_analysis.agent.settings import AnalysisSettings
 from mcp_analysis.charts.limits import ChartSettings
 from mcp_analysis.embed.names import DEFAULT_EMBEDDER
 from mcp_analysis.errors import ConfigError
 from mcp_analysis.haiku import config_file as haiku_config_file
 from mcp_analysis.ingest.limits import IngestSettings
 from mcp_analysis.paths import data_home
-from mcp_analysis.redact import ambiguous, redact_url
+from mcp_analysis.sandbox.settings import SandboxSettings
 from mcp_analysis.search.settings import SearchSettings
+from mcp_analysis.server.settings import ServerSettings
+from mcp_analysis.session.settings import SessionSettings
 from mcp_analysis.watch.settings import WatchSettings
 
 CONFIG_ENV = "MCP_ANALYSIS_CONFIG"
 DEFAULT_CONFIG_FILE = "mcp-analysis.yaml"
-
-
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
-
-
-class SandboxSettings(_Section):
-    code_timeout: float = Field(60.0, gt=0, le=3600, description="Wall-clock seconds per execute_code call.")
-    max_output_chars: int = Field(50_000, ge=1000, description="stdout+stderr+value kept per call.")
-    max_code_chars: int = Field(
-        100_000, ge=1000, description="Characters of code one execute_code call may run (it is kept with the session)."
-    )
-    workers: int = Field(0, ge=0, le=256, description="Interpreter worker processes; 0 = CPU count.")
-    max_memory_mb: int = Field(512, ge=16, description="Heap limit of one interpreter.")
-    max_state_mb: int = Field(
-        64, ge=1, description="Interpreter state (variables) one session keeps between calls, in MB."
-    )
-    max_recursion_depth: int = Field(1000, ge=50, description="Python call depth limit.")
-    max_host_calls: int = Field(
-        20_000, ge=100, description="File reads, searches and other host calls allowed per call."
-    )
-    checkout_timeout: float = Field(30.0, gt=0, description="Seconds to wait for a free worker.")
-    idle_release_seconds: float = Field(
-        30.0, ge=0, description="An idle session hands its worker back after this long."
-    )
-
-
-class SessionSettings(_Section):
-    ttl_seconds: float = Field(3600.0, gt=0, description="Idle analysis sessions expire after this long.")
-    persist: bool = Field(True, description="Keep hibernated sessions so they survive restarts.")
-    dir: Path | None = Field(None, description="Where hibernated sessions live (default under data home).")
-    store: str | None = Field(
-        None,
-        description="Shared session store for replicas: redis://HOST:PORT/DB (rediss:// for TLS). "
-        "Default: the local directory `dir`.",
-    )
-    secret: SecretStr | None = Field(
-        None,
-        description="HMAC key signing stored sessions and handles; required (the same on every replica) "
-        "with a shared store. Default for the local directory: a key file kept in it.",
-    )
-    max_sessions: int = Field(
-        10_000,
-        ge=1,
-        description="Live sessions in memory at most (also open legacy HTTP sessions): beyond it, idle ones "
-        "kept in the store leave memory; a new session that lives only in memory is refused, never another dropped.",
-    )
-    max_live_per_client: int = Field(
-        100,
-        ge=1,
-        description="Sessions that live only in memory (legacy HTTP sessions; every session when persist is off) "
-        "one client may hold: per bearer principal, else per client address.",
-    )
-    legacy_unused_ttl_seconds: float = Field(
-        30.0, gt=0, description="A legacy HTTP session that has made no call yet ends after this long idle."
-    )
-    max_memory_mb: int = Field(
-        1024,
-        ge=16,
-        description="Interpreter states all live sessions hold in memory together, in MB (at least "
-        "sandbox.max_state_mb), open legacy HTTP sessions included: beyond it, idle sessions kept in the store are "
-        "dropped from memory (reloaded on their next call), a session that is not kept in a store cannot grow, "
-        "and a call whose session must be loaded waits for room.",
-    )
-    memory_wait_seconds: float = Field(
-        30.0,
-        ge=0,
-        description="How long a call waits for room under max_memory_mb to load its session before it is refused.",
-    )
-    max_stored: int = Field(10_000, ge=1, description="Kept (persisted) sessions in total at most.")
-    max_stored_mb: int = Field(
-        4096,
-        ge=1,
-        description="Size of all kept sessions together in the store (disk, or Redis memory), in MB "
-        "(at least sandbox.max_state_mb).",
-    )
-    max_per_principal: int = Field(
-        1000, ge=1, description="Kept sessions per bearer principal at most (anonymous clients: only max_stored)."
-    )
-    lock_timeout: float = Field(
-        30.0, gt=0, description="Shared store: seconds a call waits while another replica runs the same session."
-    )
-    encrypt: bool = Field(
-        True,
-        description="Shared store: encrypt kept sessions (state and interpreter dump) with AES-GCM, so a reader "
-        "of Redis (or of its snapshots) learns nothing of them.",
-    )
-    encryption_key: SecretStr | None = Field(
-        None,
-        description="Key of that encryption (16+ characters, the same on every replica). Default: derived "
-        "from sessions.secret.",
-    )
-    previous_encryption_keys: list[SecretStr] = Field(
-        default_factory=list,
-        description="Keys sessions may still be encrypted with after encryption_key changed (read, never "
-        "written); drop them after sessions.ttl_seconds.",
-    )
-
-    @field_validator("store")
-    @classmethod
-    def _check_store(cls, value: str | None) -> str | None:
-        if value is None or not value.strip():
-            return None
-        value = value.strip()
-        if not value.startswith(("redis://", "rediss://", "unix://")):
-            raise ValueError(
-                f"sessions.store must be a Redis URL such as redis://HOST:6379/0 (or unset for the local "
-                f"directory), got {redact_url(value)!r}"
-            )
-        if ambiguous(value):
-            raise ValueError(
-                f"sessions.store ({redact_url(value)}) cannot be split into password and host for sure: "
-                "percent-encode the characters / ? # and spaces in its password (%2F, %3F, %23, %20; "
-                "@ and : may stay), e.g. redis://:p%2Fss@HOST:6379/0, or pass the password as "
-                "?password=... percent-encoded"
-            )
-        return value
-
-    @model_validator(mode="after")
-    def _shared_store_needs_secret(self) -> SessionSettings:
-        if self.store and self.secret is None:
-            raise ValueError(missing_secret_message(self.store))
-        if self.store and not self.persist:
-            raise ValueError(
-                "sessions.persist is false but sessions.store is set: replicas sharing a store keep every "
-                "session there. Unset sessions.store to keep sessions in memory only, or drop persist: false."
-            )
-        if self.secret is not None and len(self.secret.get_secret_value()) < 16:
-            raise ValueError("sessions.secret must be at least 16 characters (use 32+ random ones)")
-        for key in (self.encryption_key, *self.previous_encryption_keys):
-            if key is not None and len(key.get_secret_value()) < 16:
-                raise ValueError(
-                    "sessions.encryption_key and previous_encryption_keys must be at least 16 characters "
-                    "(use 32+ random ones)"
-                )
-        return self
-
-
-def missing_secret_message(store: str) -> str:
-    return (
-        f"sessions.store is shared ({redact_url(store)}) but sessions.secret is not set: every replica must sign "
-        "sessions with the same key. Set MCP_ANALYSIS_SESSIONS__SECRET (or sessions.secret in the config file) "
-        "to one random value of 32+ characters on every replica, e.g. the output of "
-        "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
-    )
-
-
-class ServerSettings(_Section):
-    host: str = "127.0.0.1"
-    port: int = Field(8765, ge=0, le=65535)
-    path: str = "/mcp"
-    filter: str | None = Field(None, description="SQL WHERE scoping everything the server exposes.")
-    allowed_hosts: list[str] = Field(default_factory=list, description="Extra Host headers accepted over HTTP.")
-    allowed_origins: list[str] = Field(default_factory=list, description="Extra Origin headers accepted.")
-    tokens_file: Path | None = Field(None, description="Bearer tokens with per-token filters (HTTP).")
-    max_result_chars: int = Field(
-        48_000, ge=2000, description="Budget of one tool result (text + structured); fits a 25k-token host limit."
-    )
-    resource_page_size: int = Field(500, ge=1, le=10_000)
-    max_table_resource_chars: int = Field(
-        16_000_000,
-        ge=1000,
-        description="Characters of CSV one read of a documents:///{id}/tables/{n}.csv resource may return; a "
-        "larger table is refused (from its stored size, before it is decompressed): read it in execute_code.",
-    )
-    watch_interval: float = Field(2.0, gt=0, description="Seconds between checks for added documents.")
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
-
-
-class AnalysisSettings(_Section):
-    model: str = Field("anthropic:claude-sonnet-4-20250514", description="pydantic-ai model for `analyze`.")
-    max_executions: int = Field(15, ge=1, le=200, description="execute_code calls per analysis.")
-    max_requests: int = Field(40, ge=2, le=500, description="Model requests per analysis.")
-    base_url: str | None = Field(None, description="Server of an Ollama / vLLM / OpenAI-compatible analysis model.")
 
 
 class _YamlSource(PydanticBaseSettingsSource):

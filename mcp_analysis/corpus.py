@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from datetime import timedelta
 from typing import Any
 
 import anyio
+from cachetools import LRUCache
 
 from mcp_analysis.config import Settings
 from mcp_analysis.embed.embedder import TextEmbedder, create_embedder
@@ -38,32 +38,21 @@ log = logging.getLogger(__name__)
 _VERSION_CHECK_SECONDS = 0.5
 
 
-class _LRU:
-    """A small size-bounded cache (entries weighted by their length)."""
+class _LRU(LRUCache[str, Any]):
+    """A size-bounded cache of documents' texts and items: each entry weighs what `put` says."""
 
     def __init__(self, max_weight: int) -> None:
+        super().__init__(maxsize=max_weight, getsizeof=lambda entry: entry[1])
         self.max_weight = max_weight
-        self.weight = 0
-        self.data: OrderedDict[str, tuple[Any, int]] = OrderedDict()
 
-    def get(self, key: str) -> Any | None:
-        entry = self.data.get(key)
-        if entry is None:
-            return None
-        self.data.move_to_end(key)
-        return entry[0]
+    def get(self, key: str, default: Any = None) -> Any | None:  # type: ignore[override]
+        entry = super().get(key)
+        return default if entry is None else entry[0]
 
     def put(self, key: str, value: Any, weight: int) -> None:
-        if weight > self.max_weight:
-            return
-        old = self.data.pop(key, None)
-        if old:
-            self.weight -= old[1]
-        self.data[key] = (value, weight)
-        self.weight += weight
-        while self.weight > self.max_weight and self.data:
-            _, (_, w) = self.data.popitem(last=False)
-            self.weight -= w
+        """Keep `value`, evicting the least recently used; one heavier than the whole cache is not kept."""
+        if weight <= self.max_weight:
+            self[key] = (value, weight)
 
 
 @dataclass

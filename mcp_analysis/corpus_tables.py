@@ -8,8 +8,9 @@ items, many documents in one query. Entries and derived tables are cached per do
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import Any
+
+from cachetools import LRUCache
 
 from mcp_analysis.store import schema
 from mcp_analysis.store.models import DocumentItem, DocumentMeta
@@ -35,8 +36,8 @@ class TableReader:
     def __init__(self, store: Any) -> None:
         self.store = store
         self._counts: dict[str, int] = {}
-        self._entries: OrderedDict[str, list[TableEntry]] = OrderedDict()
-        self._derived: OrderedDict[str, list[Any]] = OrderedDict()
+        self._entries: LRUCache[str, list[TableEntry]] = LRUCache(maxsize=_CACHE_DOCS)
+        self._derived: LRUCache[str, list[Any]] = LRUCache(maxsize=_DERIVED_DOCS)
 
     def _stored(self, meta: DocumentMeta) -> bool:
         # Only our knowledge bases have the table (haiku.rag's never do), and only documents
@@ -73,7 +74,7 @@ class TableReader:
                 cached = await stored_entries(self.store, meta.id)
             else:
                 cached = derived_entries(await self._derived_tables(meta, items))
-            _remember(self._entries, key, cached, _CACHE_DOCS)
+            self._entries[key] = cached
         chunk_ids = {item.self_ref: item.chunk_ids for item in items if item.label == "table"}
         pages = {item.self_ref: item.page_numbers for item in items if item.label == "table"}
         return [
@@ -119,12 +120,5 @@ class TableReader:
             refs = [item.self_ref for item in items if item.label == "table"]
             cached = await derived_tables(self.store, meta.id, refs)
             self._counts[key] = len(cached)
-            _remember(self._derived, key, cached, _DERIVED_DOCS)
+            self._derived[key] = cached
         return cached
-
-
-def _remember(cache: OrderedDict[str, Any], key: str, value: Any, size: int) -> None:
-    cache[key] = value
-    cache.move_to_end(key)
-    while len(cache) > size:
-        cache.popitem(last=False)

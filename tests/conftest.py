@@ -16,6 +16,12 @@ import pytest
 from mcp_analysis.config import Settings, load_settings
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.sample import documents_dir, ensure_sample_kb
+from tests.tiers import (  # noqa: F401  (pytest finds hooks by name here)
+    pytest_collection_modifyitems,
+    pytest_runtest_call,
+    pytest_runtest_setup,
+    pytest_runtest_teardown,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 # The documents the sample knowledge base holds: one per file the package ships.

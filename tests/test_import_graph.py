@@ -9,24 +9,28 @@ module depends on what its packages import at their top level.
 from __future__ import annotations
 
 import ast
+import functools
+import shutil
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "mcp_analysis"
 
 
-def _modules() -> dict[str, tuple[ast.Module, bool]]:
+def _modules(package: Path = PACKAGE) -> dict[str, tuple[ast.Module, bool]]:
     found = {}
-    for path in PACKAGE.rglob("*.py"):
-        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    for path in package.rglob("*.py"):
+        parts = list(path.relative_to(package.parent).with_suffix("").parts)
         is_package = parts[-1] == "__init__"
         name = ".".join(parts[:-1] if is_package else parts)
         found[name] = (ast.parse(path.read_text(encoding="utf-8")), is_package)
     return found
 
 
-def import_graph() -> dict[str, set[str]]:
-    """Module -> the modules of ours that importing (or running) it may import."""
-    modules = _modules()
+@functools.cache
+def import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    """Module -> the modules of ours that importing (or running) it may import (read once per
+    package: callers must not change it)."""
+    modules = _modules(package)
 
     def known(name: str) -> str | None:
         while name and name not in modules:
@@ -118,41 +122,91 @@ def test_the_package_has_no_import_cycle() -> None:
     assert [sorted(c) for c in cycles(import_graph())] == []
 
 
-# Each layer and what it must never import (data flows down: cli -> server/agent -> tooling ->
-# session -> sandbox -> corpus/search -> store -> ingest/embed -> config).
-UPPER = {
-    "mcp_analysis.agent": ("mcp_analysis.server", "mcp_analysis.cli"),
-    "mcp_analysis.tooling": ("mcp_analysis.server", "mcp_analysis.agent", "mcp_analysis.cli"),
-    "mcp_analysis.session": ("mcp_analysis.server", "mcp_analysis.agent", "mcp_analysis.tooling", "mcp_analysis.cli"),
-    "mcp_analysis.sandbox": ("mcp_analysis.server", "mcp_analysis.agent", "mcp_analysis.session", "mcp_analysis.cli"),
-    "mcp_analysis.search": (
-        "mcp_analysis.server",
-        "mcp_analysis.agent",
-        "mcp_analysis.session",
-        "mcp_analysis.sandbox",
-    ),
-    "mcp_analysis.store": (
-        "mcp_analysis.server",
-        "mcp_analysis.agent",
-        "mcp_analysis.session",
-        "mcp_analysis.sandbox",
-        "mcp_analysis.search",
-        "mcp_analysis.corpus",
-    ),
-    "mcp_analysis.embed": ("mcp_analysis.server", "mcp_analysis.session", "mcp_analysis.sandbox", "mcp_analysis.store"),
-}
+ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
+
+
+def drawn_layers(text: str) -> list[list[str]]:
+    """The layers drawn in the first code block of docs/architecture.md, top first: per line, the
+    entries before its `──` (`cli/` a package, `corpus.py` or `ingest/limits.py` a module)."""
+    block = text.split("```\n", 1)[1].split("```", 1)[0]
+    layers = []
+    for line in block.splitlines():
+        names = line.split("──", 1)[0].replace(",", " ").split()
+        layers.append([n for n in names if n.endswith(("/", ".py"))])
+    return [layer for layer in layers if layer]
+
+
+def _entry_module(entry: str) -> str:
+    path = entry.rstrip("/").removesuffix(".py").removesuffix("__init__").rstrip("/")
+    return ".".join(["mcp_analysis", *path.split("/")]) if path else "mcp_analysis"
+
+
+def layer_of(modules: set[str], layers: list[list[str]]) -> dict[str, tuple[int, str]]:
+    """Module -> (its layer, the entry it belongs to): the most specific entry naming it."""
+    entries = {_entry_module(entry): (index, entry) for index, layer in enumerate(layers) for entry in layer}
+    found = {}
+    for module in modules:
+        name = module
+        while name not in entries and "." in name:
+            name = name.rpartition(".")[0]
+        if name in entries and (name != "mcp_analysis" or module == name):
+            found[module] = entries[name]
+    return found
+
+
+def upward_imports(graph: dict[str, set[str]], layers: list[list[str]]) -> list[str]:
+    """Every import from a module to one in a layer drawn above it."""
+    where = layer_of(set(graph).union(*graph.values()), layers)
+    return sorted(
+        f"{module} ({where[module][1]}) -> {target} ({where[target][1]})"
+        for module, targets in graph.items()
+        for target in targets
+        if module in where and target in where and where[target][0] < where[module][0]
+    )
+
+
+def test_the_drawing_places_every_module_once() -> None:
+    layers = drawn_layers(ARCHITECTURE.read_text(encoding="utf-8"))
+    entries = [entry for layer in layers for entry in layer]
+    assert len(entries) == len(set(entries))
+    assert [e for e in entries if not (PACKAGE / e).exists()] == []
+    graph = import_graph()
+    assert sorted(set(graph) - set(layer_of(set(graph), layers))) == []
 
 
 def test_lower_layers_never_import_upper_ones() -> None:
-    wrong = [
-        f"{module} -> {target}"
-        for module, targets in import_graph().items()
-        for layer, forbidden in UPPER.items()
-        if module == layer or module.startswith(layer + ".")
-        for target in targets
-        if target.startswith(forbidden)
+    layers = drawn_layers(ARCHITECTURE.read_text(encoding="utf-8"))
+    assert upward_imports(import_graph(), layers) == []
+
+
+def test_the_two_front_doors_never_import_each_other() -> None:
+    graph = import_graph()
+    server = {m for m in graph if m.startswith("mcp_analysis.server")}
+    agent = {m for m in graph if m.startswith("mcp_analysis.agent")}
+    assert [
+        f"{m} -> {t}"
+        for m in server | agent
+        for t in graph[m]
+        if (m in server) != (t in server) and t in server | agent
+    ] == []
+
+
+def test_a_lower_module_importing_an_upper_one_is_caught(tmp_path: Path) -> None:
+    """The check reads real sources: a copy of the package where the store imports the server fails it."""
+    copy = tmp_path / "mcp_analysis"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("*.pyc", "__pycache__", "data", "documents"))
+    reads = copy / "store" / "reads.py"
+    reads.write_text(reads.read_text(encoding="utf-8") + "\n\ndef late():\n    from mcp_analysis.server import app\n")
+    layers = drawn_layers(ARCHITECTURE.read_text(encoding="utf-8"))
+    assert upward_imports(import_graph(copy), layers) == [
+        "mcp_analysis.store.reads (store/) -> mcp_analysis.server.app (server/)"
     ]
-    assert wrong == []
+    assert upward_imports(import_graph(), layers) == []
+    # A module left off the drawing is named, and a made-up drawing's order is what counts.
+    assert "mcp_analysis.charts.spec" not in layer_of({"mcp_analysis.charts.spec"}, [["store/"], ["cli/"]])
+    assert upward_imports({"mcp_analysis.cli.app": {"mcp_analysis.store.reads"}}, [["store/"], ["cli/"]]) == [
+        "mcp_analysis.cli.app (cli/) -> mcp_analysis.store.reads (store/)"
+    ]
 
 
 def test_search_and_ingest_leave_lancedb_to_the_store() -> None:

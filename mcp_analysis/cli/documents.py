@@ -160,7 +160,7 @@ def list_documents(
             return
         from rich.table import Table
 
-        from mcp_analysis.search.excerpt import shared_dir
+        from mcp_analysis.text import shared_dir
 
         short = short_ids([d.id for d in docs])
         prefix = shared_dir([d.uri for d in docs])  # said once: a narrow column then shows what differs

@@ -5,30 +5,22 @@ watcher following them would re-add them forever), the configuration file in use
 bearer tokens file (they hold `sessions.secret`, encryption keys, tokens, a Redis URL with its
 password), and the sessions folder (hibernated sessions). One list for every way in, so no
 reader special-cases one of them; one that lies inside a folder being added or watched is
-named in a warning on stderr.
+named in a warning on stderr. Which paths the settings make the server's own: own_files.py.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-from mcp_analysis.paths import data_home, is_local_path
-
-if TYPE_CHECKING:
-    from mcp_analysis.config import Settings
 
 log = logging.getLogger(__name__)
 
-OWN_FOLDER = "the knowledge base's own folder"
 
-
-def _real(path: str | os.PathLike[str]) -> Path:
+def real_path(path: str | os.PathLike[str]) -> Path:
+    """`path` with ~ expanded and every link resolved: how entries and paths are compared."""
     return Path(os.path.realpath(Path(path).expanduser()))
 
 
@@ -45,7 +37,7 @@ class Excluded:
 
     def why(self, path: str | os.PathLike[str]) -> str | None:
         """The reason `path` (resolved: a link to one of them is one of them) is never read, else None."""
-        return self.covers(_real(path))
+        return self.covers(real_path(path))
 
     def covers(self, real: Path) -> str | None:
         """`why` for a path known to be real (no link in it), without resolving it again."""
@@ -56,34 +48,10 @@ class Excluded:
 
     def warn_inside(self, folders: Iterable[str | os.PathLike[str]], doing: str) -> None:
         """Name, on stderr, each entry inside one of `folders` (`doing`: "added", "watched")."""
-        reals = [_real(f) for f in folders]
+        reals = [real_path(f) for f in folders]
         for where, reason in self.entries:
             folder = next((f for f in reals if where != f and where.is_relative_to(f)), None)
             if folder is not None:
                 log.warning(
                     "%s lies inside the %s folder %s: it is %s, never read as a document", where, doing, folder, reason
                 )
-
-
-def excluded_paths(settings: Settings, db_path: str | os.PathLike[str] | None = None) -> Excluded:
-    """The paths `settings` make the server's own: its knowledge base (`db_path`, default `settings.db`),
-    configuration file, tokens file and sessions folder."""
-    entries: list[tuple[Path, str]] = []
-    db = os.fspath(db_path if db_path is not None else settings.db)
-    if is_local_path(db):
-        entries.append((_real(db), OWN_FOLDER))
-    if settings.config_file is not None:
-        entries.append((_real(settings.config_file), "the configuration file in use (it may hold secrets)"))
-    if settings.server.tokens_file is not None:
-        entries.append((_real(settings.server.tokens_file), "the bearer tokens file (server.tokens_file)"))
-    sessions = settings.sessions.dir or data_home() / "sessions"
-    entries.append((_real(sessions), "the folder of hibernated sessions (sessions.dir)"))
-    files = []
-    for where, why in entries:
-        try:
-            st = where.stat()
-        except OSError:
-            continue
-        if stat.S_ISREG(st.st_mode):
-            files.append((st.st_dev, st.st_ino, why))
-    return Excluded(tuple(entries), tuple(files))

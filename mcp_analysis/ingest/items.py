@@ -3,7 +3,7 @@
 Each item keeps docling's ``self_ref`` (``#/texts/5``, ``#/tables/0``), its label,
 page numbers and heading level. Inline groups (a paragraph with bold or code spans,
 which docling splits into pieces) become one item under the group's ref, so a
-paragraph is a paragraph. Tables are rendered as markdown.
+paragraph is a paragraph. Tables are compact pipe tables (table_text.py).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from mcp_analysis.ingest.table_text import table_text
 from mcp_analysis.structure import NOISE_LABELS, SKIPPED_LABELS, render_item
 
 if TYPE_CHECKING:  # docling is imported where documents are built (the conversion worker), not here
@@ -50,7 +51,7 @@ def _item_text(item: DocItem, doc: DoclingDocument) -> str:
 
     if isinstance(item, TableItem):
         try:
-            return item.export_to_markdown(doc=doc).strip()
+            return table_text(item, doc).strip()
         except Exception:  # pragma: no cover - defensive: malformed tables
             return ""
     if isinstance(item, PictureItem):

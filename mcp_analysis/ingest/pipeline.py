@@ -33,11 +33,12 @@ from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.errors import IngestError
 from mcp_analysis.ingest import formats
 from mcp_analysis.ingest.chunker import ChunkDraft
-from mcp_analysis.ingest.excluded import Excluded, excluded_paths
+from mcp_analysis.ingest.excluded import Excluded
 from mcp_analysis.ingest.files import Confinement, check_entry, collect_files, display_name, file_uri
 from mcp_analysis.ingest.items import ItemDraft
 from mcp_analysis.ingest.lock import ingest_lock
 from mcp_analysis.ingest.moves import MovedFiles
+from mcp_analysis.ingest.own_files import excluded_paths
 from mcp_analysis.ingest.pool import ConversionPool, ConversionWorker
 from mcp_analysis.ingest.prepare import PreparedFile
 from mcp_analysis.store.models import DocumentMeta

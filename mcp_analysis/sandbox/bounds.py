@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_analysis.config import SandboxSettings
+from mcp_analysis.sandbox.settings import SandboxSettings
 
 VALUES_PER_MB = 4096  # values one host call may accept or return per MB of sandbox.max_memory_mb
 TEXT_CHARS_PER_MB = 256 * 1024  # characters of one file read per MB of sandbox.max_memory_mb

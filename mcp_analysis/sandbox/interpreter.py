@@ -27,13 +27,14 @@ from pydantic_monty import (
     MontySyntaxError,
 )
 
-from mcp_analysis.config import SandboxSettings
 from mcp_analysis.sandbox.hints import with_hint
 from mcp_analysis.sandbox.liveness import WorkerLiveness
 from mcp_analysis.sandbox.models import ExecutionResult
-from mcp_analysis.sandbox.output import OutputCollector, clip
+from mcp_analysis.sandbox.output import NOT_KEPT, OutputCollector
 from mcp_analysis.sandbox.pool import WorkerPool
 from mcp_analysis.sandbox.presentation import value_repr
+from mcp_analysis.sandbox.settings import SandboxSettings
+from mcp_analysis.text import clip
 
 log = logging.getLogger(__name__)
 
@@ -246,7 +247,7 @@ class Interpreter:
         truncated = output.truncated
         if value is not None:
             room = max(2000, limit - output.kept)
-            value, cut = clip(value, room)
+            value, cut = clip(value, room, NOT_KEPT)
             truncated = truncated or cut
         return ExecutionResult(
             success=error is None,

@@ -19,8 +19,8 @@ from typing import Any
 
 from pydantic_monty import ExternalModule
 
-from mcp_analysis.config import SandboxSettings
 from mcp_analysis.sandbox.bounds import HostBounds
+from mcp_analysis.sandbox.settings import SandboxSettings
 
 _STATISTICS_FUNCTIONS = (
     "mean", "fmean", "geometric_mean", "harmonic_mean", "median", "median_low", "median_high",

@@ -9,22 +9,9 @@ from __future__ import annotations
 
 from typing import Literal
 
+from mcp_analysis.text import MARKER, TAIL_SHARE
+
 NOT_KEPT = "not kept (sandbox.max_output_chars); print less, or summarize in code"
-MARKER = "\n… [output truncated: {dropped:,} characters {how}] …\n"
-TAIL_SHARE = 3  # a third of the room goes to the tail
-
-
-def clip(text: str, limit: int, how: str = NOT_KEPT) -> tuple[str, bool]:
-    """`text` in at most `limit` characters: head, a marker saying what is missing and `how` to get it, tail."""
-    if len(text) <= limit:
-        return text, False
-    marker = MARKER.format(dropped=len(text), how=how)  # an upper bound of the marker's length
-    room = max(0, limit - len(marker))
-    tail = room // TAIL_SHARE
-    head = room - tail
-    dropped = len(text) - head - tail
-    middle = MARKER.format(dropped=dropped, how=how)
-    return text[:head] + middle + (text[len(text) - tail :] if tail else ""), True
 
 
 class _Stream:

@@ -22,9 +22,9 @@ from typing import Any, Protocol
 import anyio
 from pydantic_monty import AsyncMonty, AsyncMontySession
 
-from mcp_analysis.config import SandboxSettings
 from mcp_analysis.errors import SandboxError
 from mcp_analysis.sandbox.modules import host_modules
+from mcp_analysis.sandbox.settings import SandboxSettings
 
 log = logging.getLogger(__name__)
 

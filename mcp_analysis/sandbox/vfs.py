@@ -22,13 +22,13 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from pathlib import PurePosixPath
 from typing import Any, ClassVar
 
 import anyio
+from cachetools import LRUCache
 from pydantic_monty import NOT_HANDLED, MontyFileHandle, ScanEntry, StatResult
 
 from mcp_analysis.corpus import Corpus
@@ -104,8 +104,7 @@ class DocumentsFS:
     def __init__(self, corpus: Corpus) -> None:
         self.corpus = corpus
         self.bounds = HostBounds.of(corpus.kb.settings.sandbox)
-        self._rendered: OrderedDict[str, str] = OrderedDict()
-        self._rendered_chars = 0
+        self._rendered: LRUCache[str, str] = LRUCache(maxsize=_RENDER_CACHE_CHARS, getsizeof=len)
 
     # monty calls the handler with keyword arguments; async work is returned as a coroutine.
     def __call__(
@@ -174,7 +173,6 @@ class DocumentsFS:
         key = f"{meta.id}/{meta.updated_at}/{name}"  # haiku.rag rewrites documents under the same id
         cached = self._rendered.get(key)
         if cached is not None:
-            self._rendered.move_to_end(key)
             return cached
         if name == "content.txt":
             text = await self.corpus.content(meta.id)
@@ -194,12 +192,9 @@ class DocumentsFS:
                 ) from None
         else:
             text = json.dumps(await self.corpus.toc(meta.id), ensure_ascii=False, indent=2)
-        if name != "content.txt":  # content is cached by the knowledge base already
+        # content is cached by the knowledge base already; a text larger than the whole cache is not kept
+        if name != "content.txt" and len(text) <= _RENDER_CACHE_CHARS:
             self._rendered[key] = text
-            self._rendered_chars += len(text)
-            while self._rendered_chars > _RENDER_CACHE_CHARS and self._rendered:
-                _, dropped = self._rendered.popitem(last=False)
-                self._rendered_chars -= len(dropped)
         return text
 
     # ---------------------------------------------------------------- handlers

@@ -18,7 +18,8 @@ import math
 import re
 from collections.abc import Sequence
 
-ELLIPSIS = "…"
+from mcp_analysis.text import ELLIPSIS
+
 _WORD = re.compile(r"\w+")
 _BREAK = re.compile(r"\n|(?<=[.!?:;])\s")
 _BLANK_LINES = re.compile(r"\n\s*\n+")
@@ -118,40 +119,3 @@ def _cut(text: str, start: int, room: int) -> str:
 def tidy(text: str) -> str:
     """One newline between paragraphs is enough for a model to read (blank lines cost characters)."""
     return _BLANK_LINES.sub("\n", text.strip())
-
-
-LABEL_CHARS = 120  # a title, heading or echoed query as a tool result shows it
-
-
-def label(text: str, limit: int = LABEL_CHARS) -> str:
-    """`text` in at most `limit` characters, ending in … when cut.
-
-    Titles, headings and uris come from documents (untrusted: a 50,000-character heading is
-    one line of markdown) and must never crowd the passages out of a tool result."""
-    return text if len(text) <= limit else text[: limit - 1] + ELLIPSIS
-
-
-def label_path(headings: list[str], limit: int = 2 * LABEL_CHARS) -> list[str]:
-    """A section path within about `limit` characters: the innermost headings, each cut to a label."""
-    shown: list[str] = []
-    size = 0
-    for heading in reversed(headings):
-        cut = label(heading, max(20, min(LABEL_CHARS, limit - size)))
-        if shown and size + len(cut) > limit:
-            shown.append(ELLIPSIS)
-            break
-        shown.append(cut)
-        size += len(cut)
-    return shown[::-1]
-
-
-def shared_dir(uris: list[str]) -> str:
-    """The directory part all `uris` share, when it is long enough (16+) to be worth saying once;
-    empty for fewer than two."""
-    if len(uris) < 2:
-        return ""
-    prefix = uris[0][: uris[0].rfind("/") + 1]
-    for uri in uris[1:]:
-        while prefix and not uri.startswith(prefix):
-            prefix = prefix[: prefix.rstrip("/").rfind("/") + 1]
-    return prefix if len(prefix) >= 16 else ""

@@ -261,19 +261,17 @@ def _locate(content: str, offsets: dict[int, tuple[int, int]], hit: Hit) -> tupl
     return lo, hi
 
 
+# What a hit takes from its chunk under the same name (the rest is the document's, or its rank).
+_FROM_CHUNK = {"content", "page_numbers", "headings", "doc_item_refs", "labels", "picture_refs"}
+
+
 def _plain(hit: Hit, meta: DocumentMeta, rank: int) -> SearchResult:
-    chunk = hit.chunk
     return SearchResult(
-        chunk_id=chunk.id,
-        content=chunk.content,
+        chunk_id=hit.chunk.id,
         document_id=meta.id,
         document_title=meta.title,
         document_uri=meta.uri,
         score=round(hit.score, 6),
         rank=rank,
-        page_numbers=chunk.page_numbers,
-        headings=chunk.headings,
-        doc_item_refs=chunk.doc_item_refs,
-        labels=chunk.labels,
-        picture_refs=chunk.picture_refs,
+        **hit.chunk.model_dump(include=_FROM_CHUNK),
     )

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pydantic import BaseModel, Field, PrivateAttr
 
 from mcp_analysis.search.budget import passage_widths
-from mcp_analysis.search.excerpt import excerpt, label, label_path, tidy
+from mcp_analysis.search.excerpt import excerpt, tidy
+from mcp_analysis.text import label, label_path
 
 
 class SearchResult(BaseModel):
@@ -68,7 +69,7 @@ class SearchResult(BaseModel):
 class SearchHit(BaseModel):
     """A hit as the search tool returns it: where it is, and the passage around the match."""
 
-    # Title and section path are labels (search/excerpt.py): a document's huge heading must not
+    # Title and section path are labels (text.py): a document's huge heading must not
     # push its own passage, or every other hit, out of the result. (The docstring is in the schema.)
 
     rank: int = Field(description="1 = best.")

@@ -16,7 +16,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR
 
 from mcp_analysis.errors import AnalysisError
-from mcp_analysis.sandbox.output import clip
+from mcp_analysis.text import clip
 
 ERROR_CHARS = 2000  # an error message past this keeps its head and tail
 

@@ -21,13 +21,13 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, Completion, Resource, ResourceTemplateReference
 
 from mcp_analysis.errors import AnalysisError, TableTooLargeError
-from mcp_analysis.search.excerpt import label
 from mcp_analysis.server import uris
 from mcp_analysis.server.calls import runtime_of
 from mcp_analysis.server.csv_export import for_people
 from mcp_analysis.server.errors import protocol_error, user_errors
 from mcp_analysis.server.identity import caller_filter
 from mcp_analysis.server.runtime import Runtime
+from mcp_analysis.text import label
 
 if TYPE_CHECKING:
     from mcp_analysis.corpus import Corpus

@@ -163,7 +163,7 @@ class Runtime:
                 self.pool, self.sessions = pool, sessions
                 self._ready.set()
                 async with anyio.create_task_group() as tg:
-                    tg.start_soon(self._watch, kb)
+                    tg.start_soon(self._poll_versions, kb)
                     await self._stop.wait()
                     tg.cancel_scope.cancel()
             warming.cancel()
@@ -253,9 +253,10 @@ class Runtime:
             await self.sessions.drop(SessionKey.http(session_id))
             log.debug("Closed the analysis session of ended HTTP session %s", session_id)
 
-    async def _watch(self, kb: KnowledgeBase) -> None:
-        """Notice documents added by other processes (within watch_interval plus LanceDB's 1 s read
-        consistency interval); a failing read marks the knowledge base unready until one succeeds."""
+    async def _poll_versions(self, kb: KnowledgeBase) -> None:
+        """Notice documents added by other processes (within `server.watch_interval` plus LanceDB's 1 s
+        read consistency interval) by polling the tables' version; a failing read marks the knowledge
+        base unready until one succeeds. Folders are followed by watch/, not here."""
         last: int | None = None
         while True:
             try:

@@ -23,7 +23,7 @@ from mcp.server import MCPServer
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
-from mcp_analysis.config import SandboxSettings
+from mcp_analysis.sandbox.settings import SandboxSettings
 from mcp_analysis.server.jsonrpc_screen import MAX_MESSAGE_BYTES, error_body, screen
 from mcp_analysis.server.sdk_compat import lowlevel_server
 from mcp_analysis.server.stdio_drain import AnsweringWriteStream, DrainingReadStream, Unanswered

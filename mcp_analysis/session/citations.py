@@ -19,8 +19,8 @@ from rapidfuzz import fuzz, process
 
 from mcp_analysis.corpus import Corpus
 from mcp_analysis.errors import CitationError
-from mcp_analysis.search.excerpt import label
 from mcp_analysis.session.state import AnalysisState, Citation
+from mcp_analysis.text import label
 
 UUID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _STRIP = " \t\r\n[](){}<>\"'`.,;:"

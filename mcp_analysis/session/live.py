@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import time
 
-from mcp_analysis.config import SessionSettings
 from mcp_analysis.errors import SessionLimitError
 from mcp_analysis.session.analysis import AnalysisSession
 from mcp_analysis.session.keys import SessionKey
+from mcp_analysis.session.settings import SessionSettings
 
 
 def busy(session: AnalysisSession) -> bool:

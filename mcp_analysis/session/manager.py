@@ -33,7 +33,6 @@ from mcp_analysis.config import Settings
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.errors import SessionNotFoundError
 from mcp_analysis.sandbox.pool import WorkerPool
-from mcp_analysis.search.excerpt import label
 from mcp_analysis.session.analysis import AnalysisSession, new_session_id
 from mcp_analysis.session.clients import current_client
 from mcp_analysis.session.commit import SaveRefused, WriteThrough
@@ -45,6 +44,7 @@ from mcp_analysis.session.persistence import Persistence
 from mcp_analysis.session.stores.base import RecordRefused, SessionStore, Signer, StoreUnavailable
 from mcp_analysis.session.stores.factory import open_session_store
 from mcp_analysis.session.upkeep import StoreHealth, maintain
+from mcp_analysis.text import label
 
 log = logging.getLogger(__name__)
 

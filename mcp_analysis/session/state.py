@@ -54,16 +54,9 @@ class Citation(BaseModel):
 
     @classmethod
     def from_search(cls, hit: SearchResult) -> Citation:
-        """From a search hit: its (expanded) content is what the model read."""
-        return cls(
-            document_id=hit.document_id,
-            chunk_id=hit.chunk_id,
-            document_uri=hit.document_uri,
-            document_title=hit.document_title,
-            page_numbers=hit.page_numbers,
-            headings=hit.headings,
-            content=hit.content,
-        )
+        """From a search hit: its (expanded) content is what the model read. A hit has every field
+        of a citation under the same name."""
+        return cls.model_validate(hit.model_dump(include=set(cls.model_fields)))
 
     @classmethod
     def from_chunk(cls, chunk: ChunkRecord, meta: DocumentMeta) -> Citation:
@@ -72,9 +65,7 @@ class Citation(BaseModel):
             chunk_id=chunk.id,
             document_uri=meta.uri,
             document_title=meta.title,
-            page_numbers=chunk.page_numbers,
-            headings=chunk.headings,
-            content=chunk.content,
+            **chunk.model_dump(include={"page_numbers", "headings", "content"}),
         )
 
 

@@ -1,8 +1,8 @@
 """Which kind of database a location holds, told by its ``settings`` row, never by guessing.
 
 - ours: the row says ``"app": "mcp-analysis"`` -> our schema, read as stored (`OwnLayout`);
-- haiku.rag's: the row is haiku.rag's (mcp_analysis/haiku/database.py) -> checked, then read
-  through its layout adapter (mcp_analysis/haiku/layout.py), read-only;
+- haiku.rag's: the row is haiku.rag's (store/haiku_database.py) -> checked, then read
+  through its layout adapter (store/haiku_layout.py), read-only;
 - empty: no row yet (a new knowledge base, written on the first ingest) -> ours.
 
 Anything else (a row nobody we know wrote, haiku.rag's tables without a row, a newer
@@ -16,9 +16,8 @@ import json
 from typing import Any
 
 from mcp_analysis.errors import DatabaseMismatchError
-from mcp_analysis.haiku import database as haiku_database
-from mcp_analysis.haiku.layout import HaikuLayout
-from mcp_analysis.store import schema
+from mcp_analysis.store import haiku_database, schema
+from mcp_analysis.store.haiku_layout import HaikuLayout
 from mcp_analysis.store.layout import Layout, OwnLayout
 from mcp_analysis.store.settings_row import StoredSettings
 

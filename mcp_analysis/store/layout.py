@@ -3,7 +3,7 @@
 The `Store` queries tables by our schema's names and hands what it read to its layout,
 which turns the rows into ours. Our own databases are read as they are (`OwnLayout`, a
 pass-through); a database another application wrote has its own adapter
-(haiku.rag's: mcp_analysis/haiku/layout.py), chosen by store/identify.py.
+(haiku.rag's: store/haiku_layout.py), chosen by store/identify.py.
 
 Where behaviour legitimately differs, the layout states it as a property the layers
 above ask without learning the kind of database:

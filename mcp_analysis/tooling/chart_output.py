@@ -43,11 +43,7 @@ class ChartOut(BaseModel):
     @classmethod
     def of(cls, chart: Chart, resource: ChartResource, not_kept: str | None = None) -> ChartOut:
         return cls(
-            index=chart.index,
-            title=chart.title,
-            width=chart.width,
-            height=chart.height,
-            rows=chart.rows,
+            **chart.model_dump(include={"index", "title", "width", "height", "rows"}),
             png_uri=resource("png") if resource else None,
             svg_uri=resource("svg") if resource else None,
             spec_uri=resource("json") if resource else None,

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field, SerializeAsAny
 
-from mcp_analysis.search.excerpt import label
 from mcp_analysis.session.state import Citation
+from mcp_analysis.text import label
 from mcp_analysis.tooling.document_list import DOCUMENT_LABEL_CHARS
 from mcp_analysis.tooling.fitting import largest_fit, page_span
 

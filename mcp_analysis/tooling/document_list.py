@@ -7,8 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from mcp_analysis.search.excerpt import label, shared_dir
 from mcp_analysis.store.models import DocumentMeta
+from mcp_analysis.text import label, shared_dir
 from mcp_analysis.tooling.fitting import largest_fit
 
 DOCUMENT_LABEL_CHARS = 200  # of a listed title or uri (metadata.json has them whole)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, Field
 from pydantic.json_schema import SkipJsonSchema
 
-from mcp_analysis.sandbox.output import clip
+from mcp_analysis.text import clip
 from mcp_analysis.tooling.chart_output import ChartOut, chart_forms
 from mcp_analysis.tooling.fitting import size
 

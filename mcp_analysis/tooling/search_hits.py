@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from mcp_analysis.search.excerpt import label
 from mcp_analysis.search.models import SearchHit, SearchResult
+from mcp_analysis.text import label
 from mcp_analysis.tooling.fitting import largest_fit, page_span, size
 
 MIN_CONTEXT = 160  # the smallest passage a hit is cut to before hits are dropped

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from mcp_analysis.search.excerpt import label
+from mcp_analysis.text import label
 from mcp_analysis.tooling.citing import CitationOut
 from mcp_analysis.tooling.fitting import largest_fit
 

@@ -23,9 +23,10 @@ from typing import IO
 
 import anyio
 
-from mcp_analysis.config import Settings, redact_url
+from mcp_analysis.config import Settings
 from mcp_analysis.errors import AnalysisError
 from mcp_analysis.paths import is_local_path, make_database_directory
+from mcp_analysis.redact import redact_url
 
 log = logging.getLogger(__name__)
 

@@ -20,9 +20,9 @@ import anyio
 
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.ingest import formats
-from mcp_analysis.ingest.excluded import excluded_paths
 from mcp_analysis.ingest.files import display_name, file_uri, link_out
 from mcp_analysis.ingest.lock import ingest_lock
+from mcp_analysis.ingest.own_files import excluded_paths
 from mcp_analysis.ingest.pipeline import Ingestor, IngestReport
 from mcp_analysis.ingest.pool import ConversionPool
 from mcp_analysis.store.models import DocumentMeta

@@ -10,11 +10,12 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_analysis.config import SandboxSettings, load_settings
+from mcp_analysis.config import load_settings
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.sandbox.bounds import HostBounds, HostLimitError
 from mcp_analysis.sandbox.interpreter import Interpreter
 from mcp_analysis.sandbox.pool import WorkerPool
+from mcp_analysis.sandbox.settings import SandboxSettings
 from mcp_analysis.session.analysis import AnalysisSession
 from tests.conftest import SAMPLE_DOCUMENTS, make_settings
 from tests.mcp_helpers import HttpServer

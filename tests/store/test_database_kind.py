@@ -9,6 +9,7 @@ modules import haiku.rag support, and nothing outside the store touches its inte
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -22,13 +23,14 @@ PACKAGE = Path(__file__).resolve().parent.parent.parent / "mcp_analysis"
 # The only modules that may import mcp_analysis.haiku (besides the package itself).
 HAIKU_DOORS = {
     "mcp_analysis/config.py",  # a haiku.rag.yaml is a config source
-    "mcp_analysis/store/identify.py",  # a haiku.rag database is a store layout
+    "mcp_analysis/store/haiku_layout.py",  # a haiku.rag database's query embedder
     "mcp_analysis/agent/skill.py",  # haiku.rag's skill API
 }
 # Store modules the layers above must not import: identification and the layouts are the store's own.
 STORE_PRIVATE = {"mcp_analysis.store.identify", "mcp_analysis.store.layout", "mcp_analysis.store.base"}
 
 
+@functools.cache
 def _sources() -> dict[str, ast.Module]:
     root = PACKAGE.parent
     return {str(p.relative_to(root)): ast.parse(p.read_text(encoding="utf-8")) for p in PACKAGE.rglob("*.py")}
@@ -104,7 +106,7 @@ def test_no_module_outside_the_store_touches_private_attributes_of_other_objects
 def test_the_checks_catch_an_offender() -> None:
     offender = ast.parse(
         "def search(kb):\n"
-        "    from mcp_analysis.haiku.layout import HaikuLayout\n"
+        "    from mcp_analysis.haiku.embedders import unavailable\n"
         "    from mcp_analysis.store.layout import OwnLayout\n"
         "    return kb.store._layout, self._fine, kb.__class__, super()._step, make()._layout\n"
     )

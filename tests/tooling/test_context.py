@@ -18,12 +18,13 @@ from mcp import Client
 
 from mcp_analysis.config import Settings
 from mcp_analysis.corpus import KnowledgeBase
-from mcp_analysis.sandbox.output import OutputCollector, clip
+from mcp_analysis.sandbox.output import NOT_KEPT, OutputCollector
 from mcp_analysis.search.excerpt import excerpt
 from mcp_analysis.search.models import SearchResult
 from mcp_analysis.server.app import create_server
 from mcp_analysis.server.calls import session_note
 from mcp_analysis.session.analysis import AnalysisSession
+from mcp_analysis.text import clip
 from mcp_analysis.tooling.document_list import DocumentInfo, documents_result
 from mcp_analysis.tooling.fitting import size
 from mcp_analysis.tooling.search_hits import search_result
@@ -214,7 +215,7 @@ def test_clip_keeps_head_and_tail_within_the_limit() -> None:
         assert cut.startswith("line 0\n") and cut.endswith("line 9999\n")
         dropped = int(re.search(r"output truncated: ([\d,]+) characters", cut).group(1).replace(",", ""))
         assert dropped == len(lines) - len(cut) + len(re.search(r"\n… \[.*\] …\n", cut).group(0))
-    assert clip("short", 10) == ("short", False)
+    assert clip("short", 10, NOT_KEPT) == ("short", False)
 
 
 def test_output_collector_keeps_head_and_tail() -> None:

@@ -17,7 +17,6 @@ from mcp_analysis.errors import IngestError
 from mcp_analysis.ingest.formats.base import Converted, Source, decode_text, limit_error
 from mcp_analysis.ingest.formats.cells import CsvLines, add_rows_table, written_cell
 
-SUFFIXES = (".csv", ".tsv")
 _SNIFF_CHARS = 64 * 1024
 
 

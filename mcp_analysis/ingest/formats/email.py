@@ -21,7 +21,6 @@ from docling_core.types.doc import DocItemLabel, DoclingDocument
 from mcp_analysis.errors import IngestError
 from mcp_analysis.ingest.formats.base import Converted, Source
 
-SUFFIXES = (".eml",)
 _HEADERS = ("from", "to", "cc", "date", "subject", "message-id")
 _TEXT_TYPES = ("application/json", "application/csv", "application/xml")
 

@@ -10,8 +10,6 @@ from mcp_analysis.ingest.formats._docling import run_backend
 from mcp_analysis.ingest.formats.base import Converted, Source
 from mcp_analysis.ingest.formats.office import check_unpacked
 
-SUFFIXES = (".epub",)
-
 
 def convert(source: Source) -> Converted:
     from docling.backend.epub_backend import EpubDocumentBackend

@@ -17,8 +17,6 @@ from mcp_analysis.ingest.formats.ocr import MAX_PIXELS, OcrBudget, paragraphs, r
 
 MAX_DECODED_PIXELS = 4 * MAX_PIXELS
 
-SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".webp")
-
 
 def convert(source: Source) -> Converted:
     if source.limits.ocr == "off":

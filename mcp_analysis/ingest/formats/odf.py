@@ -14,8 +14,6 @@ from mcp_analysis.ingest.formats._docling import run_backend
 from mcp_analysis.ingest.formats.base import Converted, Source
 from mcp_analysis.ingest.formats.office import check_unpacked, encrypted_message, is_encrypted_odf
 
-SUFFIXES = (".odt", ".odp")
-
 
 def convert(source: Source) -> Converted:
     from docling.backend.opendocument_backend import OdpDocumentBackend, OdtDocumentBackend

@@ -25,7 +25,6 @@ from mcp_analysis.ingest.formats.office import (
     reason,
 )
 
-SUFFIXES = (".pptx",)
 _EMU_PER_POINT = 12700
 
 

@@ -31,8 +31,6 @@ from mcp_analysis.ingest.formats.office import (
 from mcp_analysis.ingest.formats.sheet_repair import reread
 from mcp_analysis.ingest.formats.sheet_screen import screen
 
-SUFFIXES = (".xlsx", ".xlsm", ".xls", ".ods")
-
 
 def convert(source: Source) -> Converted:
     import python_calamine as calamine

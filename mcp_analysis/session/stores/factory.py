@@ -7,9 +7,10 @@ import hmac
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mcp_analysis.config import Settings, missing_secret_message
+from mcp_analysis.config import Settings
 from mcp_analysis.errors import ConfigError
 from mcp_analysis.paths import data_home
+from mcp_analysis.session.settings import missing_secret_message
 from mcp_analysis.session.stores.base import SessionStore, Signer
 from mcp_analysis.session.stores.file import FileSessionStore
 

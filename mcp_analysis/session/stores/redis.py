@@ -31,12 +31,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import secrets
-import time
+from collections.abc import Awaitable
 from typing import Any
 
-import anyio
 import redis.asyncio as aioredis
-from redis.exceptions import OutOfMemoryError, RedisError, ResponseError
+from redis.asyncio.lock import Lock
+from redis.exceptions import LockNotOwnedError, OutOfMemoryError, RedisError, ResponseError
 
 from mcp_analysis.redact import Redactor
 from mcp_analysis.session.keys import KeyKind, SessionKey
@@ -67,6 +67,7 @@ from mcp_analysis.session.stores.sealed import Sealer, SeenVersions
 log = logging.getLogger(__name__)
 
 LOCK_LEASE_SECONDS = 10.0
+LOCK_POLL_SECONDS = 0.05  # how often a call waiting for a busy session tries its lock again
 _TIMEOUT_SECONDS = 5.0
 _FULL = -4
 _SPLIT_INLINE = 1 << 20  # a smaller dump is cut on the event loop (a thread's hop costs more)
@@ -93,10 +94,9 @@ class RedisSessionStore(SessionStore):
         self._seen = SeenVersions(remember)
         self._epoch: str | None = None
         self._scripts = {
-            name: self._redis.register_script(getattr(scripts, name))
-            for name in ("SAVE", "TOUCH", "DELETE", "COUNT", "RENEW", "RELEASE")
+            name: self._redis.register_script(getattr(scripts, name)) for name in ("SAVE", "TOUCH", "DELETE", "COUNT")
         }
-        self._held: dict[str, str] = {}  # lock key -> token, renewed by renew_locks()
+        self._held: dict[str, Lock] = {}  # lock key -> the lease this replica holds, renewed by renew_locks()
 
     def _k(self, kind: str, member: str = "") -> str:
         return f"{self._prefix}{kind}{member}"
@@ -304,40 +304,47 @@ class RedisSessionStore(SessionStore):
         await self.epoch()
 
     async def close(self) -> None:
-        for lock_key, token in list(self._held.items()):
+        for lock in list(self._held.values()):
             with contextlib.suppress(RedisError, OSError):
-                await self._scripts["RELEASE"](keys=[lock_key], args=[token])
+                await lock.release()
         self._held.clear()
         await self._redis.aclose()
 
     # ---------------------------------------------------------------- locks
 
+    def _lock(self, lock_key: str) -> Lock:
+        """redis-py's lease lock (SET NX PX, compare-and-delete, compare-and-extend scripts); its token
+        lives on the object, not in a thread-local: one event loop runs every call."""
+        return self._redis.lock(lock_key, timeout=LOCK_LEASE_SECONDS, sleep=LOCK_POLL_SECONDS, thread_local=False)
+
+    @staticmethod
+    async def _owned(step: Awaitable[Any]) -> bool:
+        """Run a release or renewal: False when the lease had lapsed already (not a store error)."""
+        try:
+            await step
+        except LockNotOwnedError:
+            return False
+        return True
+
     async def acquire(self, key: SessionKey, *, wait: float) -> str:
         """Take the session's lease lock, waiting up to `wait` seconds; returns the token."""
         lock_key = self._k("lock:", self.member(key))
+        lock = self._lock(lock_key)
         token = secrets.token_hex(12)
-        deadline = time.monotonic() + wait
-        delay = 0.02
-        while True:
-            taken = await self._call(self._redis.set(lock_key, token, nx=True, px=int(LOCK_LEASE_SECONDS * 1000)))
-            if taken:
-                self._held[lock_key] = token
-                return token
-            if time.monotonic() + delay > deadline:
-                raise LockTimeout(key.storage)
-            await anyio.sleep(delay)
-            delay = min(delay * 2, 0.25)
+        if not await self._call(lock.acquire(blocking_timeout=wait, token=token)):
+            raise LockTimeout(key.storage)
+        self._held[lock_key] = lock
+        return token
 
     async def release(self, key: SessionKey, token: str) -> None:
         lock_key = self._k("lock:", self.member(key))
         self._held.pop(lock_key, None)
-        await self._call(self._scripts["RELEASE"](keys=[lock_key], args=[token]))
+        await self._call(self._owned(self._lock(lock_key).do_release(token)))
 
     async def renew_locks(self) -> None:
         """Extend the leases this replica holds (called every few seconds)."""
-        lease = int(LOCK_LEASE_SECONDS * 1000)
-        for lock_key, token in list(self._held.items()):
-            renewed = await self._call(self._scripts["RENEW"](keys=[lock_key], args=[token, lease]))
-            if not renewed and self._held.get(lock_key) == token:
+        for lock_key, lock in list(self._held.items()):
+            renewed = await self._call(self._owned(lock.reacquire()))
+            if not renewed and self._held.get(lock_key) is lock:
                 log.warning("Lost the lock of %s (lease lapsed); its next save will be refused", lock_key)
                 self._held.pop(lock_key, None)

@@ -154,13 +154,3 @@ redis.call('HDEL', KEYS[3], ARGV[1])
 if b > 0 then redis.call('DECRBY', KEYS[4], b) end
 return 1
 """
-
-RENEW = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return 0
-"""
-
-RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""

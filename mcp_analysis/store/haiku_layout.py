@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcp_analysis.errors import AnalysisError, EmbedderError, ReadOnlyDatabaseError
-from mcp_analysis.haiku.database import HaikuEmbedder, check_tables, check_version
 from mcp_analysis.haiku.embedders import choose_query_embedder, default_base_url, unavailable
 from mcp_analysis.store import schema
 from mcp_analysis.store.filters import sql_in
+from mcp_analysis.store.haiku_database import HaikuEmbedder, check_tables, check_version
 from mcp_analysis.store.layout import EmbedderChoice, Rows, Tables
 from mcp_analysis.store.settings_row import StoredSettings
 from mcp_analysis.structure import section_ranges
