@@ -34,6 +34,7 @@ import secrets
 from collections.abc import Awaitable
 from typing import Any
 
+import anyio
 import redis.asyncio as aioredis
 from redis.asyncio.lock import Lock
 from redis.exceptions import LockNotOwnedError, OutOfMemoryError, RedisError, ResponseError
