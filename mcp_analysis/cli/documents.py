@@ -127,24 +127,26 @@ def _ingestor(kb: Any, progress: _RichProgress | None, ray: str | None) -> Any:
 
 def rm(
     ctx: typer.Context,
-    document: Annotated[
-        str,
+    documents: Annotated[
+        list[str],
         typer.Argument(
-            help="Document id (or a unique prefix of it, as `list` shows), uri, or the path it was added from."
+            help="Document ids (or unique prefixes of them, as `list` shows), uris, or the paths they were added "
+            "from. All are removed at once, or none when any names no document."
         ),
     ],
 ) -> None:
-    """Remove a document."""
+    """Remove documents."""
     options = command_options(ctx)
 
     async def go() -> None:
-        from mcp_analysis.ingest.pipeline import remove_document
+        from mcp_analysis.ingest.removal import remove_documents
         from mcp_analysis.sample import forget_build
 
         async with knowledge_base(options) as kb:
-            meta = await remove_document(kb, document)
+            metas = await remove_documents(kb, documents)
         forget_build(kb.settings.db)  # if this was the sample, the next --sample restores it
-        out.print(f"removed {meta.id} ({escape(meta.title)})", highlight=False)
+        for meta in metas:
+            out.print(f"removed {meta.id} ({escape(meta.title)})", highlight=False)
 
     options.run(go)
 

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 import anyio
 
 from mcp_analysis.corpus import KnowledgeBase
-from mcp_analysis.errors import AnalysisError, IngestError
+from mcp_analysis.errors import IngestError
 from mcp_analysis.ingest.excluded import Excluded
 from mcp_analysis.ingest.files import Confinement, display_name
 from mcp_analysis.ingest.lock import ingest_lock
@@ -141,14 +141,18 @@ class Ingestor:
         pool: ConversionPool | None = None,
         moves_within: Sequence[Path] | None = None,
         before_write: Callable[[], Awaitable[None]] | None = None,
+        defer_optimize: bool = False,
     ) -> None:
         """`pool`: conversion workers to use and keep (a long-lived caller such as a folder watcher
         passes one, so workers outlive one add); by default each add starts its own and ends them.
         `moves_within`: only documents whose file lay in these folders may be found moved (a folder
         watcher's own folders); by default, the folders added (a file's: its folder).
         `before_write`: awaited before each batch is written; it raises to stop the add (a folder
-        watcher whose lease on an object-store knowledge base is gone)."""
+        watcher whose lease on an object-store knowledge base is gone).
+        `defer_optimize`: an add makes missing indexes but leaves compaction to the caller (a
+        watcher, when idle), unless it wrote `_CHUNKS_PER_OPTIMIZE` chunks."""
         self.kb = kb
+        self.defer_optimize = defer_optimize
         self.progress = progress
         self.pool = pool
         self.moves_within = moves_within
@@ -227,12 +231,14 @@ class Ingestor:
             await self._flush(pending, report, moves)
             if report.added or report.replaced:
                 self._phase("updating the indexes")
-                await self._update_indexes()
+                await self._update_indexes(compact=not self.defer_optimize or report.chunks >= _CHUNKS_PER_OPTIMIZE)
 
-    async def _update_indexes(self) -> None:
-        """Fold the rows written so far into the indexes (made when missing)."""
+    async def _update_indexes(self, compact: bool = True) -> None:
+        """Fold the rows written so far into the indexes (made when missing). Without `compact`,
+        only missing indexes are made: full-text and vector search read unindexed rows too."""
         await self.kb.store.ensure_indexes(self.kb.settings.search.vector_index_min_rows)
-        await self.kb.store.optimize()
+        if compact:
+            await self.kb.store.optimize()
 
     def _phase(self, label: str) -> None:
         if self.progress:
@@ -352,42 +358,3 @@ def written(pending: list[PreparedDocument], report: IngestReport) -> None:
         (report.replaced if prepared.replacing else report.added).append(prepared.meta.uri)
         report.chunks += len(prepared.chunks)
 
-
-MIN_ID_PREFIX = 4
-
-
-def find_document(metas: Sequence[DocumentMeta], reference: str) -> DocumentMeta:
-    """The document `reference` names: its id, a unique id prefix (>= 4 characters), its uri,
-    or the path it was added from. Ambiguous or unknown references are clear errors."""
-    reference = reference.strip()
-    exact = next((m for m in metas if reference in (m.id, m.uri)), None)
-    if exact is not None:
-        return exact
-    if "://" not in reference:
-        uri = Path(reference).expanduser().resolve().as_uri()
-        by_path = next((m for m in metas if m.uri == uri), None)
-        if by_path is not None:
-            return by_path
-    matches = [m for m in metas if m.id.startswith(reference.lower())] if len(reference) >= MIN_ID_PREFIX else []
-    if len(matches) == 1:
-        return matches[0]
-    if matches:
-        shown = ", ".join(m.id for m in matches[:5]) + (", ..." if len(matches) > 5 else "")
-        raise AnalysisError(
-            f"Id prefix {reference!r} matches {len(matches)} documents ({shown}); give more characters of the id."
-        )
-    raise AnalysisError(
-        f"No document with id, id prefix (at least {MIN_ID_PREFIX} characters), uri or path {reference!r}. "
-        "`mcp-analysis list` shows them."
-    )
-
-
-async def remove_document(kb: KnowledgeBase, reference: str) -> DocumentMeta:
-    """Delete one document by id, unique id prefix, uri or path (see `find_document`)."""
-    store = kb.store
-    store.check_writable()
-    target = find_document(await store.all_meta(), reference)
-    async with ingest_lock(store.path):
-        await store.delete_document(target.id)
-    await kb.refresh()
-    return target

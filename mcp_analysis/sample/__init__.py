@@ -17,18 +17,23 @@ Exact answers (checked by tests/sample/test_questions.py):
 
 Once built, the knowledge base carries a stamp naming the sample files it was built
 from; while the files match it, `ensure_sample_kb` only reads the stamp and a few file
-sizes (no LanceDB, no hashing), so `--sample` starts as fast as `--db`. A server opens it
+sizes (no LanceDB, no hashing), so `--sample` starts as fast as `--db`. Files with the
+content the stamp records (its digests) but another place or times (another clone or
+environment sharing the data directory, a reinstall) only move the documents' uris there:
+no parser is imported, no document read again. A server opens it
 with `SampleOpener`, which builds it in the background while the server already answers.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import time
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 import anyio
 
@@ -69,7 +74,52 @@ def is_built(db: Path) -> bool:
         stamp = json.loads((Path(db) / STAMP_FILE).read_text())
     except (OSError, ValueError):
         return False
-    return bool(stamp == _fingerprint())
+    return isinstance(stamp, dict) and {k: stamp.get(k) for k in ("documents_dir", "files")} == _fingerprint()
+
+
+def _digests(names: Any) -> dict[str, str]:
+    return {name: hashlib.sha256((documents_dir() / name).read_bytes()).hexdigest() for name in names}
+
+
+def _moved_only(db: Path, fingerprint: dict[str, Any]) -> bool:
+    """The stamp records these very files by content (digests): only their place or times changed."""
+    if not is_local_path(db) or not (Path(db) / "document_meta.lance").is_dir():
+        return False
+    try:
+        stamp = json.loads((Path(db) / STAMP_FILE).read_text())
+    except (OSError, ValueError):
+        return False
+    if not isinstance(stamp, dict) or not isinstance(stamp.get("files"), dict):
+        return False
+    digests = stamp.get("sha256")
+    names = set(fingerprint["files"])
+    return isinstance(digests, dict) and set(stamp["files"]) == set(digests) == names and digests == _digests(names)
+
+
+async def _relocate(settings: Settings, fingerprint: dict[str, Any]) -> None:
+    """Point the sample documents' uris at the files here (the knowledge base's reading stack only)."""
+    from mcp_analysis.corpus import KnowledgeBase
+    from mcp_analysis.ingest.lock import ingest_lock
+
+    kb = await KnowledgeBase.open(settings)
+    try:
+        moved = []
+        for meta in await kb.store.all_meta():
+            if _is_sample_uri(meta.uri, fingerprint["files"]):
+                here = (documents_dir() / unquote(meta.uri.rpartition("/")[2])).resolve().as_uri()
+                if here != meta.uri:
+                    moved.append(meta.model_copy(update={"uri": here}))
+        if moved:
+            async with ingest_lock(kb.store.path):
+                await kb.store.update_meta(*moved)
+    finally:
+        await kb.close()
+    _write_stamp(settings.db, fingerprint)
+
+
+def _write_stamp(db: Path, fingerprint: dict[str, Any]) -> None:
+    if is_local_path(db):
+        (Path(db) / STAMP_FILE).write_text(json.dumps({**fingerprint, "sha256": _digests(fingerprint["files"])}))
 
 
 def forget_build(db: Path) -> None:
@@ -92,15 +142,19 @@ async def ensure_sample_kb(settings: Settings) -> Settings:
     """
     if is_built(settings.db):
         return settings
+    fingerprint = _fingerprint()
+    if _moved_only(settings.db, fingerprint):
+        await _relocate(settings, fingerprint)
+        return settings
     started = time.perf_counter()
     progress.say(
         "Building the sample knowledge base in %s (first use only; up to a minute on a slow machine)...", settings.db
     )
     progress.say("sample knowledge base: loading libraries")
     from mcp_analysis.corpus import KnowledgeBase
-    from mcp_analysis.ingest.pipeline import Ingestor, remove_document
+    from mcp_analysis.ingest.pipeline import Ingestor
+    from mcp_analysis.ingest.removal import remove_document
 
-    fingerprint = _fingerprint()
     kb = await KnowledgeBase.open(_with_ocr(settings), create=True)
     try:
         report = await Ingestor(kb, progress.LineProgress("sample knowledge base")).add([documents_dir()])
@@ -115,8 +169,7 @@ async def ensure_sample_kb(settings: Settings) -> Settings:
         from mcp_analysis.errors import IngestError
 
         raise IngestError(f"The sample documents could not all be read: {report.skipped}")
-    if is_local_path(settings.db):
-        (Path(settings.db) / STAMP_FILE).write_text(json.dumps(fingerprint))
+    _write_stamp(settings.db, fingerprint)
     progress.say(
         "Sample knowledge base ready: %d documents in %.1f s (next starts are instant).",
         documents,
@@ -143,7 +196,7 @@ class SampleOpener:
     """
 
     async def open(self, settings: Settings) -> KnowledgeBase:
-        if not is_built(settings.db):
+        if not is_built(settings.db) and not _moved_only(settings.db, _fingerprint()):
             await anyio.to_thread.run_sync(importlib.import_module, "mcp_analysis.ingest.pipeline")
         await ensure_sample_kb(settings)
         from mcp_analysis.corpus import KnowledgeBase

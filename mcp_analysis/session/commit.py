@@ -60,7 +60,11 @@ class WriteThrough:
         )
         try:
             return await self.store.save(
-                record, session.interpreter_state, expected=kept.version, limits=self.limits(session.owner)
+                record,
+                session.interpreter_state,
+                expected=kept.version,
+                limits=self.limits(session.owner),
+                memo=kept.dump,
             )
         except VersionConflict:
             raise SessionBusyError(

@@ -281,6 +281,7 @@ class SessionManager:
         record = stored.record
         kept = self._persistence(key)
         kept.loaded(stored.version)
+        kept.dump.remember(stored.split, stored.version)
         restored = AnalysisSession(
             self.kb,
             filter=document_filter,

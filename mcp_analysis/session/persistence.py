@@ -15,6 +15,7 @@ from typing import Generic, Protocol, TypeVar
 import anyio
 
 from mcp_analysis.session.keys import SessionKey
+from mcp_analysis.session.stores.chunks import DumpMemo
 
 S = TypeVar("S", contravariant=True)
 
@@ -42,6 +43,8 @@ class Persistence(Generic[S]):
         self.in_store = in_store
         #: Serializes this session's saves: a save must not interleave with another call's.
         self.commit_lock = anyio.Lock(fast_acquire=True)  # uncontended: no trip through the event loop
+        #: The dump's chunks as the store last held them: a save writes only the chunks that changed.
+        self.dump = DumpMemo()
         self._version = 0
         self._kept = False
         self._calls = 0

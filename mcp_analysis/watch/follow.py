@@ -242,7 +242,12 @@ class FolderWatcher:
             await anyio.sleep(delay)  # events meanwhile queue up in the stream
 
     async def _next_batch(self, receive: MemoryObjectReceiveStream[set[Path]]) -> set[Path]:
-        """The next paths changed; the conversion worker is ended once none came for `keep_worker_seconds`."""
+        """The next paths changed; once none came for `optimize_idle_seconds` the tables are compacted
+        (if changes were applied), and the conversion worker is ended after `keep_worker_seconds`."""
+        if self.mirror.uncompacted:
+            with anyio.move_on_after(self.settings.optimize_idle_seconds):
+                return await receive.receive()
+            await self._optimize()
         with anyio.move_on_after(self.settings.keep_worker_seconds):
             return await receive.receive()
         await anyio.to_thread.run_sync(self.mirror.release_workers)
@@ -255,6 +260,16 @@ class FolderWatcher:
         await anyio.sleep(self.settings.settle_seconds)
         after = await anyio.to_thread.run_sync(lambda: [signature(p) for p in paths])
         return {p for p, a, b in zip(paths, before, after, strict=True) if a == b}
+
+    async def _optimize(self) -> None:
+        """Compact now; a failure is logged and tried again after the next change (the server keeps serving)."""
+        await self._hold_lease()
+        try:
+            await self.mirror.optimize()
+        except WatchLeaseLost as exc:
+            log.warning("watch: %s", exc)
+        except Exception as exc:
+            log.error("watch: could not compact the knowledge base: %s", exc, exc_info=True)
 
     async def _hold_lease(self) -> None:
         if self.lease is not None:

@@ -40,6 +40,13 @@ class WatchSettings(BaseModel):
         description="How long the conversion worker (a process with the parsers loaded) stays up after the last "
         "change, so the next change is read at once instead of after its start of seconds; 0 ends it each time.",
     )
+    optimize_idle_seconds: float = Field(
+        10,
+        ge=0,
+        le=86_400,
+        description="Quiet time after the last applied change before the tables are compacted and the new rows "
+        "folded into the indexes (search reads the rows written meanwhile unindexed); `sync` compacts at its end.",
+    )
     lease_seconds: float = Field(
         30,
         ge=1,

@@ -13,7 +13,8 @@ import pytest
 
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.errors import AnalysisError
-from mcp_analysis.ingest.pipeline import Ingestor, find_document, remove_document
+from mcp_analysis.ingest.pipeline import Ingestor
+from mcp_analysis.ingest.removal import find_document, remove_document
 from mcp_analysis.store.models import DocumentMeta
 from tests.conftest import REPO, make_settings
 from tests.docs_factory import write_all, write_markdown

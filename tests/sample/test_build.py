@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from mcp_analysis.corpus import KnowledgeBase
-from mcp_analysis.ingest.pipeline import Ingestor, remove_document
+from mcp_analysis.ingest.pipeline import Ingestor
+from mcp_analysis.ingest.removal import remove_document
 from mcp_analysis.sample import STAMP_FILE, documents_dir, ensure_sample_kb, forget_build, is_built
 from tests.conftest import REPO, SAMPLE_DOCUMENTS, make_settings
 from tools.make_sample_extras import MEMO, WORKBOOK

@@ -34,8 +34,9 @@ MB = 1024 * 1024
 
 
 def _big(n: int, megabytes: int) -> str:
-    # A string of `megabytes` MB that differs per session (so no dump is shared).
-    return f"x = 'ab' * {megabytes * MB // 2} + '{n}'"
+    # A string of about `megabytes` MB that differs per session and does not repeat itself (a store
+    # keeps a dump's repeated chunks once: 'ab' * N would take it a few KB).
+    return f"x = '-'.join([str(i * 7 + {n}) for i in range({megabytes * MB // 5})])[:{megabytes * MB}] + '{n}'"
 
 
 async def test_idle_kept_sessions_leave_memory_beyond_the_budget_and_come_back(sample_db: Path, tmp_path: Path) -> None:
@@ -152,7 +153,7 @@ async def check_stored_bytes_bound(settings: Settings) -> None:
 async def test_the_file_store_keeps_at_most_max_stored_mb(sample_db: Path, tmp_path: Path) -> None:
     sessions = {"dir": tmp_path / "sessions", "max_stored_mb": 16}
     await check_stored_bytes_bound(make_settings(sample_db, sessions=sessions, sandbox={"max_state_mb": 10}))
-    kept = sum(f.stat().st_size for f in (tmp_path / "sessions").glob("*.bin"))
+    kept = sum(f.stat().st_size for f in (tmp_path / "sessions").glob("*.chunks/*"))
     assert kept == 0  # all dropped at the end: nothing left behind
 
 

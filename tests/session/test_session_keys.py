@@ -65,7 +65,8 @@ async def test_the_directory_store_files_a_session_under_its_key_text(tmp_path: 
     record = SessionRecord(key=key.storage, session_id=key.value, owner="alice", state=AnalysisState(), last_used=0)
     assert await store.save(record, b"dump", expected=0, limits=ROOMY) == 1
     digest = hashlib.sha256(b"handle:s_0123456789abcdefghijklmn").hexdigest()[:40]
-    assert sorted(p.name for p in tmp_path.glob(f"{digest}.*")) == [f"{digest}.bin", f"{digest}.json", f"{digest}.kept"]
+    named = sorted(p.name for p in tmp_path.glob(f"{digest}.*"))
+    assert named == [f"{digest}.chunks", f"{digest}.json", f"{digest}.kept"]
     header = json.loads((tmp_path / f"{digest}.json").read_bytes().split(b"\n", 1)[0])
     assert header["owner"] == hashlib.sha256(b"principal:alice").hexdigest()[:12] == owner_digest("alice")
     assert owner_digest(None) == hashlib.sha256(b"anonymous").hexdigest()[:12]

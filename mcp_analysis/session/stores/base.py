@@ -31,6 +31,7 @@ from pydantic import BaseModel
 
 from mcp_analysis.session.keys import SessionKey
 from mcp_analysis.session.state import AnalysisState
+from mcp_analysis.session.stores.chunks import DumpMemo, Split
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,8 @@ class StoredSession:
     record: SessionRecord
     blob: bytes | None
     version: int
+    #: The dump's chunks as the store holds them (None: kept whole by an earlier version, or no dump).
+    split: Split | None = None
 
 
 @dataclass(frozen=True)
@@ -122,6 +125,7 @@ class Signer:
 
     def __init__(self, secret: bytes, epoch: bytes | None = None) -> None:
         self._secret = secret
+        self._chunk_key = hmac.new(secret, b"dump-chunk-name", hashlib.sha256).digest()
         #: The store's epoch, named by every new handle (stores with one set it when they learn it).
         self.epoch = epoch if epoch is not None else secrets.token_bytes(EPOCH_BYTES)
 
@@ -132,6 +136,10 @@ class Signer:
 
     def verify(self, mac: str, body: bytes, blob: bytes | None) -> bool:
         return hmac.compare_digest(mac, self.mac(body, blob))
+
+    def chunk_name(self, piece: bytes | memoryview) -> str:
+        """A dump chunk's name: a keyed digest of its content (BLAKE2b, keyed apart from the MACs)."""
+        return hashlib.blake2b(piece, key=self._chunk_key, digest_size=20).hexdigest()
 
     def seal(self, label: str, *fields: bytes) -> str:
         """HMAC over `fields`, each length-prefixed (no field can run into the next), under `label`."""
@@ -200,6 +208,11 @@ class SessionStore(ABC):
         if not self.signer.verify(mac, body, blob):
             log.warning("Ignoring %s: its signature does not match", where)
             return None
+        return self._verified_body(key, body)
+
+    @staticmethod
+    def _verified_body(key: SessionKey, body: bytes) -> SessionRecord | None:
+        """The record in `body` (its signature checked already) if it is `key`'s, else None."""
         try:
             record = SessionRecord.model_validate_json(body)
         except ValueError:
@@ -217,9 +230,13 @@ class SessionStore(ABC):
         """Refresh the TTL; return the current version (None when the key is not stored)."""
 
     @abstractmethod
-    async def save(self, record: SessionRecord, blob: bytes | None, *, expected: int, limits: Limits) -> int:
+    async def save(
+        self, record: SessionRecord, blob: bytes | None, *, expected: int, limits: Limits, memo: DumpMemo | None = None
+    ) -> int:
         """Store if the current version is `expected` (0: not stored yet); return the new version.
 
+        The dump is kept as chunks (chunks.py): only those the store does not hold are written.
+        `memo` (the session's) tells which it holds at `expected` and learns the new split.
         Raises VersionConflict, or StoreFull: a new session over a count bound, or any save that
         would take the store past `limits.max_stored_bytes`.
         """

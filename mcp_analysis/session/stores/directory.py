@@ -11,7 +11,8 @@ How a directory without the marker is judged (an earlier version wrote none):
 
 - it is *an earlier version's* when only this user may write to it and every entry in it is
   named as the store names its files (``secret.key``, ``<40 hex>.json|.bin|.kept``, write
-  temporaries), each ``.json`` starting with the store's header line: it is adopted as it is;
+  temporaries, ``<40 hex>.chunks`` folders of chunk files), each ``.json`` starting with the
+  store's header line: it is adopted as it is;
 - otherwise it is *shared*: the store uses ``SUBDIR`` inside it. If only this user may write to
   the shared directory, session files of an earlier version found there (recognised as above,
   with their signing key) move into ``SUBDIR`` so their sessions continue; in a directory others
@@ -31,6 +32,8 @@ import re
 import stat
 from pathlib import Path
 
+from mcp_analysis.session.stores.chunks import NAME
+
 log = logging.getLogger(__name__)
 
 MARKER = ".mcp-analysis-sessions"
@@ -42,6 +45,7 @@ _MARKER_TEXT = (
 )
 #: The names the store gives its files: a record, a dump, a "was kept" marker, per key digest.
 SESSION_FILE = re.compile(r"[0-9a-f]{40}\.(json|bin|kept)")
+_CHUNKS = re.compile(r"[0-9a-f]{40}\.chunks")
 _TEMPORARY = re.compile(r"\.[0-9a-f]{40}\.(json|bin)\.[0-9a-f]{8}\.tmp")
 _HEADER_KEYS = frozenset({"version", "owner", "mac"})
 
@@ -112,11 +116,21 @@ def _earlier_versions(directory: Path) -> bool:
         name = entry.name
         if name == SECRET_FILE or _TEMPORARY.fullmatch(name):
             continue
+        if _CHUNKS.fullmatch(name) and _chunk_folder(entry):
+            continue
         if not SESSION_FILE.fullmatch(name) or not entry.is_file():
             return False
         if name.endswith(".json") and not _our_header(entry):
             return False
     return True
+
+
+def _chunk_folder(path: Path) -> bool:
+    """A private folder (not a link) holding only chunk files, as the store writes them."""
+    try:
+        return _private(path.lstat(), directory=True) and all(NAME.fullmatch(p.name) for p in path.iterdir())
+    except OSError:
+        return False
 
 
 def _move_earlier_sessions(shared: Path, own: Path) -> None:
@@ -130,6 +144,9 @@ def _move_earlier_sessions(shared: Path, own: Path) -> None:
         for path in (record, record.with_suffix(".bin"), record.with_suffix(".kept")):
             if path.is_file():
                 path.replace(own / path.name)
+        chunks = record.with_suffix(".chunks")
+        if _chunk_folder(chunks):
+            chunks.replace(own / chunks.name)
         moved += 1
     secret.replace(own / SECRET_FILE)
     log.warning(

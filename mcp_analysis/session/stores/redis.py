@@ -4,8 +4,10 @@ Keys, all under one hash tag per deployment (``{ns}``, so a Redis Cluster keeps 
 slot); ``<d>`` is a keyed digest of the session's `SessionKey.storage` (a reader of Redis
 learns no handle and no principal name from the key names):
 
-- ``mcpa:{ns}:r2:s:<d>``      hash: the sealed record (sealed.py): v, f, k, owner, mac, rec, blob;
+- ``mcpa:{ns}:r2:s:<d>``      hash: the sealed record (sealed.py): v, f, k, owner, mac, rec, c;
                               expires after the TTL, refreshed by every use
+- ``mcpa:{ns}:r2:c:<d>``      hash: the interpreter dump's chunks (chunks.py), sealed; a save sends
+                              only those this hash lacks and drops those the record no longer lists
 - ``mcpa:{ns}:r2:idx`` / ``idx:<owner>``   sorted sets <d> -> expiry, for the bounds
 - ``mcpa:{ns}:r2:sz`` / ``bytes``   hash <d> -> bytes Redis holds for it, and their running total
 - ``mcpa:{ns}:r2:kept``       sorted set <d> -> until when "it was kept" is remembered
@@ -32,12 +34,14 @@ import secrets
 from collections.abc import Awaitable
 from typing import Any
 
+import anyio
 import redis.asyncio as aioredis
 from redis.asyncio.lock import Lock
 from redis.exceptions import LockNotOwnedError, OutOfMemoryError, RedisError, ResponseError
 
 from mcp_analysis.redact import Redactor
 from mcp_analysis.session.keys import KeyKind, SessionKey
+from mcp_analysis.session.stores import chunks
 from mcp_analysis.session.stores import redis_scripts as scripts
 from mcp_analysis.session.stores.base import (
     EPOCH_BYTES,
@@ -56,8 +60,9 @@ from mcp_analysis.session.stores.base import (
     VersionConflict,
     owner_label,
 )
+from mcp_analysis.session.stores.chunks import DumpMemo, Split
 from mcp_analysis.session.stores.cipher import RecordCipher
-from mcp_analysis.session.stores.redis_memory import INDEX_BYTES, MARKER_BYTES, session_estimate
+from mcp_analysis.session.stores.redis_memory import INDEX_BYTES, MARKER_BYTES, chunks_estimate, session_estimate
 from mcp_analysis.session.stores.sealed import Sealer, SeenVersions
 
 log = logging.getLogger(__name__)
@@ -66,6 +71,7 @@ LOCK_LEASE_SECONDS = 10.0
 LOCK_POLL_SECONDS = 0.05  # how often a call waiting for a busy session tries its lock again
 _TIMEOUT_SECONDS = 5.0
 _FULL = -4
+_SPLIT_INLINE = 1 << 20  # a smaller dump is cut on the event loop (a thread's hop costs more)
 _SAVE_ERRORS = {-2: "total", -3: "principal", _FULL: "bytes"}
 
 
@@ -146,17 +152,19 @@ class RedisSessionStore(SessionStore):
 
     async def load(self, key: SessionKey) -> StoredSession | None:
         member = self.member(key)
-        fields = await self._call(self._redis.hgetall(self._k("s:", member)))
+        async with self._redis.pipeline(transaction=True) as both:  # the record and its chunks, as one saved them
+            both.hgetall(self._k("s:", member)).hgetall(self._k("c:", member))
+            fields, pieces = await self._call(both.execute())
         if not fields:
             return None
         epoch = await self._known_epoch()
         try:
             try:
-                stored = self._sealer.open(key.storage, fields, epoch, self._seen.get(member))
+                stored = self._sealer.open(key.storage, fields, epoch, self._seen.get(member), pieces)
             except RecordRefused:
                 if await self.epoch() == epoch:  # not merely an epoch this replica had not learned yet
                     raise
-                stored = self._sealer.open(key.storage, fields, self._epoch or epoch, self._seen.get(member))
+                stored = self._sealer.open(key.storage, fields, self._epoch or epoch, self._seen.get(member), pieces)
         except RecordRefused as refused:
             log.warning("Not loading the kept session %s: %s", member, refused.reason)
             raise
@@ -166,21 +174,34 @@ class RedisSessionStore(SessionStore):
     async def touch(self, key: SessionKey, ttl_seconds: float) -> int | None:
         version = await self._call(
             self._scripts["TOUCH"](
-                keys=[self.redis_key(key), self._k("idx")],
+                keys=[self.redis_key(key), self._k("idx"), self._k("c:", self.member(key))],
                 args=[int(ttl_seconds * 1000), self.member(key), self._k("idx:")],
             )
         )
         return None if version is None else int(version)
 
-    async def save(self, record: SessionRecord, blob: bytes | None, *, expected: int, limits: Limits) -> int:
+    async def save(
+        self, record: SessionRecord, blob: bytes | None, *, expected: int, limits: Limits, memo: DumpMemo | None = None
+    ) -> int:
         body = record.model_dump_json().encode()
         member = self.signer.digest("session-key", record.key)
         owner = self.signer.digest("owner", owner_label(record.owner), 16)
+        previous = memo.split if memo is not None else None
+        split = None
+        if blob is not None and len(blob) > _SPLIT_INLINE:
+            split = await anyio.to_thread.run_sync(chunks.split, blob, self.signer.chunk_name, previous)
+        elif blob is not None:
+            split = chunks.split(blob, self.signer.chunk_name, previous)
+        held = memo.held_at(expected) if memo is not None else frozenset()
         for _ in range(2):
             version = int(await self._call(self._redis.incr(self._k("clock"))))
             epoch = await self._known_epoch()
-            fields = self._sealer.seal(record.key, version, epoch, owner, body, blob)
-            code = await self._save_fields(member, owner, epoch, fields, expected, version, limits)
+            fields = self._sealer.seal(record.key, version, epoch, owner, body, split.listing() if split else None)
+            code = await self._save_fields(member, owner, epoch, fields, (record.key, split, held), expected, limits)
+            if code == -6:  # the store lacks chunks this replica took it to hold (evicted, or a key change)
+                code = await self._save_fields(
+                    member, owner, epoch, fields, (record.key, split, frozenset()), expected, limits
+                )
             if code != -5:
                 break
             await self.epoch()  # the store lost its data: a new session is kept in its new life
@@ -195,17 +216,41 @@ class RedisSessionStore(SessionStore):
         if code < 0:
             raise StoreReset(record.key)
         self._seen.saw(member, code)
+        if memo is not None:
+            memo.remember(split, code)
         return code
 
+    def _chunk_args(self, storage: str, split: Split | None, held: frozenset[str]) -> tuple[list[bytes | str], int]:
+        """The fields and values of the chunks to send (those not in `held`), and what all of them take in Redis."""
+        if split is None:
+            return [], 0
+        args: list[bytes | str] = []
+        sizes: dict[str, int] = {}
+        overhead = self._sealer.cipher.overhead() if self._sealer.cipher is not None else 0
+        for name, piece in split.pieces():
+            field = self._sealer.chunk_field(name)
+            sizes[field] = len(piece) + overhead
+            if name not in held:
+                args += [field, self._sealer.seal_chunk(storage, name, piece)]
+        return args, chunks_estimate(self._k("c:", "x" * 32), sizes)
+
     async def _save_fields(
-        self, member: str, owner: str, epoch: str, fields: dict[str, bytes], expected: int, version: int, limits: Limits
+        self,
+        member: str,
+        owner: str,
+        epoch: str,
+        fields: dict[str, bytes],
+        dump: tuple[str, Split | None, frozenset[str]],
+        expected: int,
+        limits: Limits,
     ) -> int:
         ttl_ms = int(limits.ttl_seconds * 1000)
-        estimate = session_estimate(self._k("s:", member), fields)
-        keys = ["s:" + member, "idx", "idx:" + owner, "sz", "bytes", "kept", "epoch"]
+        sent, chunk_bytes = self._chunk_args(*dump)
+        estimate = session_estimate(self._k("s:", member), fields) + chunk_bytes
+        keys = ["s:" + member, "idx", "idx:" + owner, "sz", "bytes", "kept", "epoch", "c:" + member]
         args = [
             expected,
-            version,
+            int(fields["v"]),
             ttl_ms,
             ttl_ms * KEPT_MARKER_TTL_FACTOR,
             limits.max_stored,
@@ -221,8 +266,9 @@ class RedisSessionStore(SessionStore):
             fields["k"],
             fields["mac"],
             fields["rec"],
-            "1" if "blob" in fields else "0",
-            fields.get("blob", b""),
+            "1" if "c" in fields else "0",
+            fields.get("c", b""),
+            *sent,
         ]
         return int(await self._call(self._scripts["SAVE"](keys=[self._k(k) for k in keys], args=args)))
 
@@ -230,7 +276,7 @@ class RedisSessionStore(SessionStore):
         member = self.member(key)
         await self._call(
             self._scripts["DELETE"](
-                keys=[self._k("s:", member), self._k("idx"), self._k("sz"), self._k("bytes")],
+                keys=[self._k("s:", member), self._k("idx"), self._k("sz"), self._k("bytes"), self._k("c:", member)],
                 args=[member, self._k("idx:")],
             )
         )

@@ -52,3 +52,13 @@ def session_estimate(key: str, fields: dict[str, bytes]) -> int:
     for name, value in fields.items():
         total += _FIELD_ENTRY_BYTES + string_bytes(len(name)) + string_bytes(len(value))
     return total
+
+
+def chunks_estimate(key: str, fields: dict[str, int]) -> int:
+    """What the hash of a session's dump chunks (field name -> value length) under `key` will take at most."""
+    if not fields:
+        return 0
+    total = _HASH_BYTES + string_bytes(len(key))
+    for name, length in fields.items():
+        total += _FIELD_ENTRY_BYTES + string_bytes(len(name)) + string_bytes(length)
+    return total

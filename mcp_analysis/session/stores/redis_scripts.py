@@ -54,11 +54,15 @@ return {redis.call('ZCARD', KEYS[1]), tonumber(redis.call('GET', KEYS[3]) or '0'
 """
 )
 
-#: KEYS 1 s, 2 idx, 3 idx:<owner>, 4 sz, 5 bytes, 6 kept, 7 epoch
+#: KEYS 1 s, 2 idx, 3 idx:<owner>, 4 sz, 5 bytes, 6 kept, 7 epoch, 8 c (the dump's chunks)
 #: ARGV 1 expected, 2 new version, 3 ttl ms, 4 marker ttl ms, 5 max stored, 6 max per principal,
 #:      7 max bytes, 8 member, 9 epoch, 10 estimated bytes, 11 index bytes, 12 marker bytes,
-#:      13 owner, 14 format, 15 key id, 16 mac, 17 rec, 18 has blob, 19 blob
-#: -> new version, or -1 conflict, -2 total, -3 principal, -4 bytes, -5 epoch changed
+#:      13 owner, 14 format, 15 key id, 16 mac, 17 rec, 18 has chunks, 19 chunk listing,
+#:      20.. field, value of each chunk sent (those the store may not hold)
+#: -> new version, or -1 conflict, -2 total, -3 principal, -4 bytes, -5 epoch changed,
+#:    -6 a listed chunk not sent is not held (send them all)
+#: The record's chunks are kept under their name and key id (sealed.py); chunks it no longer
+#: lists go in the same step, so a reader (MULTI over both keys) sees a record with all its chunks.
 SAVE = (
     _NOW
     + _VERSION
@@ -83,10 +87,26 @@ local markers = redis.call('ZCOUNT', KEYS[6], '(' .. now, '+inf')
 if not redis.call('ZSCORE', KEYS[6], member) then markers = markers + 1 end
 local needed = held - before + tonumber(ARGV[10]) + markers * tonumber(ARGV[12])
 if needed > tonumber(ARGV[7]) then return -4 end
+local wanted = {}
+local listing = ARGV[19]
+for i = 1, string.len(listing), 40 do wanted[string.sub(listing, i, i + 39) .. ARGV[15]] = true end
+local sent = {}
+for i = 20, #ARGV, 2 do sent[ARGV[i]] = true end
+for f, _ in pairs(wanted) do
+  if not sent[f] and redis.call('HEXISTS', KEYS[8], f) == 0 then return -6 end
+end
+for i = 20, #ARGV, 1000 do redis.call('HSET', KEYS[8], unpack(ARGV, i, math.min(i + 999, #ARGV))) end
 redis.call('HSET', KEYS[1], 'v', v, 'f', ARGV[14], 'k', ARGV[15], 'mac', ARGV[16], 'owner', ARGV[13], 'rec', ARGV[17])
-if ARGV[18] == '1' then redis.call('HSET', KEYS[1], 'blob', ARGV[19]) else redis.call('HDEL', KEYS[1], 'blob') end
+redis.call('HDEL', KEYS[1], 'blob', 'c')
+if ARGV[18] == '1' then redis.call('HSET', KEYS[1], 'c', listing) end
+local stale = {}
+for _, f in ipairs(redis.call('HKEYS', KEYS[8])) do
+  if not wanted[f] then table.insert(stale, f) end
+end
+for i = 1, #stale, 1000 do redis.call('HDEL', KEYS[8], unpack(stale, i, math.min(i + 999, #stale))) end
 local ttl = tonumber(ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ttl)
+redis.call('PEXPIRE', KEYS[8], ttl)
 prune(KEYS[2], KEYS[4], KEYS[5], KEYS[6], now)
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
 redis.call('ZADD', KEYS[2], now + ttl, member)
@@ -94,7 +114,11 @@ redis.call('ZADD', KEYS[3], now + ttl, member)
 redis.call('ZADD', KEYS[6], now + tonumber(ARGV[4]), member)
 local measured = redis.pcall('MEMORY', 'USAGE', KEYS[1], 'SAMPLES', '0')
 local size = tonumber(ARGV[10])
-if type(measured) == 'number' then size = measured + tonumber(ARGV[11]) end
+if type(measured) == 'number' then
+  size = measured + tonumber(ARGV[11])
+  local pieces = redis.pcall('MEMORY', 'USAGE', KEYS[8], 'SAMPLES', '0')
+  if type(pieces) == 'number' then size = size + pieces end
+end
 local counted = tonumber(redis.call('HGET', KEYS[4], member) or '0')
 redis.call('HSET', KEYS[4], member, size)
 redis.call('INCRBY', KEYS[5], size - counted)
@@ -102,7 +126,7 @@ return v
 """
 )
 
-#: KEYS s, idx; ARGV ttl ms, member, idx:<owner> prefix -> version (-1 damaged) or nil
+#: KEYS s, idx, c; ARGV ttl ms, member, idx:<owner> prefix -> version (-1 damaged) or nil
 TOUCH = (
     _NOW
     + _VERSION
@@ -110,6 +134,7 @@ TOUCH = (
 local v = stored_version(KEYS[1])
 if v == 0 then return false end
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[3], ARGV[1])
 local expiry = now + tonumber(ARGV[1])
 redis.call('ZADD', KEYS[2], 'XX', expiry, ARGV[2])
 local owner = redis.call('HGET', KEYS[1], 'owner')
@@ -118,10 +143,10 @@ return v
 """
 )
 
-#: KEYS s, idx, sz, bytes; ARGV member, idx:<owner> prefix (the "was kept" marker stays)
+#: KEYS s, idx, sz, bytes, c; ARGV member, idx:<owner> prefix (the "was kept" marker stays)
 DELETE = """
 local owner = redis.call('HGET', KEYS[1], 'owner')
-redis.call('DEL', KEYS[1])
+redis.call('DEL', KEYS[1], KEYS[5])
 redis.call('ZREM', KEYS[2], ARGV[1])
 if owner then redis.call('ZREM', ARGV[2] .. owner, ARGV[1]) end
 local b = tonumber(redis.call('HGET', KEYS[3], ARGV[1]) or '0')

@@ -2,9 +2,14 @@
 
 Fields (bytes): ``v`` the version, ``f`` the format, ``k`` the encryption key's id ("" when
 not encrypted), ``owner`` a keyed digest of the owner, ``rec`` the record (JSON, or its
-ciphertext), ``blob`` the interpreter dump (or its ciphertext; absent without one), and
-``mac``: an HMAC over the format, the session's key, the version, the store's epoch and all
-the rest. So a record only loads under the key it was written for, at the version it was
+ciphertext), ``c`` the names of the interpreter dump's chunks (chunks.py; absent without a
+dump), and ``mac``: an HMAC over the format, the session's key, the version, the store's epoch
+and all the rest. The chunks themselves are kept beside the record, each under its name and the
+key id that encrypts it (`chunk_field`), encrypted with the session's key and its name as
+associated data: a chunk is pure content (its name is a keyed digest of it, checked on reading),
+so it needs no version to be safe from replay, and a chunk unchanged by a call is neither
+encrypted nor sent again. Records of format 2 (the dump whole in ``blob``, sealed with the
+version) are still read. So a record only loads under the key it was written for, at the version it was
 written at, in the store's life it was written in: a stored version cannot be changed, and
 an older signed record written back is caught by `SeenVersions` (a replica remembers the
 newest version it has seen of each session). What cannot be loaded raises `RecordRefused`
@@ -18,11 +23,17 @@ from collections import OrderedDict
 
 from pydantic import ValidationError
 
+from mcp_analysis.session.stores import chunks
 from mcp_analysis.session.stores.base import RecordRefused, SessionRecord, Signer, StoredSession
 from mcp_analysis.session.stores.cipher import CipherError, RecordCipher
 
-FORMAT = b"2"
+FORMAT = b"3"
+_WHOLE = b"2"  # an earlier version's format: the dump whole in ``blob``
 _LABEL = "kept-session"
+_NOT_DECRYPTING = (
+    "it is encrypted, and this server does not decrypt kept sessions (sessions.encrypt is false here): "
+    "give every replica the same sessions.encrypt and key"
+)
 _DIGITS = re.compile(rb"\d{1,15}")
 
 
@@ -59,33 +70,45 @@ class Sealer:
         self.cipher = cipher
 
     def seal(
-        self, storage: str, version: int, epoch: str, owner: str, body: bytes, blob: bytes | None
+        self, storage: str, version: int, epoch: str, owner: str, body: bytes, listing: bytes | None
     ) -> dict[str, bytes]:
+        """The record's fields; `listing` names the dump's chunks (None: no dump)."""
         key_name = b""
         if self.cipher is not None:
             key_name = self.cipher.key_id.encode()
             body = self.cipher.encrypt(body, _context(storage, version, b"rec"))
-            if blob is not None:
-                blob = self.cipher.encrypt(blob, _context(storage, version, b"blob"))
         fields = {"v": str(version).encode(), "f": FORMAT, "k": key_name, "owner": owner.encode(), "rec": body}
-        fields["mac"] = self._mac(storage, fields["v"], epoch, key_name, fields["owner"], body, blob).encode()
-        if blob is not None:
-            fields["blob"] = blob
+        signed = self._signed(FORMAT, storage, fields["v"], epoch, key_name, owner.encode(), body, listing)
+        fields["mac"] = self.signer.seal(_LABEL, *signed).encode()
+        if listing is not None:
+            fields["c"] = listing
         return fields
 
-    def open(self, storage: str, fields: dict[bytes, bytes], epoch: str, seen: int | None) -> StoredSession:
-        """The session in `fields`, verified; raises RecordRefused."""
+    def chunk_field(self, name: str) -> str:
+        """Where the chunk `name` sealed now is kept (its name and the key id: a key change writes it anew)."""
+        return name + (self.cipher.key_id if self.cipher is not None else "")
+
+    def seal_chunk(self, storage: str, name: str, piece: bytes | memoryview) -> bytes:
+        return self.cipher.encrypt(bytes(piece), _chunk_context(storage, name)) if self.cipher else bytes(piece)
+
+    def open(
+        self, storage: str, fields: dict[bytes, bytes], epoch: str, seen: int | None, stored_chunks: dict[bytes, bytes]
+    ) -> StoredSession:
+        """The session in `fields` (its chunks in `stored_chunks`), verified; raises RecordRefused."""
         raw_version = fields.get(b"v")
         version = stored_version(raw_version)
         if raw_version is None or version < 0:
             what = "missing" if raw_version is None else "not a number"
             raise RecordRefused(f"its version field in the session store is {what}", version)
-        if fields.get(b"f") != FORMAT:
+        form = fields.get(b"f")
+        if form not in (FORMAT, _WHOLE):
             raise RecordRefused("it was written in a format this version of mcp-analysis does not read", version)
         key_name, owner, body = fields.get(b"k", b""), fields.get(b"owner", b""), fields.get(b"rec", b"")
-        blob = fields.get(b"blob")
+        dump = fields.get(b"c" if form == FORMAT else b"blob")
         mac = fields.get(b"mac", b"").decode(errors="replace")
-        if not self.signer.sealed(mac, _LABEL, *self._signed(storage, raw_version, epoch, key_name, owner, body, blob)):
+        if not self.signer.sealed(
+            mac, _LABEL, *self._signed(form, storage, raw_version, epoch, key_name, owner, body, dump)
+        ):
             raise RecordRefused(
                 "it fails its signature (changed in the store, or written under another sessions.secret)", version
             )
@@ -96,25 +119,60 @@ class Sealer:
                 version,
             )
         if key_name:  # (a record kept before encryption was turned on is read as it is, and encrypted when saved)
-            body, blob = self._decrypt(storage, version, key_name.decode(errors="replace"), body, blob)
+            body, whole = self._decrypt(
+                storage, version, key_name.decode(errors="replace"), body, dump if form == _WHOLE else None
+            )
+        else:
+            whole = dump if form == _WHOLE else None
+        split = (
+            self._chunks(storage, version, key_name.decode(errors="replace"), dump, stored_chunks)
+            if form == FORMAT
+            else None
+        )
         try:
             record = SessionRecord.model_validate_json(body)
         except ValidationError:
             raise RecordRefused("its content is unreadable", version) from None
         if record.key != storage:
             raise RecordRefused("it belongs to another session", version)
-        return StoredSession(record, blob, version)
+        blob = split.blob if split is not None else whole
+        return StoredSession(record, blob, version, split)
+
+    def _chunks(
+        self, storage: str, version: int, key_name: str, listing: bytes | None, stored: dict[bytes, bytes]
+    ) -> chunks.Split | None:
+        """The dump made of the chunks `listing` names, each decrypted and checked against its name."""
+        if listing is None:
+            return None
+        names = chunks.parse_listing(listing)
+        if names is None:
+            raise RecordRefused("its list of interpreter state chunks is malformed", version)
+        pieces: list[bytes] = []
+        for name in names:
+            piece = stored.get((name + key_name).encode())
+            if piece is None:
+                raise RecordRefused("a chunk of its interpreter state is missing from the session store", version)
+            if key_name:
+                piece = self._open_chunk(storage, version, key_name, name, piece)
+            if self.signer.chunk_name(piece) != name:
+                raise RecordRefused("a chunk of its interpreter state was changed in the session store", version)
+            pieces.append(piece)
+        return chunks.joined(pieces, names)
+
+    def _open_chunk(self, storage: str, version: int, key_name: str, name: str, piece: bytes) -> bytes:
+        if self.cipher is None:
+            raise RecordRefused(_NOT_DECRYPTING, version)
+        try:
+            return self.cipher.decrypt(piece, _chunk_context(storage, name), key_name)
+        except CipherError as exc:
+            raise RecordRefused(str(exc), version) from None
 
     def _decrypt(
         self, storage: str, version: int, key_name: str, body: bytes, blob: bytes | None
     ) -> tuple[bytes, bytes | None]:
         cipher = self.cipher
         if cipher is None:
-            raise RecordRefused(
-                "it is encrypted, and this server does not decrypt kept sessions (sessions.encrypt is false here): "
-                "give every replica the same sessions.encrypt and key",
-                version,
-            )
+            raise RecordRefused(_NOT_DECRYPTING, version)
         try:
             body = cipher.decrypt(body, _context(storage, version, b"rec"), key_name)
             if blob is not None:
@@ -123,18 +181,24 @@ class Sealer:
             raise RecordRefused(str(exc), version) from None
         return body, blob
 
-    def _mac(
-        self, storage: str, version: bytes, epoch: str, key_name: bytes, owner: bytes, body: bytes, blob: bytes | None
-    ) -> str:
-        return self.signer.seal(_LABEL, *self._signed(storage, version, epoch, key_name, owner, body, blob))
-
     @staticmethod
     def _signed(
-        storage: str, version: bytes, epoch: str, key_name: bytes, owner: bytes, body: bytes, blob: bytes | None
+        form: bytes,
+        storage: str,
+        version: bytes,
+        epoch: str,
+        key_name: bytes,
+        owner: bytes,
+        body: bytes,
+        dump: bytes | None,
     ) -> tuple[bytes, ...]:
-        has_blob = b"1" if blob is not None else b"0"
-        return (FORMAT, storage.encode(), version, epoch.encode(), key_name, owner, body, has_blob, blob or b"")
+        has_dump = b"1" if dump is not None else b"0"
+        return (form, storage.encode(), version, epoch.encode(), key_name, owner, body, has_dump, dump or b"")
 
 
 def _context(storage: str, version: int, field: bytes) -> bytes:
     return b"%s\x00%d\x00%s" % (storage.encode(), version, field)
+
+
+def _chunk_context(storage: str, name: str) -> bytes:
+    return b"%s\x00chunk\x00%s" % (storage.encode(), name.encode())
