@@ -31,13 +31,17 @@ class Variant:
     searches: list[dict[str, int]] = field(default_factory=list)  # ef / nprobes / refine_factor
 
 
-def variants(rows: int) -> list[Variant]:
-    """What LanceDB 0.40 offers, sized for `rows` vectors (IVF: about sqrt(rows) partitions)."""
+def variants(rows: int, builds: bool) -> list[Variant]:
+    """What LanceDB 0.40 offers, sized for `rows` vectors (IVF: about sqrt(rows) partitions); other
+    index types than the knowledge base's own only with `builds` (each is a build of minutes)."""
     partitions = max(16, int(rows**0.5))
     # LanceDB wants ef >= limit x refine factor (it refines that many candidates).
-    hnsw = [{"ef": ef, "refine_factor": r} for ef, r in ((256, 4), (512, 4), (512, 10), (1024, 10), (1024, 20))]
+    hnsw = [{"ef": ef, "refine_factor": r} for ef, r in ((256, 4), (512, 4), (768, 4), (1024, 4), (1024, 10))]
+    own = Variant("own (IVF_HNSW_SQ, 1 partition, m 20)", None, hnsw)
+    if not builds:
+        return [own]
     return [
-        Variant("own (IVF_HNSW_SQ, 1 partition, m 20)", None, hnsw),
+        own,
         Variant(
             "IVF_HNSW_SQ m 32, ef_construction 400",
             HnswSq(distance_type="cosine", num_partitions=1, m=32, ef_construction=400),
@@ -114,12 +118,14 @@ async def vectors_copy(kb_path: Path, name: str, config: Any) -> tuple[Any, floa
     return table, time.perf_counter() - started
 
 
-async def index_choices(kb_path: Path, kb_table: Any, units: list[np.ndarray], limit: int) -> list[dict[str, Any]]:
+async def index_choices(
+    kb_path: Path, kb_table: Any, units: list[np.ndarray], limit: int, builds: bool
+) -> list[dict[str, Any]]:
     """Recall@10 and p50 of every variant and query setting, in one list of rows."""
     rows_count = await kb_table.count_rows()
     truth = await exact_top10(kb_table, units)
     out = []
-    for variant in variants(rows_count):
+    for variant in variants(rows_count, builds):
         if variant.config is None:
             table, seconds = kb_table, None
         else:

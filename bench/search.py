@@ -166,6 +166,12 @@ def main() -> None:
     parser.add_argument(
         "--skip", nargs="*", default=[], choices=["indexes", "maintenance"], help="Leave out index choices / the add."
     )
+    parser.add_argument(
+        "--index-builds-up-to",
+        type=int,
+        default=100_000,
+        help="Build and measure other index types up to this size (minutes each); larger sizes: own index only.",
+    )
     parser.add_argument("--add-docs", type=int, default=1000, help="Documents added to the largest size (maintenance).")
     parser.add_argument("--rebuild", action="store_true", help="Also time rebuilding the vector index after the add.")
     parser.add_argument("--code", type=Path, help=argparse.SUPPRESS)  # one side of --baseline
@@ -188,7 +194,7 @@ def main() -> None:
         for run in range(args.runs):
             rows.append({"run": run + 1, **anyio.run(measure, path, queries)})
         if "indexes" not in args.skip and not args.code and rows[-1]["vector_index"]:
-            choices[size] = anyio.run(measure_index_choices, path, queries[:40])
+            choices[size] = anyio.run(measure_index_choices, path, queries[:40], size <= args.index_builds_up_to)
     if "maintenance" not in args.skip and not args.code and args.add_docs:
         largest = args.dir / f"synthetic-{max(args.sizes)}.lancedb"
         added = anyio.run(add_documents, largest, args.add_docs, lambda p: search_p50(p, queries[:20]), args.rebuild)
@@ -219,12 +225,13 @@ def main() -> None:
     print(json.dumps({**summary, "index_choices": choices, "add": added}))
 
 
-async def measure_index_choices(path: Path, queries: list[str]) -> list[dict[str, Any]]:
+async def measure_index_choices(path: Path, queries: list[str], builds: bool) -> list[dict[str, Any]]:
     kb = await KnowledgeBase.open(settings_for(path))
     embedder = await kb.embedder()
     vectors = [await embedder.embed_query(q) for q in queries]
     try:
-        return await index_choices(path, kb.store.table(schema.CHUNKS), vectors, kb.settings.search.candidates)
+        table = kb.store.table(schema.CHUNKS)
+        return await index_choices(path, table, vectors, kb.settings.search.candidates, builds)
     finally:
         await kb.close()
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -11,50 +10,9 @@ import pytest
 from mcp_analysis.search.expand import WINDOW, expand_hits
 from mcp_analysis.search.hybrid import Hit
 from mcp_analysis.store.database import Store
-from mcp_analysis.store.models import ChunkRecord, DocumentMeta
-from mcp_analysis.store.writes import DocumentRows
+from tests.search.long_sections import document_rows
 
 pytestmark = pytest.mark.anyio
-
-ITEMS = 200  # one long section of paragraphs per document: windows bound the expansion
-
-
-def _document(doc_id: str, hit_at: int) -> tuple[DocumentRows, ChunkRecord]:
-    items = [
-        {
-            "document_id": doc_id,
-            "position": p,
-            "self_ref": f"#/texts/{p}",
-            "label": "section_header" if p == 0 else "text",
-            "text": f"{doc_id} item {p}",
-            "page_numbers": [1],
-            "heading_level": 1 if p == 0 else None,
-            "picture_data": None,
-            "chunk_ids": [],
-        }
-        for p in range(ITEMS)
-    ]
-    chunk = {
-        "id": f"{doc_id}-chunk",
-        "document_id": doc_id,
-        "content": f"{doc_id} item {hit_at}",
-        "content_fts": f"{doc_id} item {hit_at}",
-        "metadata": json.dumps({"item_range": [hit_at, hit_at], "section_range": [0, ITEMS - 1], "labels": ["text"]}),
-        "order": 0,
-        "vector": [1.0, 0.0, 0.0, 0.0],
-    }
-    meta = DocumentMeta(
-        id=doc_id,
-        uri=f"file:///{doc_id}.md",
-        title=doc_id,
-        metadata={},
-        created_at="2026-01-01T00:00:00+00:00",
-        updated_at="2026-01-01T00:00:00+00:00",
-        content_hash=doc_id,
-        content_size=1,
-    )
-    rows = DocumentRows(meta, {"id": doc_id, "content": "", "docling_document": b""}, items, [chunk])
-    return rows, ChunkRecord.from_row(chunk)
 
 
 class _CountingReads:
@@ -73,8 +31,8 @@ class _CountingReads:
 async def test_expansion_reads_only_each_hits_window(tmp_path: Path) -> None:
     store = await Store.open(tmp_path / "kb.lancedb", create=True)
     await store.initialize("test", 4)
-    early, early_chunk = _document("early", 0)  # window 0..WINDOW
-    late, late_chunk = _document("late", 150)  # window 150-WINDOW..150+WINDOW
+    early, early_chunk = document_rows("early", 0)  # window 0..WINDOW
+    late, late_chunk = document_rows("late", 150)  # window 150-WINDOW..150+WINDOW
     await store.write_documents([early, late])
     metas = {"early": early.meta, "late": late.meta}
     reads = _CountingReads(store)
