@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from _synthetic import documents, vocabulary, word_vectors, write
-from lancedb.index import HnswSq
 
 from mcp_analysis.store import schema
 from mcp_analysis.store.database import Store
+from mcp_analysis.store.maintenance import vector_index
 
 
 async def _unindexed(table: Any) -> dict[str, int]:
@@ -53,7 +53,7 @@ async def add_documents(
         out["p50_after_optimize_ms"] = await search(copy)
         if rebuild:
             started = time.perf_counter()
-            await chunks.create_index("vector", config=HnswSq(distance_type="cosine", num_partitions=1), replace=True)
+            await chunks.create_index("vector", config=vector_index(), replace=True)
             out["vector_rebuild_s"] = time.perf_counter() - started
         store.close()
         return out
