@@ -90,7 +90,7 @@ class StoreCandidates(StoreReads):
         per_leg: int,
         prefilter: str | None,
         *,
-        ef: int = 256,
+        ef: int = 512,
         refine_factor: int = 4,
         bare_heading_words: int = 3,
     ) -> list[Candidate]:
