@@ -21,7 +21,6 @@ from _synthetic import documents, vocabulary, word_vectors, write
 
 from mcp_analysis.store import schema
 from mcp_analysis.store.database import Store
-from mcp_analysis.store.maintenance import vector_index
 
 
 async def _unindexed(table: Any) -> dict[str, int]:
@@ -53,6 +52,8 @@ async def add_documents(
         out["unindexed_after_optimize"] = await _unindexed(chunks)
         out["p50_after_optimize_ms"] = await search(copy)
         if rebuild:
+            from mcp_analysis.store.maintenance import vector_index  # this tree's (a --baseline side has none)
+
             started = time.perf_counter()
             await chunks.create_index("vector", config=vector_index(), replace=True)
             out["vector_rebuild_s"] = time.perf_counter() - started
