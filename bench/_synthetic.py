@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 import sys
 import time
 import uuid
@@ -225,6 +226,7 @@ async def build(path: Path, chunks: int, chunks_per_doc: int = 20, seed: int = 1
     marker = path / ".synthetic-complete"
     if marker.exists():
         return path
+    shutil.rmtree(path, ignore_errors=True)  # an interrupted build: its rows would be written twice
     started = time.perf_counter()
     words = vocabulary()
     vectors = await word_vectors(words)
