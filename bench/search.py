@@ -133,6 +133,10 @@ async def measure(path: Path, queries: list[str]) -> dict[str, Any]:
     breakdown = await phases(kb, corpus, embedder, queries[:30], LIMIT)
     filtered_breakdown = await phases(kb, filtered, embedder, queries[:20], LIMIT)
     chunks = await table.count_rows()
+    index_mb = {
+        f"{ix.index_type}({', '.join(ix.columns)})": round((getattr(ix, "size_bytes", 0) or 0) / 1e6, 1)
+        for ix in await table.list_indices()
+    }
     await kb.close()
     return {
         "chunks": chunks,
@@ -151,6 +155,7 @@ async def measure(path: Path, queries: list[str]) -> dict[str, Any]:
         "leg_recall_at_10": leg_recall,  # the first 10 of the vector leg as search fetches it
         "phases_ms": breakdown,
         "filtered_phases_ms": filtered_breakdown,
+        "index_mb": index_mb,  # on disk, per index of the chunks table
         "ef": search_settings.ann_ef,
         "refine_factor": search_settings.ann_refine_factor,
     }
