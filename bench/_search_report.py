@@ -15,6 +15,9 @@ def report_details(rows: list[dict[str, Any]], choices: dict[int, list[dict[str,
         for name in names:
             cells = [f"{r['phases_ms'][name]:6.1f} / {r['filtered_phases_ms'][name]:6.1f}" for r in firsts]
             print(f"{name:>32} " + " ".join(f"{c:>15}" for c in cells))
+    for r in firsts:
+        sizes = ", ".join(f"{name} {mb} MB" for name, mb in r.get("index_mb", {}).items())
+        print(f"indexes of the chunks table at {r['chunks']} chunks: {sizes}")
     for size, found in choices.items():
         print(f"\nvector index choices at {size} chunks (vector leg as search runs it, {len(found)} settings):")
         print(f"{'index':>42} {'build s':>8} {'nprobes':>7} {'ef':>5} {'refine':>6} {'recall@10':>9} {'p50 ms':>7}")
