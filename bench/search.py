@@ -37,7 +37,11 @@ import anyio
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _index_choices import index_choices
 from _machine import describe, machine
+from _maintenance import add_documents
+from _search_phases import phases
+from _search_report import report_details
 from _synthetic import build, settings_for, vocabulary
 
 from mcp_analysis.corpus import KnowledgeBase
@@ -47,27 +51,28 @@ LIMIT = 5
 # What Corpus.search asks LanceDB for (it over-fetches: merged neighbours drop out later).
 FETCHED = 2 * LIMIT + 5
 COLUMNS = ["id", "document_id", "content", "metadata", "order"]
+FILTER = "metadata LIKE '%\"group\": 3%'"  # a tenth of the documents
 
 
 def pct(values: list[float], q: float) -> float:
     return float(np.percentile(values, q))
 
 
-async def recall_at_10(table: Any, vectors: list[np.ndarray], ef: int, refine_factor: int) -> float:
-    """Mean share of the exact top 10 that the indexed search finds."""
+async def recall_at_10(table: Any, vectors: list[np.ndarray], ef: int, refine_factor: int, limit: int) -> float:
+    """Mean share of the exact top 10 among the first 10 of an indexed search for `limit` rows."""
     found = []
     for v in vectors:
         ann = (
             await (
                 table.query().nearest_to(v).distance_type("cosine").ef(ef).refine_factor(refine_factor).select(["id"])
             )
-            .limit(10)
+            .limit(limit)
             .to_list()
         )
         exact = await (
             table.query().nearest_to(v).distance_type("cosine").bypass_vector_index().select(["id"]).limit(10)
         ).to_list()
-        found.append(len({r["id"] for r in ann} & {r["id"] for r in exact}) / 10)
+        found.append(len({r["id"] for r in ann[:10]} & {r["id"] for r in exact}) / 10)
     return statistics.mean(found)
 
 
@@ -100,33 +105,38 @@ async def measure(path: Path, queries: list[str]) -> dict[str, Any]:
         await func(q)
         return (time.perf_counter() - started) * 1000
 
+    filtered = await kb.open_corpus(FILTER)
+
+    async def ours_filtered(q: str) -> None:
+        await filtered.search(q, LIMIT)
+
     for q in queries[:5]:  # warm caches and indexes
         await ours(q)
         await baseline(q)
-    full, base = [], []
-    for i, q in enumerate(queries):
-        if i % 2:
-            b = await timed(baseline, q)
-            f = await timed(ours, q)
-        else:
-            f = await timed(ours, q)
-            b = await timed(baseline, q)
-        full.append(f)
-        base.append(b)
+        await ours_filtered(q)
+    full, base, flt = [], [], []
+    for i, q in enumerate(queries):  # who goes first rotates per query
+        sides = [(full, ours), (base, baseline), (flt, ours_filtered)]
+        for spent, func in sides[i % 3 :] + sides[: i % 3]:
+            spent.append(await timed(func, q))
     differences = [f - b for f, b in zip(full, base, strict=True)]
     embed = [await timed(embedder.embed_query, q) for q in queries[:20]]
-    filtered = await kb.open_corpus("metadata LIKE '%\"group\": 3%'")
-    flt = [await timed(lambda q: filtered.search(q, LIMIT), q) for q in queries[:20]]
 
     indexes = (await kb.store.index_names()).get(schema.CHUNKS, [])
     has_vector_index = any(not ix.startswith(("FTS", "BTree")) for ix in indexes)
     vectors = [await embedder.embed_query(q) for q in queries]
-    recall = (
-        await recall_at_10(table, vectors, search_settings.ann_ef, search_settings.ann_refine_factor)
-        if has_vector_index
-        else None
-    )
+    recall = leg_recall = None
+    if has_vector_index:
+        ef, refine = search_settings.ann_ef, search_settings.ann_refine_factor
+        recall = await recall_at_10(table, vectors, max(ef, 10 * refine), refine, 10)
+        leg_recall = await recall_at_10(table, vectors, ef, refine, search_settings.candidates)
+    breakdown = await phases(kb, corpus, embedder, queries[:30], LIMIT)
+    filtered_breakdown = await phases(kb, filtered, embedder, queries[:20], LIMIT)
     chunks = await table.count_rows()
+    index_mb = {
+        f"{ix.index_type}({', '.join(ix.columns)})": round((getattr(ix, "size_bytes", 0) or 0) / 1e6, 1)
+        for ix in await table.list_indices()
+    }
     await kb.close()
     return {
         "chunks": chunks,
@@ -139,8 +149,13 @@ async def measure(path: Path, queries: list[str]) -> dict[str, Any]:
         "added_p75_ms": pct(differences, 75),
         "embed_p50_ms": statistics.median(embed),
         "filtered_p50_ms": statistics.median(flt),
+        "filtered_ratio": statistics.median(f / u for f, u in zip(flt, full, strict=True)),  # per query
         "vector_index": has_vector_index,
-        "recall_at_10": recall,
+        "recall_at_10": recall,  # a search for 10 rows, as the earlier figures were measured
+        "leg_recall_at_10": leg_recall,  # the first 10 of the vector leg as search fetches it
+        "phases_ms": breakdown,
+        "filtered_phases_ms": filtered_breakdown,
+        "index_mb": index_mb,  # on disk, per index of the chunks table
         "ef": search_settings.ann_ef,
         "refine_factor": search_settings.ann_refine_factor,
     }
@@ -153,6 +168,17 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1, help="Repeat the measurement (same tables, same queries).")
     parser.add_argument("--dir", type=Path, default=Path(__file__).resolve().parent / "results")
     parser.add_argument("--baseline", help="git revision measured against this tree, in turns")
+    parser.add_argument(
+        "--skip", nargs="*", default=[], choices=["indexes", "maintenance"], help="Leave out index choices / the add."
+    )
+    parser.add_argument(
+        "--index-builds-up-to",
+        type=int,
+        default=100_000,
+        help="Build and measure other index types up to this size (minutes each); larger sizes: own index only.",
+    )
+    parser.add_argument("--add-docs", type=int, default=1000, help="Documents added to the largest size (maintenance).")
+    parser.add_argument("--rebuild", action="store_true", help="Also time rebuilding the vector index after the add.")
     parser.add_argument("--code", type=Path, help=argparse.SUPPRESS)  # one side of --baseline
     args = parser.parse_args()
     if args.baseline:
@@ -162,7 +188,9 @@ def main() -> None:
     words = vocabulary()
     rng = np.random.default_rng(3)
     queries = [" ".join(words[i] for i in rng.choice(400, size=rng.integers(2, 6))) for _ in range(args.queries)]
-    rows = []
+    rows: list[dict[str, Any]] = []
+    choices: dict[int, list[dict[str, Any]]] = {}
+    added: dict[str, Any] | None = None
     for size in args.sizes:
         path = args.dir / f"synthetic-{size}.lancedb"
         started = time.perf_counter()
@@ -170,27 +198,59 @@ def main() -> None:
         print(f"built/checked {path} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
         for run in range(args.runs):
             rows.append({"run": run + 1, **anyio.run(measure, path, queries)})
+        if "indexes" not in args.skip and not args.code and rows[-1]["vector_index"]:
+            choices[size] = anyio.run(measure_index_choices, path, queries[:40], size <= args.index_builds_up_to)
+    if "maintenance" not in args.skip and not args.code and args.add_docs:
+        largest = args.dir / f"synthetic-{max(args.sizes)}.lancedb"
+        added = anyio.run(add_documents, largest, args.add_docs, lambda p: search_p50(p, queries[:20]), args.rebuild)
     if args.code:
         print(json.dumps(rows))
         return
     print(
         f"{'chunks':>8} {'run':>3} {'p50 ms':>7} {'p95 ms':>7} {'base p50':>9} {'base p95':>9} "
-        f"{'added p50 (IQR)':>18} {'embed':>6} {'filtered':>9} {'recall@10':>9}"
+        f"{'added p50 (IQR)':>18} {'embed':>6} {'filtered (x)':>14} {'recall@10 10/leg':>16}"
     )
     for r in rows:
-        added = f"{r['added_p50_ms']:.1f} ({r['added_p25_ms']:.1f}-{r['added_p75_ms']:.1f})"
-        recall = f"{r['recall_at_10']:.3f}" if r["recall_at_10"] is not None else "no index"
+        extra = f"{r['added_p50_ms']:.1f} ({r['added_p25_ms']:.1f}-{r['added_p75_ms']:.1f})"
+        filtered = f"{r['filtered_p50_ms']:.1f} ({r['filtered_ratio']:.2f})"
+        recall = "no index"
+        if r["recall_at_10"] is not None:
+            recall = f"{r['recall_at_10']:.3f}/{r['leg_recall_at_10']:.3f}"
         print(
             f"{r['chunks']:>8} {r['run']:>3} {r['p50_ms']:>7.1f} {r['p95_ms']:>7.1f} {r['baseline_p50_ms']:>9.1f} "
-            f"{r['baseline_p95_ms']:>9.1f} {added:>18} {r['embed_p50_ms']:>6.1f} {r['filtered_p50_ms']:>9.1f} "
-            f"{recall:>9}"
+            f"{r['baseline_p95_ms']:>9.1f} {extra:>18} {r['embed_p50_ms']:>6.1f} {filtered:>14} {recall:>16}"
         )
     print(
         f"(base = query embedding + plain LanceDB hybrid, limit {FETCHED}, same ef/refine; added = median of "
         "per-query differences, ours - base)"
     )
+    report_details(rows, choices, added)
     print(f"{describe()}; load at the end {machine()['load_1_5_15']}")
-    print(json.dumps({"bench": "search", "machine": host, "limit": LIMIT, "fetched": FETCHED, "results": rows}))
+    summary = {"bench": "search", "machine": host, "limit": LIMIT, "fetched": FETCHED, "results": rows}
+    print(json.dumps({**summary, "index_choices": choices, "add": added}))
+
+
+async def measure_index_choices(path: Path, queries: list[str], builds: bool) -> list[dict[str, Any]]:
+    kb = await KnowledgeBase.open(settings_for(path))
+    embedder = await kb.embedder()
+    vectors = [await embedder.embed_query(q) for q in queries]
+    try:
+        table = kb.store.table(schema.CHUNKS)
+        return await index_choices(path, table, vectors, kb.settings.search.candidates, builds)
+    finally:
+        await kb.close()
+
+
+async def search_p50(path: Path, queries: list[str]) -> float:
+    kb = await KnowledgeBase.open(settings_for(path))
+    corpus = kb.corpus()
+    spent = []
+    for q in queries:
+        started = time.perf_counter()
+        await corpus.search(q, LIMIT)
+        spent.append((time.perf_counter() - started) * 1000)
+    await kb.close()
+    return statistics.median(spent)
 
 
 def compare(args: argparse.Namespace) -> None:

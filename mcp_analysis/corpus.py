@@ -61,6 +61,7 @@ class _FilterView:
     docs: dict[str, DocumentMeta]
     order: list[str] = field(default_factory=list)
     position: dict[str, int] = field(default_factory=dict)
+    prefilter: str | None = None  # built on first search; "" = every document passes
 
 
 MAX_QUERY_CHARS = 4000
@@ -186,6 +187,19 @@ class KnowledgeBase:
                 self._views.clear()
             self._views[document_filter] = view
         return view.docs
+
+    async def prefilter(self, document_filter: str | None) -> str | None:
+        """The chunks' prefilter of a filtered view (``document_id IN (...)``), None when every
+        document passes; built once per table version: a filter letting thousands of documents
+        through makes an expression of hundreds of kB, too costly to build on every search."""
+        if document_filter is None:
+            return None
+        visible = await self.visible(document_filter)
+        view = self._views[document_filter]
+        if view.prefilter is None:
+            everything = await self.visible(None)
+            view.prefilter = "" if len(visible) >= len(everything) else sql_in("document_id", visible.keys())
+        return view.prefilter or None
 
     def corpus(self, document_filter: str | None = None) -> Corpus:
         """A filtered view. The filter must already be validated (see `open_corpus`)."""
@@ -329,9 +343,7 @@ class Corpus:
         if not visible:
             return []
         self.kb.searched = True
-        prefilter = None
-        if self.filter is not None and len(visible) < len(await self.kb.visible(None)):
-            prefilter = sql_in("document_id", visible.keys())
+        prefilter = await self.kb.prefilter(self.filter)
         self.kb.store.check_searchable()
         vector = None
         if settings.mode != "keyword":

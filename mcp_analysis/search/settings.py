@@ -27,7 +27,13 @@ class SearchSettings(BaseModel):
     vector_index_min_rows: int = Field(
         50_000, ge=0, description="Build an HNSW vector index once there are this many chunks (0 = never)."
     )
-    ann_ef: int = Field(256, ge=10, le=4096, description="HNSW search breadth when a vector index exists.")
+    ann_ef: int = Field(
+        512,
+        ge=10,
+        le=4096,
+        description="HNSW search breadth when a vector index exists (at least candidates x ann_refine_factor; "
+        "bench/search.py chose it by recall@10 and p50).",
+    )
     ann_refine_factor: int = Field(4, ge=1, le=100, description="Re-rank this many times more ANN candidates exactly.")
     mode: Literal["hybrid", "keyword"] = Field(
         "hybrid", description="hybrid = vectors + full text; keyword = full text only (no embedder needed)."

@@ -90,7 +90,7 @@ class StoreCandidates(StoreReads):
         per_leg: int,
         prefilter: str | None,
         *,
-        ef: int = 256,
+        ef: int = 512,
         refine_factor: int = 4,
         bare_heading_words: int = 3,
     ) -> list[Candidate]:
@@ -99,7 +99,8 @@ class StoreCandidates(StoreReads):
 
         `prefilter` (SQL over chunk columns, e.g. ``document_id IN (...)``) is applied inside both
         legs before they rank, so a chunk outside it is never a candidate. With an HNSW index,
-        `ef` widens the graph search and `refine_factor` re-ranks with exact distances."""
+        `ef` widens the graph search (to at least the `per_leg` x `refine_factor` rows it refines,
+        which LanceDB requires) and `refine_factor` re-ranks with exact distances."""
         if schema.CHUNKS not in self.tables:
             return []
         table = self.tables[schema.CHUNKS]
@@ -111,7 +112,7 @@ class StoreCandidates(StoreReads):
         nearest = None
         if unit is not None:
             nearest = table.query().nearest_to(unit).distance_type("cosine").select(list(CHUNK_COLUMNS))
-            nearest = nearest.limit(per_leg).ef(ef).refine_factor(refine_factor)
+            nearest = nearest.limit(per_leg).ef(max(ef, per_leg * refine_factor)).refine_factor(refine_factor)
             if prefilter:
                 nearest = nearest.where(prefilter)
         legs: dict[str, Any] = {"vector": [], "keyword": None}

@@ -18,6 +18,12 @@ log = logging.getLogger(__name__)
 _CLEANUP_AFTER = timedelta(minutes=30)  # never 0: concurrent readers still use old versions
 
 
+def vector_index() -> Any:
+    """The vector index built past `search.vector_index_min_rows`: HNSW over 8-bit scalar-quantized
+    vectors in one partition (bench/search.py measures it against other index types)."""
+    return HnswSq(distance_type="cosine", num_partitions=1)
+
+
 class StoreMaintenance(StoreBase):
     """The index and compaction methods of the `Store`."""
 
@@ -51,9 +57,7 @@ class StoreMaintenance(StoreBase):
             existing = {tuple(ix.columns) for ix in await chunks.list_indices()}
             if ("vector",) not in existing:
                 log.info("Building the vector index (HNSW); about 40 s per 100k chunks on 2 cores...")
-                await chunks.create_index(
-                    "vector", config=HnswSq(distance_type="cosine", num_partitions=1), replace=True
-                )
+                await chunks.create_index("vector", config=vector_index(), replace=True)
 
     async def index_names(self) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}

@@ -1,0 +1,96 @@
+"""Where a search's time goes: each phase of `Corpus.search` timed on its own (bench/search.py).
+
+Phases are timed by wrapping the functions `search_passages` calls (the wrappers only read the
+clock), plus each leg of the candidate fetch run alone with the parameters the store sends.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from mcp_analysis.search import passages
+from mcp_analysis.store import schema
+from mcp_analysis.store.candidates import CHUNK_COLUMNS, StoreCandidates
+from mcp_analysis.store.reads import StoreReads
+
+PHASES = ("candidates", "complete_chunks", "rerank", "expand", "items_read")
+
+
+@contextmanager
+def _timing(spent: dict[str, float]) -> Iterator[None]:
+    """Wrap the phases of a search so each adds its time (ms) to `spent`."""
+    saved: list[tuple[Any, str, Any]] = []
+
+    def wrap(owner: Any, name: str, phase: str) -> None:
+        original = getattr(owner, name)
+        saved.append((owner, name, original))
+
+        async def timed_async(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return await original(*args, **kwargs)
+            finally:
+                spent[phase] += (time.perf_counter() - started) * 1000
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                spent[phase] += (time.perf_counter() - started) * 1000
+
+        import inspect
+
+        setattr(owner, name, timed_async if inspect.iscoroutinefunction(original) else timed)
+
+    wrap(passages, "hybrid_search", "candidates")
+    wrap(StoreReads, "complete_chunks", "complete_chunks")
+    wrap(passages, "rerank", "rerank")
+    wrap(passages, "distinct", "rerank")
+    wrap(passages, "expand_hits", "expand")
+    wrap(StoreReads, "items", "items_read")
+    try:
+        yield
+    finally:
+        for owner, name, original in reversed(saved):
+            setattr(owner, name, original)
+
+
+async def phases(kb: Any, corpus: Any, embedder: Any, queries: list[str], limit: int) -> dict[str, float]:
+    """Median ms per query of each phase, each leg alone, and the rest of the search."""
+    settings = kb.settings.search
+    table = kb.store.table(schema.CHUNKS)
+    per_query: dict[str, list[float]] = defaultdict(list)
+    for q in queries:
+        vector = await embedder.embed_query(q)
+        spent: dict[str, float] = defaultdict(float)
+        with _timing(spent):
+            started = time.perf_counter()
+            await corpus.search(q, limit)
+            total = (time.perf_counter() - started) * 1000
+        for phase in PHASES:
+            per_query[phase].append(spent[phase])
+        accounted = spent["candidates"] + spent["rerank"] + spent["expand"]
+        per_query["total"].append(total)
+        per_query["rest (embed, visible, shaping)"].append(total - accounted)
+        unit = vector / max(float((vector**2).sum() ** 0.5), 1e-12)
+        vector_leg = table.query().nearest_to(unit).distance_type("cosine").select(list(CHUNK_COLUMNS))
+        vector_leg = vector_leg.limit(settings.candidates).ef(settings.ann_ef).refine_factor(settings.ann_refine_factor)
+        keyword_leg = table.query().nearest_to_text(q, columns=["content_fts"]).select([*CHUNK_COLUMNS, "vector"])
+        legs: dict[str, Callable[[], Any]] = {
+            "vector_leg": vector_leg.to_list,
+            "keyword_leg": keyword_leg.limit(settings.candidates).to_arrow,
+        }
+        for name, leg in legs.items():
+            started = time.perf_counter()
+            await leg()
+            per_query[name].append((time.perf_counter() - started) * 1000)
+    return {name: statistics.median(values) for name, values in per_query.items()}
+
+
+__all__ = ["PHASES", "StoreCandidates", "phases"]

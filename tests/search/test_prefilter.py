@@ -1,0 +1,35 @@
+"""A filtered view's chunk prefilter is built once per version of the documents' metadata."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mcp_analysis.corpus import KnowledgeBase
+from mcp_analysis.store.database import Store
+from tests.conftest import make_settings
+from tests.search.long_sections import document_rows
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_prefilter_is_built_once_per_metadata_version(tmp_path: Path) -> None:
+    db = tmp_path / "kb.lancedb"
+    store = await Store.open(db, create=True)
+    await store.initialize("test", 4)
+    await store.write_documents([document_rows(name, 0)[0] for name in ("alpha", "beta", "gamma")])
+    store.close()
+    kb = await KnowledgeBase.open(make_settings(db, sessions={"dir": tmp_path / "s"}))
+    try:
+        first = await kb.prefilter("title != 'gamma'")
+        assert first == "document_id IN ('alpha', 'beta')"
+        assert await kb.prefilter("title != 'gamma'") is first  # not rebuilt on the next search
+        assert await kb.prefilter("title != 'nothing'") is None  # every document passes
+        assert await kb.prefilter(None) is None
+        await kb.store.write_documents([document_rows("delta", 0)[0]])
+        await kb.refresh(latest=True)
+        later = await kb.prefilter("title != 'gamma'")
+        assert later == "document_id IN ('alpha', 'beta', 'delta')"  # a new version: built again
+    finally:
+        await kb.close()

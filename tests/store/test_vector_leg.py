@@ -1,0 +1,65 @@
+"""The vector leg over an HNSW index: any `search.candidates` x refine factor works with any ef.
+
+LanceDB refuses an HNSW query whose ef is below the rows it refines (limit x refine factor:
+"ef must be greater than or equal to k"); the store widens ef to that instead.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mcp_analysis.store.database import Store
+from mcp_analysis.store.models import DocumentMeta
+from mcp_analysis.store.writes import DocumentRows
+
+pytestmark = pytest.mark.anyio
+
+DIMENSION = 8
+
+
+def _document(index: int, vectors: np.ndarray) -> DocumentRows:
+    doc_id = f"doc-{index}"
+    chunks = [
+        {
+            "id": f"{doc_id}-{c}",
+            "document_id": doc_id,
+            "content": f"harbour crane {index} {c}",
+            "content_fts": f"harbour crane {index} {c}",
+            "metadata": json.dumps({"item_range": [c, c], "section_range": [c, c], "labels": ["text"]}),
+            "order": c,
+            "vector": vector.tolist(),
+        }
+        for c, vector in enumerate(vectors)
+    ]
+    meta = DocumentMeta(
+        id=doc_id,
+        uri=f"file:///{doc_id}.md",
+        title=doc_id,
+        metadata={},
+        created_at="2026-01-01T00:00:00+00:00",
+        updated_at="2026-01-01T00:00:00+00:00",
+        content_hash=doc_id,
+        content_size=1,
+    )
+    return DocumentRows(meta, {"id": doc_id, "content": "", "docling_document": b""}, [], chunks)
+
+
+async def test_candidates_times_refine_factor_above_ef(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    vectors = rng.normal(size=(600, DIMENSION)).astype(np.float32)
+    store = await Store.open(tmp_path / "kb.lancedb", create=True)
+    await store.initialize("test", DIMENSION)
+    await store.write_documents([_document(i, vectors[i * 20 : (i + 1) * 20]) for i in range(30)])
+    await store.ensure_indexes(vector_index_min_rows=1)
+    assert any(name.startswith("IvfHnsw") for name in (await store.index_names())["chunks"])
+    try:
+        found = await store.candidates("harbour crane", vectors[7], 100, None, ef=64, refine_factor=4)
+    finally:
+        store.close()
+    vector_leg = sorted((c for c in found if c.vector_rank is not None), key=lambda c: c.vector_rank or 0)
+    assert len(vector_leg) == 100
+    assert vector_leg[0].key == "doc-0-7"  # the query's own vector comes first
