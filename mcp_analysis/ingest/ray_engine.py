@@ -424,7 +424,7 @@ class RayIngestor(Ingestor):
         await super()._update_metadata(existing, title, metadata, report)
         self.stages["commit"] += time.monotonic() - started
 
-    async def _update_indexes(self) -> None:
+    async def _update_indexes(self, compact: bool = True) -> None:
         started = time.monotonic()
-        await super()._update_indexes()
+        await super()._update_indexes(compact)
         self.stages["indexing"] += time.monotonic() - started

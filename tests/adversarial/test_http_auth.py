@@ -10,6 +10,9 @@ from pathlib import Path
 
 import anyio
 import httpx2
+import pytest
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 
 from tests.mcp_helpers import free_port, http_server
 
@@ -39,7 +42,9 @@ def test_health_and_metrics_reveal_no_locations_or_reasons_without_a_token(sampl
         async def made_up_tools() -> None:  # label values are never the client's words
             async with server.client(token) as client:
                 for n in range(30):
-                    assert (await client.call_tool(f"evil-{n}-{'x' * 200}", {})).is_error
+                    with pytest.raises(MCPError) as refused:
+                        await client.call_tool(f"evil-{n}-{'x' * 200}", {})
+                    assert refused.value.error.code == INVALID_PARAMS
 
         anyio.run(made_up_tools)
         metrics = httpx2.get(f"{base}/metrics", timeout=10)
@@ -57,6 +62,6 @@ def test_health_and_metrics_reveal_no_locations_or_reasons_without_a_token(sampl
     assert detailed["db"] == str(sample_db) and str(dead_redis) in detailed["checks"]["session_store"]
     assert "hunter2" not in authorized.text
     assert metrics.status_code == 200 and "mcp_analysis_ready 0.0" in metrics.text
+    # An unknown tool is refused as invalid params before it counts as a call: no label is the client's words.
     labels = set(re.findall(r'tool="([^"]*)"', metrics.text))
-    assert labels == {"unknown"}, labels
-    assert 'mcp_analysis_tool_calls_total{tool="unknown"} 30.0' in metrics.text
+    assert "evil" not in metrics.text and labels <= {"unknown"}, labels

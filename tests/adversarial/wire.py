@@ -26,15 +26,21 @@ class StdioWire:
     def __init__(self, process: Process) -> None:
         self.process = process
         self.buffer = b""
+        self.logged: list[dict[str, Any]] = []
 
     async def send(self, raw: bytes) -> None:
         assert self.process.stdin is not None
         await self.process.stdin.send(raw + b"\n")
 
     async def receive(self) -> dict[str, Any]:
+        """The next message, log messages to the host (`notifications/message`) set aside in `logged`."""
         assert self.process.stdout is not None
-        with anyio.fail_after(60):
-            while b"\n" not in self.buffer:
-                self.buffer += await self.process.stdout.receive()
-        line, self.buffer = self.buffer.split(b"\n", 1)
-        return json.loads(line)
+        while True:
+            with anyio.fail_after(60):
+                while b"\n" not in self.buffer:
+                    self.buffer += await self.process.stdout.receive()
+            line, self.buffer = self.buffer.split(b"\n", 1)
+            message = json.loads(line)
+            if message.get("method") != "notifications/message":
+                return message
+            self.logged.append(message)

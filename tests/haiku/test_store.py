@@ -13,7 +13,8 @@ import pytest
 from mcp_analysis.config import Settings
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.errors import DatabaseMismatchError, DocumentNotFoundError, ReadOnlyDatabaseError
-from mcp_analysis.ingest.pipeline import Ingestor, remove_document
+from mcp_analysis.ingest.pipeline import Ingestor
+from mcp_analysis.ingest.removal import remove_document
 from mcp_analysis.store.identify import read_settings_row
 from mcp_analysis.store.models import DocumentMeta
 from mcp_analysis.store.settings_row import StoredSettings

@@ -192,9 +192,9 @@ async def test_tampered_session_file_is_not_loaded(sample_settings: Settings) ->
         await session.execute("v = 1")
         handle = session.id
     assert sample_settings.sessions.dir is not None
-    blobs = list(Path(sample_settings.sessions.dir).glob("*.bin"))
-    assert blobs
-    blobs[0].write_bytes(blobs[0].read_bytes()[:-8] + b"tampered")
+    chunks = [path for path in Path(sample_settings.sessions.dir).glob("*.chunks/*") if path.is_file()]
+    assert chunks  # the interpreter state, kept as content-defined chunks named by a keyed digest
+    chunks[0].write_bytes(chunks[0].read_bytes()[:-8] + b"tampered")
     async with WorkerPool(sample_settings.sandbox) as pool, SessionManager(kb, pool, sample_settings) as manager:
         with pytest.raises(SessionNotFoundError):
             await manager.get(SessionKey.handle(handle), document_filter=None, create=False)

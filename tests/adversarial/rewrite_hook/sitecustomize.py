@@ -18,9 +18,10 @@ _grow = os.environ.get("MCP_ANALYSIS_TEST_GROW")
 _swap = os.environ.get("MCP_ANALYSIS_TEST_SWAP")
 if _rewrite or _grow or _swap:
     from mcp_analysis.ingest import files as _files
+    from mcp_analysis.ingest import sources as _sources
 
     _read_file = _files.read_file
-    _read_pieces = _files._read_pieces
+    _read_pieces = _files.read_pieces
     _reading: list[str] = []
 
     def _read_then_rewrite(path, *args, **kwargs):  # type: ignore[no-untyped-def]
@@ -46,5 +47,5 @@ if _rewrite or _grow or _swap:
                 handle.write("\nA line written while the file was being read.\n")
         return _read_pieces(*args, **kwargs)
 
-    _files.read_file = _read_then_rewrite
-    _files._read_pieces = _grow_while_reading
+    _files.read_file = _sources.read_file = _read_then_rewrite  # the worker reads through sources.read_source
+    _files.read_pieces = _grow_while_reading
