@@ -357,4 +357,3 @@ def written(pending: list[PreparedDocument], report: IngestReport) -> None:
     for prepared in pending:
         (report.replaced if prepared.replacing else report.added).append(prepared.meta.uri)
         report.chunks += len(prepared.chunks)
-
