@@ -12,6 +12,12 @@ PROGRESS_LOGGER = "mcp_analysis.progress"  # see mcp_analysis/progress.py
 #: `log.info(..., extra=TO_HOST)`: the line is for the person at the MCP host too (server/host_log.py).
 #: Such a line names files and settings, never document text or a secret.
 TO_HOST = {"to_host": True}
+
+
+def to_host_without_names(summary: str) -> dict[str, object]:
+    """`extra` for a line naming files: `summary` (no names) is what a host is sent instead when
+    callers may have document filters (a file outside a caller's filter is never named to it)."""
+    return {**TO_HOST, "host_summary": summary}
 _FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
 
 

@@ -144,10 +144,15 @@ async def tell(ctx: ServerRequestContext[Any, Any], level: LoggingLevel, message
 class HostLog(logging.Handler):
     """Forwards server events (records with ``extra=TO_HOST``, progress lines) to handshake-era connections."""
 
-    def __init__(self, connections: Callable[[], Iterable[Connection]], per_minute: int) -> None:
+    def __init__(
+        self, connections: Callable[[], Iterable[Connection]], per_minute: int, may_name_files: bool = True
+    ) -> None:
         super().__init__(logging.INFO)
         self.connections = connections
         self.per_minute = per_minute
+        #: False when callers may have document filters (a server filter, bearer tokens): a line that
+        #: names files is then sent as its summary, since a file may lie outside a caller's filter.
+        self.may_name_files = may_name_files
         self.pending: deque[tuple[LoggingLevel, str]] = deque(maxlen=_PENDING)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
@@ -156,7 +161,9 @@ class HostLog(logging.Handler):
         if self._loop is None or not (getattr(record, "to_host", False) or record.name == PROGRESS_LOGGER):
             return
         try:
-            item = (_BY_NUMBER.get(record.levelno, "info"), record.getMessage())
+            summary = getattr(record, "host_summary", None)
+            message = record.getMessage() if self.may_name_files or summary is None else str(summary)
+            item = (_BY_NUMBER.get(record.levelno, "info"), message)
             self._loop.call_soon_threadsafe(self._add, item)
         except Exception:  # a closed loop or a bad format: the server's own log still has it
             return

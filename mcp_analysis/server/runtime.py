@@ -59,7 +59,11 @@ class Runtime:
         #: Server events for the hosts' log panes (server/host_log.py).
         #: Who subscribed to which document, and what changed (server/updates.py).
         self.updates = DocumentUpdates()
-        self.host_log = HostLog(lambda: self._legacy_connections.values(), settings.server.host_log_per_minute)
+        self.host_log = HostLog(
+            lambda: self._legacy_connections.values(),
+            settings.server.host_log_per_minute,
+            may_name_files=settings.server.filter is None and settings.server.tokens_file is None,
+        )
         #: Why the knowledge base cannot be read now (None while it can); for /healthz.
         self.kb_error: str | None = None
         self._changed = anyio.Event()  # set by a writer in this process: check the documents now

@@ -29,7 +29,7 @@ import anyio
 from anyio.abc import TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from mcp_analysis.logging_setup import TO_HOST
+from mcp_analysis.logging_setup import to_host_without_names
 from mcp_analysis.watch.lock import WatchLease, WatchLeaseLost
 from mcp_analysis.watch.mirror import FolderMirror, SyncReport
 from mcp_analysis.watch.rules import relative_to_any
@@ -71,9 +71,15 @@ def log_report(report: SyncReport, when: str) -> None:
         log.info("watch (%s): %s", when, report.summary())
     for what, uris in (("added", report.added), ("changed", report.replaced), ("removed", report.removed)):
         if uris:  # for the person at the MCP host: which files, never what they say
-            log.info("Watched folder: %s %s", what, file_names(uris), extra=TO_HOST)
+            extra = to_host_without_names(f"Watched folder: {what} {files(len(uris))}")
+            log.info("Watched folder: %s %s", what, file_names(uris), extra=extra)
     if report.moved:
-        log.info("Watched folder: moved %s", file_names([new for _, new in report.moved]), extra=TO_HOST)
+        extra = to_host_without_names(f"Watched folder: moved {files(len(report.moved))}")
+        log.info("Watched folder: moved %s", file_names([new for _, new in report.moved]), extra=extra)
+
+
+def files(count: int) -> str:
+    return f"{count} file" + ("" if count == 1 else "s")
 
 
 def file_names(uris: list[str], shown: int = 10) -> str:

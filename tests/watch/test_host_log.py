@@ -75,3 +75,27 @@ async def test_a_watched_folders_changes_reach_a_legacy_http_hosts_log(tmp_path:
     with http_server(kb, "--watch", str(folder), env=env, log_dir=tmp_path) as server:
         async with server.client(mode="legacy", logging_callback=pane) as client:
             await follow_changes(client, folder, messages)
+
+
+async def test_a_host_whose_callers_may_have_filters_hears_counts_not_names(tmp_path: Path) -> None:
+    """With a document filter in force, a watched file may lie outside it: the pane hears how many
+    files changed, never their names."""
+    env = {
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "MCP_ANALYSIS_WATCH__SETTLE_SECONDS": "0.5",
+        "MCP_ANALYSIS_SERVER__FILTER": "uri LIKE '%first%'",
+    }
+    folder = tmp_path / "folder"
+    kb = kb_of(folder, tmp_path, env)
+    messages: list[LoggingMessageNotificationParams] = []
+
+    async def pane(params: LoggingMessageNotificationParams) -> None:
+        messages.append(params)
+
+    async with Client(
+        stdio_params(kb, "--watch", str(folder), env=env), mode="legacy", logging_callback=pane
+    ) as client:
+        await client.call_tool("list_documents", {})
+        (folder / "layoffs-q1.md").write_text("# Layoffs\n\nNames.\n")
+        assert await heard(messages, ("Watched folder: added",)) == "Watched folder: added 1 file"
+    assert not [m for m in messages if "layoffs" in str(m.data)]
