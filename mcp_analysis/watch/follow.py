@@ -22,6 +22,7 @@ import logging
 import math
 import os
 import stat
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -42,6 +43,8 @@ Signature = tuple[object, ...] | None
 
 RETRY_FIRST_SECONDS = 1.0
 RETRY_MAX_SECONDS = 60.0
+#: Changes wait at most this many `optimize_idle_seconds` for a quiet moment before compaction runs anyway.
+OVERDUE_IDLE_PERIODS = 30
 RESTART_SECONDS = 1.0  # before the OS watcher is set up again after it failed; doubles while it keeps failing
 RESTART_MAX_SECONDS = 60.0
 ROOT_POLL_SECONDS = 2.0  # how often the watched folders themselves are checked (gone, back, replaced)
@@ -102,6 +105,7 @@ class FolderWatcher:
         """`lease`: the watcher lock held; while it is lost, changes wait (the mirror checks it before writing)."""
         self.mirror = mirror
         self.settings = settings
+        self._uncompacted_since = 0.0  # monotonic time of the oldest change not compacted yet (0: none)
         self.on_change = on_change
         self.lease = lease
         self._rewatch = anyio.Event()  # set: a watched folder came back, the OS watcher is set up anew
@@ -251,9 +255,15 @@ class FolderWatcher:
         """The next paths changed; once none came for `optimize_idle_seconds` the tables are compacted
         (if changes were applied), and the conversion worker is ended after `keep_worker_seconds`."""
         if self.mirror.uncompacted:
-            with anyio.move_on_after(self.settings.optimize_idle_seconds):
-                return await receive.receive()
+            now = time.monotonic()
+            self._uncompacted_since = self._uncompacted_since or now
+            # a folder that never goes quiet (a log, an autosaving editor) is compacted all the same
+            overdue = now - self._uncompacted_since >= OVERDUE_IDLE_PERIODS * self.settings.optimize_idle_seconds
+            if not overdue:
+                with anyio.move_on_after(self.settings.optimize_idle_seconds):
+                    return await receive.receive()
             await self._optimize()
+            self._uncompacted_since = 0.0
         with anyio.move_on_after(self.settings.keep_worker_seconds):
             return await receive.receive()
         await anyio.to_thread.run_sync(self.mirror.release_workers)

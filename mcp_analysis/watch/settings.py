@@ -45,7 +45,8 @@ class WatchSettings(BaseModel):
         ge=0,
         le=86_400,
         description="Quiet time after the last applied change before the tables are compacted and the new rows "
-        "folded into the indexes (search reads the rows written meanwhile unindexed); `sync` compacts at its end.",
+        "folded into the indexes (search reads the rows written meanwhile unindexed; in a folder that never goes quiet "
+        "compaction runs after 30 such periods anyway); `sync` compacts at its end.",
     )
     lease_seconds: float = Field(
         30,

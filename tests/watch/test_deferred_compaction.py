@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import lancedb
 import pytest
 
@@ -100,3 +101,36 @@ async def _indexed(db: Path) -> bool:
 
 async def _started(log: Path) -> bool:
     return b"watch (start)" in log.read_bytes()
+
+
+async def test_a_folder_that_never_goes_quiet_is_compacted_all_the_same(tmp_path: Path) -> None:
+    """Files saved every fraction of a second (a log rotating, an autosaving editor) never leave the
+    watcher idle: compaction still runs once changes have waited 30 idle periods."""
+    env = {"XDG_DATA_HOME": str(tmp_path / "data"), "MCP_ANALYSIS_WATCH__SETTLE_SECONDS": "0.1"}
+    folder, db = synced(tmp_path, env)
+    busy = {  # a new file every 0.15 s, each seen 0.05 s after it was written; overdue after 12 s
+        **env,
+        "MCP_ANALYSIS_WATCH__OPTIMIZE_IDLE_SECONDS": "0.4",
+        "MCP_ANALYSIS_WATCH__DEBOUNCE_SECONDS": "0.05",
+    }
+    (folder / "batch" / "n00.md").unlink()  # a change for the start-up mirror to log
+    with http_server(db, "--watch", str(folder), env=busy, log_dir=tmp_path) as server:
+        await eventually(lambda: _started(server.log), "the watcher's start-up mirror")
+        compacted = False
+        async with anyio.create_task_group() as group:
+
+            async def keep_saving() -> None:
+                n = 0
+                while not compacted:
+                    n += 1
+                    note(folder / f"journal-{n}.md", "Journal", f"Entry {n}: the tide turned at {n % 12} o'clock.")
+                    await anyio.sleep(0.15)
+
+            group.start_soon(keep_saving)
+            await eventually(lambda: _has_unindexed(db), "a saved file's rows, unindexed")
+            await eventually(lambda: _indexed(db), "compaction while the file is still being saved", seconds=120)
+            compacted = True
+
+
+async def _has_unindexed(db: Path) -> bool:
+    return await unindexed_chunks(db) > 0
