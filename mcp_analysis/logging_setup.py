@@ -18,6 +18,8 @@ def to_host_without_names(summary: str) -> dict[str, object]:
     """`extra` for a line naming files: `summary` (no names) is what a host is sent instead when
     callers may have document filters (a file outside a caller's filter is never named to it)."""
     return {**TO_HOST, "host_summary": summary}
+
+
 _FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
 
 
