@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -223,6 +224,10 @@ async def test_chunks_a_killed_delete_left_behind_go_with_the_expiry_pass(tmp_pa
     await store.save(record(key, "a"), dump(1), expected=0, limits=LIMITS)
     [folder] = tmp_path.glob("*.chunks")
     folder.with_suffix(".json").unlink()  # what a process killed inside delete() leaves
+    assert await store.expire(3600) == 0
+    assert folder.exists()  # as fresh as a new session's chunks another process writes before its record
+    an_hour_and_more = time.time() - 3700
+    os.utime(folder, (an_hour_and_more, an_hour_and_more))
     assert await store.expire(3600) == 0
     assert not folder.exists()
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == [

@@ -275,8 +275,14 @@ class FileSessionStore(SessionStore):
                         path.unlink(missing_ok=True)
                 except OSError:
                     continue
-            for folder in self.directory.glob("*.chunks"):  # a record deleted by a process killed before its chunks
-                if chunks.NAME.fullmatch(folder.stem) and not folder.with_suffix(".json").exists():
+            # A record deleted by a process killed before its chunks. Another process may be writing a new
+            # session's first chunks (its record comes after them): only a folder idle for the TTL goes.
+            for folder in self.directory.glob("*.chunks"):
+                try:
+                    idle = folder.stat().st_mtime < now - ttl_seconds
+                except OSError:
+                    continue
+                if idle and chunks.NAME.fullmatch(folder.stem) and not folder.with_suffix(".json").exists():
                     _drop_chunks(folder, frozenset())
         return removed
 
