@@ -68,13 +68,19 @@ def _fingerprint() -> dict[str, Any]:
 
 def is_built(db: Path) -> bool:
     """True when `db` holds a complete build of the current sample files (cheap: a few stat calls)."""
+    stamp = _stamp(db)
+    return stamp is not None and {k: stamp.get(k) for k in ("documents_dir", "files")} == _fingerprint()
+
+
+def _stamp(db: Path) -> dict[str, Any] | None:
+    """The stamp a complete build of the sample left in `db`, if any."""
     if not is_local_path(db) or not (Path(db) / "document_meta.lance").is_dir():
-        return False
+        return None
     try:
         stamp = json.loads((Path(db) / STAMP_FILE).read_text())
     except (OSError, ValueError):
-        return False
-    return isinstance(stamp, dict) and {k: stamp.get(k) for k in ("documents_dir", "files")} == _fingerprint()
+        return None
+    return stamp if isinstance(stamp, dict) else None
 
 
 def _digests(names: Any) -> dict[str, str]:
@@ -83,13 +89,8 @@ def _digests(names: Any) -> dict[str, str]:
 
 def _moved_only(db: Path, fingerprint: dict[str, Any]) -> bool:
     """The stamp records these very files by content (digests): only their place or times changed."""
-    if not is_local_path(db) or not (Path(db) / "document_meta.lance").is_dir():
-        return False
-    try:
-        stamp = json.loads((Path(db) / STAMP_FILE).read_text())
-    except (OSError, ValueError):
-        return False
-    if not isinstance(stamp, dict) or not isinstance(stamp.get("files"), dict):
+    stamp = _stamp(db)
+    if stamp is None or not isinstance(stamp.get("files"), dict):
         return False
     digests = stamp.get("sha256")
     names = set(fingerprint["files"])
