@@ -9,9 +9,26 @@ from __future__ import annotations
 
 from typing import Any
 
+from mcp_analysis.paths import is_local_path
 from mcp_analysis.store import schema
 from mcp_analysis.store.layout import Layout
 from mcp_analysis.store.settings_row import StoredSettings
+
+# Object stores: fail within seconds, not after object_store's default 3 minutes of retries, so a
+# store outage reaches clients (and /healthz) as a clear error. Settings in `storage_options` win.
+OBJECT_STORE_DEFAULTS = {
+    "connect_timeout": "5s",
+    "timeout": "60s",
+    "client_max_retries": "3",
+    "client_retry_timeout": "15",
+}
+
+
+def object_store_options(location: str, configured: dict[str, str] | None) -> dict[str, str] | None:
+    """LanceDB storage options for `location`: none for local paths (AWS_* variables are read by LanceDB)."""
+    if is_local_path(location):
+        return dict(configured) if configured else None
+    return {**OBJECT_STORE_DEFAULTS, **(configured or {})}
 
 
 class StoreBase:
@@ -32,6 +49,10 @@ class StoreBase:
         self.storage_options = storage_options
         self._connection = connection
         self._layout = layout
+
+    def lance_options(self) -> dict[str, str] | None:
+        """The storage options Lance is given for this knowledge base (pylance writes fragments with them)."""
+        return object_store_options(self.path, self.storage_options)
 
     @property
     def read_only(self) -> bool:

@@ -26,21 +26,13 @@ from mcp_analysis.errors import (
 )
 from mcp_analysis.paths import is_local_path, make_database_directory
 from mcp_analysis.store import schema
+from mcp_analysis.store.base import object_store_options
 from mcp_analysis.store.candidates import StoreCandidates
 from mcp_analysis.store.fragments import StoreFragments
 from mcp_analysis.store.identify import SUPPORTED, identify
 from mcp_analysis.store.lance import lancedb, table_names
 from mcp_analysis.store.layout import EmbedderChoice
 from mcp_analysis.store.maintenance import StoreMaintenance
-
-# Object stores: fail within seconds, not after object_store's default 3 minutes of retries, so a
-# store outage reaches clients (and /healthz) as a clear error. Settings in `storage_options` win.
-OBJECT_STORE_DEFAULTS = {
-    "connect_timeout": "5s",
-    "timeout": "60s",
-    "client_max_retries": "3",
-    "client_retry_timeout": "15",
-}
 
 
 @contextmanager
@@ -52,13 +44,6 @@ def storage_errors(location: str, kinds: tuple[type[Exception], ...] = (OSError,
         if is_local_path(location):
             raise
         raise StorageUnavailableError(storage_error_message(location, exc)) from exc
-
-
-def object_store_options(location: str, configured: dict[str, str] | None) -> dict[str, str] | None:
-    """LanceDB storage options for `location`: none for local paths (AWS_* variables are read by LanceDB)."""
-    if is_local_path(location):
-        return dict(configured) if configured else None
-    return {**OBJECT_STORE_DEFAULTS, **(configured or {})}
 
 
 class Store(StoreFragments, StoreCandidates, StoreMaintenance):
@@ -120,9 +105,6 @@ class Store(StoreFragments, StoreCandidates, StoreMaintenance):
             )
         stored, layout = await identify(location, tables, create)
         return cls(location, db, tables, stored, layout, storage_options)
-
-    def lance_options(self) -> dict[str, str] | None:
-        return object_store_options(self.path, self.storage_options)
 
     def storage_errors(self) -> AbstractContextManager[None]:
         """An object store that fails (down, unreachable) is a clear, retryable error, not a crash."""

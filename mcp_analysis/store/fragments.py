@@ -77,10 +77,6 @@ def _append(target: FragmentTarget, fragments: list[Any]) -> None:
 class StoreFragments(StoreWrites):
     """The store's side of fragments written elsewhere: where to write them, and their commits."""
 
-    def lance_options(self) -> dict[str, str] | None:
-        """The storage options Lance is given for this knowledge base (database.py)."""
-        raise NotImplementedError
-
     async def fragment_targets(self) -> dict[str, FragmentTarget]:
         self.check_writable()
         await self._document_tables_ready()
