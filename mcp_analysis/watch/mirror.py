@@ -12,9 +12,11 @@ from __future__ import annotations
 import logging
 import os
 import stat
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -28,6 +30,9 @@ from mcp_analysis.ingest.pool import ConversionPool
 from mcp_analysis.store.models import DocumentMeta
 from mcp_analysis.watch.rules import FileRules, relative_to_any
 from mcp_analysis.watch.undecodable import UndecodableNames
+
+if TYPE_CHECKING:
+    from mcp_analysis.store.database import Store
 
 log = logging.getLogger(__name__)
 
@@ -154,14 +159,20 @@ class FolderMirror:
         applied change when it ran every time; rows written meanwhile are searched unindexed."""
         if not self.uncompacted:
             return
+        async with self._writing() as store:
+            await store.ensure_indexes(self.kb.settings.search.vector_index_min_rows)
+            await store.optimize()
+        self.uncompacted = 0
+
+    @asynccontextmanager
+    async def _writing(self) -> AsyncIterator[Store]:
+        """The store, writable, the lease checked (`before_write`) and the ingest lock held."""
         store = self.kb.store
         store.check_writable()
         if self.before_write is not None:
             await self.before_write()
         async with ingest_lock(store.path):
-            await store.ensure_indexes(self.kb.settings.search.vector_index_min_rows)
-            await store.optimize()
-        self.uncompacted = 0
+            yield store
 
     async def apply(self, paths: Iterable[Path]) -> SyncReport:
         """Bring the documents under each path (file or folder, present or gone) in line with the disk."""
@@ -276,11 +287,7 @@ class FolderMirror:
     async def _remove(self, stale: list[DocumentMeta], report: SyncReport) -> None:
         if not stale:
             return
-        store = self.kb.store
-        store.check_writable()
-        if self.before_write is not None:
-            await self.before_write()
-        async with ingest_lock(store.path):
+        async with self._writing() as store:
             await store.delete_documents([meta.id for meta in stale])  # one commit per table for the batch
             report.removed.extend(meta.uri for meta in stale)
         self.uncompacted += len(stale)
