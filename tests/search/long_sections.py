@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from mcp_analysis.store.models import ChunkRecord, DocumentMeta
 from mcp_analysis.store.writes import DocumentRows
@@ -34,6 +35,11 @@ def document_rows(doc_id: str, hit_at: int) -> tuple[DocumentRows, ChunkRecord]:
         "order": 0,
         "vector": [1.0, 0.0, 0.0, 0.0],
     }
+    return rows_of(doc_id, items, [chunk]), ChunkRecord.from_row(chunk)
+
+
+def rows_of(doc_id: str, items: list[dict[str, Any]], chunks: list[dict[str, Any]]) -> DocumentRows:
+    """A document `doc_id` (file:///{doc_id}.md) with these item and chunk rows, ready to write."""
     meta = DocumentMeta(
         id=doc_id,
         uri=f"file:///{doc_id}.md",
@@ -44,5 +50,4 @@ def document_rows(doc_id: str, hit_at: int) -> tuple[DocumentRows, ChunkRecord]:
         content_hash=doc_id,
         content_size=1,
     )
-    rows = DocumentRows(meta, {"id": doc_id, "content": "", "docling_document": b""}, items, [chunk])
-    return rows, ChunkRecord.from_row(chunk)
+    return DocumentRows(meta, {"id": doc_id, "content": "", "docling_document": b""}, items, chunks)

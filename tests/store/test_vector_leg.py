@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from mcp_analysis.store.database import Store
-from mcp_analysis.store.models import DocumentMeta
 from mcp_analysis.store.writes import DocumentRows
+from tests.search.long_sections import rows_of
 
 pytestmark = pytest.mark.anyio
 
@@ -35,17 +35,7 @@ def _document(index: int, vectors: np.ndarray) -> DocumentRows:
         }
         for c, vector in enumerate(vectors)
     ]
-    meta = DocumentMeta(
-        id=doc_id,
-        uri=f"file:///{doc_id}.md",
-        title=doc_id,
-        metadata={},
-        created_at="2026-01-01T00:00:00+00:00",
-        updated_at="2026-01-01T00:00:00+00:00",
-        content_hash=doc_id,
-        content_size=1,
-    )
-    return DocumentRows(meta, {"id": doc_id, "content": "", "docling_document": b""}, [], chunks)
+    return rows_of(doc_id, [], chunks)
 
 
 async def test_candidates_times_refine_factor_above_ef(tmp_path: Path) -> None:
