@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -48,11 +50,12 @@ async def follow_changes(client: Client, folder: Path, messages: list[LoggingMes
     assert not [m for m in messages if SECRET_WORD in str(m.data) or "tapirs" in str(m.data)]
 
 
-async def test_a_watched_folders_changes_reach_a_stdio_hosts_log(tmp_path: Path) -> None:
-    env = {"XDG_DATA_HOME": str(tmp_path / "data"), "MCP_ANALYSIS_WATCH__SETTLE_SECONDS": "0.5"}
-    folder = tmp_path / "folder"
+@asynccontextmanager
+async def watching_over_stdio(
+    folder: Path, tmp_path: Path, env: dict[str, str], messages: list[LoggingMessageNotificationParams]
+) -> AsyncIterator[Client]:
+    """A legacy stdio client of `serve --watch folder` whose log pane collects into `messages`."""
     kb = kb_of(folder, tmp_path, env)
-    messages: list[LoggingMessageNotificationParams] = []
 
     async def pane(params: LoggingMessageNotificationParams) -> None:
         messages.append(params)
@@ -60,6 +63,14 @@ async def test_a_watched_folders_changes_reach_a_stdio_hosts_log(tmp_path: Path)
     async with Client(
         stdio_params(kb, "--watch", str(folder), env=env), mode="legacy", logging_callback=pane
     ) as client:
+        yield client
+
+
+async def test_a_watched_folders_changes_reach_a_stdio_hosts_log(tmp_path: Path) -> None:
+    env = {"XDG_DATA_HOME": str(tmp_path / "data"), "MCP_ANALYSIS_WATCH__SETTLE_SECONDS": "0.5"}
+    folder = tmp_path / "folder"
+    messages: list[LoggingMessageNotificationParams] = []
+    async with watching_over_stdio(folder, tmp_path, env, messages) as client:
         await follow_changes(client, folder, messages)
 
 
@@ -86,15 +97,8 @@ async def test_a_host_whose_callers_may_have_filters_hears_counts_not_names(tmp_
         "MCP_ANALYSIS_SERVER__FILTER": "uri LIKE '%first%'",
     }
     folder = tmp_path / "folder"
-    kb = kb_of(folder, tmp_path, env)
     messages: list[LoggingMessageNotificationParams] = []
-
-    async def pane(params: LoggingMessageNotificationParams) -> None:
-        messages.append(params)
-
-    async with Client(
-        stdio_params(kb, "--watch", str(folder), env=env), mode="legacy", logging_callback=pane
-    ) as client:
+    async with watching_over_stdio(folder, tmp_path, env, messages) as client:
         await client.call_tool("list_documents", {})
         (folder / "layoffs-q1.md").write_text("# Layoffs\n\nNames.\n")
         assert await heard(messages, ("Watched folder: added",)) == "Watched folder: added 1 file"
