@@ -33,21 +33,8 @@ sys.path.insert(0, str(ROOT))
 from _machine import describe, machine  # noqa: E402
 
 from tests.services import free_port, stop, wait_for_port  # noqa: E402
-
-Snapshot = dict[Path, tuple[int, int, int]]
-
-
-def snapshot(directory: Path) -> Snapshot:
-    out = {}
-    for path in directory.rglob("*"):
-        if path.is_file():
-            info = path.stat()
-            out[path] = (info.st_ino, info.st_mtime_ns, info.st_size)
-    return out
-
-
-def written(before: Snapshot, after: Snapshot) -> int:
-    return sum(e[2] for p, e in after.items() if before.get(p, (0, 0, 0))[:2] != e[:2])
+from tests.session.disk_writes import files as snapshot  # noqa: E402
+from tests.session.disk_writes import written  # noqa: E402
 
 
 async def measure(url: str, sessions: Path, code: str, calls: int) -> dict[str, float]:

@@ -27,6 +27,7 @@ from mcp_analysis.session.stores.file import FileSessionStore
 from tests.adversarial.redis_cluster import store_env
 from tests.mcp_helpers import HttpServer, http_server, text
 from tests.services import redis
+from tests.session.disk_writes import files, written
 
 pytestmark = pytest.mark.anyio
 
@@ -35,21 +36,6 @@ LARGE = "rows = [('row %d of the kept table ' % i) * 4 for i in range(30000)]"
 LIMITS = Limits(ttl_seconds=600, max_stored=100, max_per_principal=100, max_stored_bytes=10**9)
 SECRET = b"chunk-test-secret-0123456789abcdef"
 MB = 1 << 20
-
-
-def files(directory: Path) -> dict[Path, tuple[int, int, int]]:
-    """Every file under `directory`: (inode, mtime, size), to tell what a call wrote."""
-    out = {}
-    for path in directory.rglob("*"):
-        if path.is_file():
-            info = path.stat()
-            out[path] = (info.st_ino, info.st_mtime_ns, info.st_size)
-    return out
-
-
-def written(before: dict[Path, tuple[int, int, int]], after: dict[Path, tuple[int, int, int]]) -> int:
-    """Bytes of the files created or rewritten between two snapshots."""
-    return sum(entry[2] for path, entry in after.items() if before.get(path, (0, 0, 0))[:2] != entry[:2])
 
 
 def state_bytes(directory: Path) -> int:
