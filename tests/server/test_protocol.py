@@ -239,7 +239,7 @@ async def test_a_restarted_worker_is_told_to_the_host(sample_db: Path, tmp_path:
         assert workers
         for worker in workers:
             os.kill(worker.pid, signal.SIGKILL)  # as the OOM killer would, while the session is idle
-        told = await pane.wait_for("warning")  # the idle death seen and the session restarted
         again = await client.call_tool("execute_code", {"code": "kept + 1"})
         assert again.structured_content["value"] == "42"  # restored on a fresh worker
+        told = await pane.wait_for("warning")
     assert "interpreter worker died while idle; restarted" in str(told.data)
