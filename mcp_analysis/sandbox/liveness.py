@@ -7,6 +7,11 @@ worker, opened once when the interpreter takes the worker, is polled without wai
 (a few microseconds; it becomes readable when the process ends, zombie or reaped, and it
 can never name another process that reused the pid). Elsewhere, a signal-0 probe and, for
 a zombie, the process state in /proc (~0.1 ms).
+
+A kill is not an end: `kill -9` returns while the process still runs its way out (longer on a
+busy machine), and a call fed to it then dies with it. So a process with SIGKILL pending, or
+already exiting, counts as dead too (Linux: /proc/PID/status then /proc/PID/stat, in the order
+the kernel moves through them, tens of microseconds).
 """
 
 from __future__ import annotations
@@ -39,9 +44,11 @@ class WorkerLiveness:
             poller = select.poll()
             poller.register(self._fd, select.POLLIN)
             try:
-                return not poller.poll(0)
+                if poller.poll(0):
+                    return False
             except OSError:
                 return _probe(self.pid)
+            return not _dying(self.pid)
         return _probe(self.pid)
 
     def close(self) -> None:
@@ -52,6 +59,37 @@ class WorkerLiveness:
     def __del__(self) -> None:  # an interpreter dropped without closing must not leak the descriptor
         with contextlib.suppress(Exception):  # at interpreter exit `os` may be gone already
             self.close()
+
+
+_SIGKILL_BIT = 1 << 8  # signal 9 in the pending masks of /proc/PID/status
+_PF_EXITING = 0x4  # the task flag do_exit sets (include/linux/sched.h)
+
+
+def _dying(pid: int | None) -> bool:
+    """A kill on its way: SIGKILL pending, or the process exiting (Linux; elsewhere False).
+
+    The masks are read before the flags: the kernel clears the pending bit when the process
+    takes the signal, then sets PF_EXITING, so one of the two is seen whichever comes first.
+    """
+    if pid is None:
+        return False
+    try:
+        with open(f"/proc/{pid}/status", "rb") as handle:
+            status = handle.read()
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except FileNotFoundError:
+        return True  # gone between the poll and the read
+    except OSError:
+        return False  # no /proc here: the pidfd alone answers
+    for line in status.splitlines():
+        if line.startswith((b"SigPnd:", b"ShdPnd:")) and int(line.split()[1], 16) & _SIGKILL_BIT:
+            return True
+    fields = stat.rsplit(b") ", 1)[-1].split()
+    try:  # after the name: state, ppid, pgrp, session, tty_nr, tpgid, flags
+        return fields[0] in (b"Z", b"X") or bool(int(fields[6]) & _PF_EXITING)
+    except (IndexError, ValueError):
+        return False
 
 
 def _probe(pid: int | None) -> bool:

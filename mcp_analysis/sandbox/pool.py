@@ -20,13 +20,15 @@ from collections import OrderedDict
 from typing import Any, Protocol
 
 import anyio
-from pydantic_monty import AsyncMonty, AsyncMontySession
+from pydantic_monty import AsyncMonty, AsyncMontySession, MontyCrashedError
 
 from mcp_analysis.errors import SandboxError
 from mcp_analysis.sandbox.modules import host_modules
 from mcp_analysis.sandbox.settings import SandboxSettings
 
 log = logging.getLogger(__name__)
+
+_CHECKOUT_ATTEMPTS = 3  # processes tried per checkout: a dead idle one is dropped, not handed out
 
 
 class Tenant(Protocol):
@@ -125,20 +127,34 @@ class WorkerPool:
             with anyio.move_on_after(remaining):
                 await self._freed.wait()
         self._in_use += 1
-        session = self._monty.checkout(
-            limits=self.limits(),  # type: ignore[arg-type]
-            os_policy={"timezone": "utc"},
-            external_modules=self._modules,
-        )
         try:
-            await session.__aenter__()
-        except BaseException as exc:
+            session = await self._checkout()
+        except BaseException:
             self._give_back()
-            if isinstance(exc, Exception):
-                raise SandboxError(f"Could not start an interpreter worker: {exc}") from exc
             raise
         self._attached[owner] = None
         return session
+
+    async def _checkout(self) -> AsyncMontySession:
+        """A started worker session. A process monty kept idle may have been killed meanwhile
+        (kill -9 of the process group, the OOM killer): it fails to start, so take another."""
+        attempts = _CHECKOUT_ATTEMPTS
+        while True:
+            session = self._monty.checkout(
+                limits=self.limits(),  # type: ignore[arg-type]
+                os_policy={"timezone": "utc"},
+                external_modules=self._modules,
+            )
+            try:
+                await session.__aenter__()
+                return session
+            except MontyCrashedError as exc:
+                attempts -= 1
+                if not attempts:
+                    raise SandboxError(f"Could not start an interpreter worker: {exc}") from exc
+                log.warning("An idle interpreter worker had died (%s); taking another", exc)
+            except Exception as exc:
+                raise SandboxError(f"Could not start an interpreter worker: {exc}") from exc
 
     async def release(self, owner: Tenant, session: AsyncMontySession) -> None:
         """Return `owner`'s worker (a dead or killed worker is replaced by the pool)."""

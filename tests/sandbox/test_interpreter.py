@@ -103,6 +103,37 @@ async def test_killed_worker_is_recovered_with_last_good_state(kb: KnowledgeBase
         assert (await session.execute(defined("lost"))).value == "(False,)"
 
 
+async def test_a_worker_killed_the_moment_before_a_call_is_replaced_not_failed(kb: KnowledgeBase) -> None:
+    """kill -9 returns before the process is gone: a call sent at once must not be fed to it."""
+    import psutil
+
+    async with AnalysisSession(kb) as session:
+        for round_ in range(20):
+            assert (await session.execute(f"kept = {round_}")).success
+            # the session's worker and any the pool keeps idle, as a process-group kill would
+            for worker in psutil.Process().children(recursive=True):
+                if "monty" in worker.name():
+                    os.kill(worker.pid, signal.SIGKILL)
+            again = await session.execute("kept + 1")
+            assert again.value == str(round_ + 1), again
+
+
+async def test_an_idle_worker_killed_in_the_pool_is_not_handed_out(kb: KnowledgeBase) -> None:
+    import psutil
+
+    pool = WorkerPool(kb.settings.sandbox)
+    async with pool:
+        for _ in range(5):
+            async with AnalysisSession(kb, pool=pool) as before:
+                assert (await before.execute("x = 1")).success
+            # its worker went back to the pool's idle processes: kill those
+            for worker in psutil.Process().children(recursive=True):
+                if "monty" in worker.name():
+                    os.kill(worker.pid, signal.SIGKILL)
+            async with AnalysisSession(kb, pool=pool) as after:
+                assert (await after.execute("20 + 22")).value == "42"
+
+
 async def test_timeout_and_memory_blowup_roll_back(sample_db: Path) -> None:
     settings = make_settings(sample_db, sandbox={"code_timeout": 1.5, "max_memory_mb": 64})
     kb = await KnowledgeBase.open(settings)
