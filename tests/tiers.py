@@ -136,6 +136,7 @@ SLOW_TESTS: dict[str, set[str]] = {
     },
     "tests/ingest/test_table_text.py": {
         "test_a_workbook_reads_as_its_title_once_then_a_compact_table_through_the_cli",
+        "test_tables_of_other_formats_are_compact_pipe_tables_too",  # a bounded conversion child
     },
     "tests/ingest/test_format_bounds.py": {
         "test_a_converter_registered_by_module_name_is_imported_when_first_used",
