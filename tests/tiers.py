@@ -107,6 +107,7 @@ SLOW_MODULES: dict[str, tuple[str, ...]] = {
     "tests/watch/test_host_log.py": SUBPROCESS,
     "tests/watch/test_kept_worker.py": SUBPROCESS,
     "tests/watch/test_lease.py": SERVICE,
+    "tests/watch/test_meta_reads.py": SUBPROCESS,
     "tests/watch/test_retry.py": SUBPROCESS,
     "tests/watch/test_served_folder.py": SUBPROCESS,
     "tests/watch/test_subscriptions.py": SUBPROCESS,
