@@ -12,7 +12,7 @@ reference goes; only a cycle among them that dies later is never collected.
 
 A load that builds much and keeps little (onnxruntime folding a model's int8 weights into
 fp32 ones) leaves freed memory in the C heap that glibc keeps for the process: `trim_heap`
-hands it back (~70 MB after the exact MiniLM variant's load; bench/idle_memory.py).
+hands it back (after the exact MiniLM variant's load: 63 MB of an idle server's RSS, bench/idle_memory.py).
 
 Each phase does this once per process: a runtime that starts again later (an HTTP server
 whose last client left) must not freeze the sessions made since. A library user's process

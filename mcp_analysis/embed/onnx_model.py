@@ -100,7 +100,7 @@ class OnnxMiniLMEmbeddingModel:
         except Exception as exc:
             raise EmbedderError(f"Could not load the embedding model {path}: {exc}") from exc
         # Loading the exact variant folds its int8 weights into fp32 ones: what the load freed is
-        # handed back, not kept idle in the heap (~70 MB; process_gc.py).
+        # handed back, not kept idle in the heap (process_gc.py).
         trim_heap()
         self._input_names = {i.name for i in session.get_inputs()}
         return session

@@ -1,11 +1,11 @@
 """Which snippets provably leave the interpreter's variables as they were: their dump may be skipped.
 
 After every good call the interpreter dumps the worker's heap, the state a later failing call
-rolls back to (and hibernation keeps). For a session holding 20 MB that dump takes most of a
-second, while a call that only looks (``len(rows)``, ``rows[:3]``, ``print(total)``) runs in
-a millisecond; its dump would differ from the last one only by the snippet's own source, which
-monty keeps. Skipping it leaves the last dump as the rollback point, and it still holds every
-variable as the call left them.
+rolls back to (and hibernation keeps). For a session holding 20 MB that dump takes hundreds of
+milliseconds (bench/state_writes.py), while a call that only looks (``len(rows)``, ``rows[:3]``,
+``print(total)``) runs in a millisecond; its dump would differ from the last one only by the
+snippet's own source, which monty keeps. Skipping it leaves the last dump as the rollback point,
+and it still holds every variable as the call left them.
 
 "Provably" is syntactic and conservative: a snippet qualifies when each statement is an
 expression built only from names, constants, attribute and subscript reads, operators, literal
