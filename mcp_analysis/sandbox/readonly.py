@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 
 #: Builtins that read their arguments and change nothing (none consumes an iterator).
 PURE_CALLS = frozenset({"len", "print", "repr", "str", "isinstance", "abs", "round", "bool", "int", "float"})
@@ -158,15 +159,22 @@ def _binds(node: ast.AST) -> list[str | None]:
     return bound
 
 
+@functools.lru_cache(maxsize=4)
+def _protected(prelude: str) -> frozenset[str] | None:
+    """`prelude_names` of a prelude (parsed once per process, not per session), None if it cannot be parsed."""
+    tree = parse(prelude)
+    return frozenset(prelude_names(tree)) if tree is not None else None
+
+
 class Purity:
     """One interpreter's record: may its looking-only snippets skip the dump?"""
 
     def __init__(self, known: bool, prelude: str | None = None) -> None:
         """`known`: the interpreter starts from nothing (True), not from a dump of unknown snippets;
         `prelude`: the trusted code every fresh interpreter runs first (its names are protected)."""
-        tree = parse(prelude) if prelude else None
-        self.lost = not known or (bool(prelude) and tree is None)
-        self.protected = frozenset(prelude_names(tree)) if tree is not None else frozenset()
+        protected = _protected(prelude) if prelude else frozenset()
+        self.lost = not known or protected is None
+        self.protected = protected or frozenset()
 
     def ran(self, code: str) -> bool:
         """Note a snippet fed to the worker; whether it provably left the variables as they were."""
