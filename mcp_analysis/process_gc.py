@@ -22,7 +22,6 @@ whose last client left) must not freeze the sessions made since. A library user'
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import gc
 import sys
 from collections.abc import Iterator
@@ -67,8 +66,8 @@ def trim_heap() -> bool:
     if not sys.platform.startswith("linux"):
         return False
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        trim = libc.malloc_trim
+        # The process's own symbols, libc's among them (find_library would start ldconfig).
+        trim = ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):  # musl and others have no malloc_trim
         return False
     trim.argtypes = [ctypes.c_size_t]
