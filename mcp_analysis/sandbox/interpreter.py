@@ -2,9 +2,10 @@
 
 Variables, functions and imports persist across `execute` calls. After every call
 that leaves the worker healthy, the interpreter state is dumped (~0.1 ms for small
-state, hundreds of milliseconds for 20 MB: bench/state_writes.py); that dump is what hibernation keeps and what recovery
-restores. A call that provably only looked (`len(rows)`, `rows[:3]`: sandbox/readonly.py)
-is not dumped: the last dump already holds every variable as it left them. A timeout,
+state, hundreds of milliseconds for 20 MB: bench/state_writes.py); that dump is what
+hibernation keeps and what recovery restores. A call that provably only looked
+(`len(rows)`, `rows[:3]`: sandbox/readonly.py) is not dumped: the last dump already
+holds every variable as it left them. A timeout,
 a memory blow-up, a crashed or killed worker, a failed host call that leaves the
 worker suspended, or a cancelled call discards the worker and rolls back to the
 state after the last good call. A dump is only ever taken from an idle, healthy
