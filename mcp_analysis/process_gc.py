@@ -1,4 +1,4 @@
-"""Garbage collection around a serving process's start-up imports.
+"""Garbage collection around a serving process's start-up imports, and the heap a load leaves.
 
 Importing the MCP SDK and then the search stack makes over 100,000 objects, nearly all of them
 modules, classes and functions kept for the life of the process. CPython's collector runs a
@@ -10,6 +10,10 @@ meanwhile) frees the cycles that died, and what is left is frozen (`gc.freeze`: 
 permanent generation that collections skip). Frozen objects are still freed when their last
 reference goes; only a cycle among them that dies later is never collected.
 
+A load that builds much and keeps little (onnxruntime folding a model's int8 weights into
+fp32 ones) leaves freed memory in the C heap that glibc keeps for the process: `trim_heap`
+hands it back (after the exact MiniLM variant's load: 63 MB of an idle server's RSS, bench/idle_memory.py).
+
 Each phase does this once per process: a runtime that starts again later (an HTTP server
 whose last client left) must not freeze the sessions made since. A library user's process
 (`create_server` in their own program) is left alone: a freeze would pin their objects too.
@@ -17,7 +21,9 @@ whose last client left) must not freeze the sessions made since. A library user'
 
 from __future__ import annotations
 
+import ctypes
 import gc
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Literal
@@ -52,3 +58,18 @@ def imports_paused(phase: Phase) -> Iterator[None]:
         gc.collect(0)
         gc.freeze()
         gc.enable()
+
+
+def trim_heap() -> bool:
+    """Return the C heap's free memory to the system (glibc's ``malloc_trim``); False where there is none
+    (another C library, another system): the memory then stays with the process, as it did."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        # The process's own symbols, libc's among them (find_library would start ldconfig).
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):  # musl and others have no malloc_trim
+        return False
+    trim.argtypes = [ctypes.c_size_t]
+    trim(0)
+    return True

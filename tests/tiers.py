@@ -107,6 +107,7 @@ SLOW_MODULES: dict[str, tuple[str, ...]] = {
     "tests/watch/test_host_log.py": SUBPROCESS,
     "tests/watch/test_kept_worker.py": SUBPROCESS,
     "tests/watch/test_lease.py": SERVICE,
+    "tests/watch/test_meta_reads.py": SUBPROCESS,
     "tests/watch/test_retry.py": SUBPROCESS,
     "tests/watch/test_served_folder.py": SUBPROCESS,
     "tests/watch/test_subscriptions.py": SUBPROCESS,
@@ -116,6 +117,7 @@ SLOW_MODULES: dict[str, tuple[str, ...]] = {
 # Tests of otherwise pure modules that start a process or a server each (by function name).
 SLOW_TESTS: dict[str, set[str]] = {
     "tests/embed/test_embedder.py": {
+        "test_loading_the_exact_model_leaves_no_freed_heap_behind",
         "test_local_model_serves_without_importing_pydantic_ai",
         "test_remote_embedder_goes_through_pydantic_ai_in_batches_and_learns_its_dimension",
     },

@@ -28,6 +28,7 @@ from mcp_analysis.embed import model_files
 from mcp_analysis.embed.names import LOCAL_VARIANTS as VARIANTS
 from mcp_analysis.embed.names import MINILM_DIMENSION as DIMENSION
 from mcp_analysis.errors import EmbedderError
+from mcp_analysis.process_gc import trim_heap
 
 MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
 
@@ -98,6 +99,9 @@ class OnnxMiniLMEmbeddingModel:
             session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         except Exception as exc:
             raise EmbedderError(f"Could not load the embedding model {path}: {exc}") from exc
+        # Loading the exact variant folds its int8 weights into fp32 ones: what the load freed is
+        # handed back, not kept idle in the heap (process_gc.py).
+        trim_heap()
         self._input_names = {i.name for i in session.get_inputs()}
         return session
 

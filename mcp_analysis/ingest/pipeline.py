@@ -66,6 +66,9 @@ class IngestReport:
     skipped: list[tuple[str, str]] = field(default_factory=list)
     warnings: list[tuple[str, str]] = field(default_factory=list)  # parts of added files left out
     chunks: int = 0
+    #: The knowledge base's documents once this add was written: as it read them under its lock, its own
+    #: writes applied. A caller going on from there (a folder watcher, for its deletions) need not read again.
+    documents: list[DocumentMeta] = field(default_factory=list, repr=False)
 
     def summary(self) -> str:
         parts = [
@@ -224,11 +227,14 @@ class Ingestor:
                     or sum(len(p.chunks) for p in pending) >= _CHUNKS_PER_FLUSH
                 ):
                     await self._flush(pending, report, moves)
+                    by_uri.update((p.meta.uri, p.meta) for p in pending)
                     pending = []
                     if report.chunks - optimized_at >= _CHUNKS_PER_OPTIMIZE:
                         await self._update_indexes()
                         optimized_at = report.chunks
             await self._flush(pending, report, moves)
+            by_uri.update((p.meta.uri, p.meta) for p in pending)
+            report.documents = list(by_uri.values())
             if report.added or report.replaced:
                 self._phase("updating the indexes")
                 await self._update_indexes(compact=not self.defer_optimize or report.chunks >= _CHUNKS_PER_OPTIMIZE)
@@ -274,7 +280,7 @@ class Ingestor:
             report.moved.append((moved.uri, uri))
             return None
         if prepared is None:  # the same bytes as stored
-            await self._update_metadata(existing, title, metadata, report)  # type: ignore[arg-type]
+            by_uri[uri] = await self._update_metadata(existing, title, metadata, report)  # type: ignore[arg-type]
             return None
         report.warnings.extend((name, note) for note in prepared.warnings)
         return _document(path, uri, digest, prepared, title, metadata, existing)
@@ -320,15 +326,16 @@ class Ingestor:
 
     async def _update_metadata(
         self, existing: DocumentMeta, title: str | None, metadata: dict[str, Any], report: IngestReport
-    ) -> None:
+    ) -> DocumentMeta:
         merged = {**existing.metadata, **metadata}
         new_title = title or existing.title
         if new_title != existing.title or merged != existing.metadata:
             updated = existing.model_copy(update={"title": new_title, "metadata": merged, "updated_at": _now()})
             await self.kb.store.update_meta(updated)
             report.metadata_updated.append(existing.uri)
-        else:
-            report.unchanged.append(existing.uri)
+            return updated
+        report.unchanged.append(existing.uri)
+        return existing
 
     async def _flush(self, pending: list[PreparedDocument], report: IngestReport, moves: MovedFiles) -> None:
         """Commit the moves found so far, in one commit, then write `pending`: a batch replaces

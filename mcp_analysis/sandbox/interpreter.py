@@ -2,7 +2,10 @@
 
 Variables, functions and imports persist across `execute` calls. After every call
 that leaves the worker healthy, the interpreter state is dumped (~0.1 ms for small
-state); that dump is what hibernation keeps and what recovery restores. A timeout,
+state, hundreds of milliseconds for 20 MB: bench/state_writes.py); that dump is what
+hibernation keeps and what recovery restores. A call that provably only looked
+(`len(rows)`, `rows[:3]`: sandbox/readonly.py) is not dumped: the last dump already
+holds every variable as it left them. A timeout,
 a memory blow-up, a crashed or killed worker, a failed host call that leaves the
 worker suspended, or a cancelled call discards the worker and rolls back to the
 state after the last good call. A dump is only ever taken from an idle, healthy
@@ -34,6 +37,7 @@ from mcp_analysis.sandbox.models import ExecutionResult
 from mcp_analysis.sandbox.output import NOT_KEPT, OutputCollector
 from mcp_analysis.sandbox.pool import WorkerPool
 from mcp_analysis.sandbox.presentation import value_repr
+from mcp_analysis.sandbox.readonly import Purity
 from mcp_analysis.sandbox.settings import SandboxSettings
 from mcp_analysis.text import clip
 
@@ -71,6 +75,7 @@ class Interpreter:
         # every holder awaits the worker, so no caller can starve the others.
         self._lock = anyio.Lock(fast_acquire=True)
         self._notice: str | None = None  # told with the next result (a state that could not be restored)
+        self._purity = Purity(known=state is None, prelude=prelude)  # which calls may skip their dump
 
     @property
     def is_idle(self) -> bool:
@@ -115,6 +120,7 @@ class Interpreter:
         async with self._lock:
             await self._detach()
             self._set_state(None)
+            self._purity = Purity(known=True, prelude=self.prelude)
 
     async def close(self) -> None:
         await self.hibernate()
@@ -178,6 +184,7 @@ class Interpreter:
         limit = self.settings.max_output_chars
         output = OutputCollector(limit)
         session = await self._attach()
+        looks_only = self._purity.ran(code)
         value: str | None = None
         error: str | None = None
         rollback = False
@@ -219,7 +226,7 @@ class Interpreter:
 
         if rollback:
             await self._detach()
-        else:
+        elif not looks_only:
             try:
                 state = await session.dump()
                 most = self.settings.max_state_mb * 1024 * 1024

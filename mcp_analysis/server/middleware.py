@@ -16,7 +16,6 @@ from mcp_types import INVALID_PARAMS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_analysis.server.calls import runtime_of
-from mcp_analysis.server.resources import resource_page
 from mcp_analysis.session.clients import client_address
 from mcp_analysis.session.scope import call_scope
 
@@ -65,20 +64,6 @@ def address_of(request: Any) -> str | None:
     return getattr(client, "host", None)
 
 
-async def paged_resources(ctx: Request, call_next: CallNext) -> HandlerResult:
-    """`resources/list`: the SDK validates and shapes the reply; the page is the caller's documents."""
-    result = await call_next(ctx)
-    if ctx.method != "resources/list" or not isinstance(result, dict):
-        return result
-    cursor = (ctx.params or {}).get("cursor")
-    entries, next_cursor = await resource_page(runtime_of(ctx), cursor if isinstance(cursor, str) else None)
-    result["resources"] = [e.model_dump(by_alias=True, mode="json", exclude_none=True) for e in entries]
-    result.pop("nextCursor", None)
-    if next_cursor is not None:
-        result["nextCursor"] = next_cursor
-    return result
-
-
 async def advertise_list_changes(ctx: Request, call_next: CallNext) -> HandlerResult:
     """Handshake-era clients learn from `initialize` that resources/list_changed is sent.
 
@@ -92,7 +77,7 @@ async def advertise_list_changes(ctx: Request, call_next: CallNext) -> HandlerRe
     return result
 
 
-MIDDLEWARE = [reject_invalid_text, remember_legacy_connections, one_call_scope, paged_resources, advertise_list_changes]
+MIDDLEWARE = [reject_invalid_text, remember_legacy_connections, one_call_scope, advertise_list_changes]
 
 
 def invalid_text(value: Any, where: str = "params") -> str | None:

@@ -2,8 +2,8 @@
 
 Everything here reads through `caller_corpus` or `caller_session`, so the caller's
 document filter (the server's ``--filter`` and the token's) can never be forgotten.
-`resource_page` is the paged, per-caller `resources/list` (server/middleware.py serves
-it). Every handler goes through the error contract (server/errors.py).
+`list_resources` serves the paged, per-caller `resources/list` (`resource_page`) in place
+of the SDK's handler. Every handler goes through the error contract (server/errors.py).
 """
 
 from __future__ import annotations
@@ -12,13 +12,21 @@ import base64
 import functools
 import json
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from mcp.server import MCPServer
+from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS, Completion, Resource, ResourceTemplateReference
+from mcp_types import (
+    INVALID_PARAMS,
+    Completion,
+    ListResourcesResult,
+    PaginatedRequestParams,
+    Resource,
+    ResourceTemplateReference,
+)
 
 from mcp_analysis.errors import AnalysisError, TableTooLargeError
 from mcp_analysis.server import uris
@@ -27,6 +35,7 @@ from mcp_analysis.server.csv_export import for_people
 from mcp_analysis.server.errors import protocol_error, user_errors
 from mcp_analysis.server.identity import caller_filter
 from mcp_analysis.server.runtime import Runtime
+from mcp_analysis.server.sdk_compat import lowlevel_server
 from mcp_analysis.text import label
 
 if TYPE_CHECKING:
@@ -231,45 +240,87 @@ async def complete_document_id(runtime: Runtime, ref: Any, argument: Any, contex
     return Completion(values=matches[:COMPLETIONS], total=len(matches), has_more=len(matches) > COMPLETIONS)
 
 
-def register_resources(server: MCPServer[Any], runtime: Runtime) -> None:
-    """Add the resource templates and the completion handler to `server`."""
-    for name, mime in uris.DOCUMENT_FILES.items():
-        server.resource(
+class ResourceSpec(NamedTuple):
+    """A resource template, what a client reads about it, and its handler (behind the error contract)."""
+
+    template: str
+    name: str
+    title: str
+    description: str
+    mime_type: str
+    fn: Callable[..., Awaitable[str | bytes]]
+
+
+def resource_specs() -> list[ResourceSpec]:
+    """Every resource template the server registers."""
+    specs = [
+        ResourceSpec(
             uris.document_file_template(name),
-            name=f"document-{name.replace('.', '-')}",
-            title=f"Document {name}",
-            description=DOCUMENT_FILE_DESCRIPTIONS[name],
-            mime_type=mime,
-        )(user_errors(ResourceError)(document_file_reader(name)))
-    server.resource(
-        uris.DOCUMENT_TABLE_CSV,
-        name="document-table-csv",
-        title="Document table (CSV)",
-        description="One table of a document as RFC 4180 CSV from its header row (title, notes and footer are in "
-        "tables.json); cells that would run as spreadsheet formulas start with ' (raw values: execute_code).",
-        mime_type="text/csv",
-    )(user_errors(ResourceError)(table_csv))
-    server.resource(
-        uris.SESSION_STATE,
-        name="analysis-state",
-        title="Analysis session state",
-        description="Executions (code and output), searches and citations of an analysis session.",
-        mime_type="application/json",
-    )(user_errors(ResourceError)(session_state))
-    server.resource(
-        uris.SESSION_EXECUTION,
-        name="analysis-execution",
-        title="One execute_code call",
-        description="The code of one execution and its full, untruncated output.",
-        mime_type="application/json",
-    )(user_errors(ResourceError)(session_execution))
-    for extension, mime in uris.SESSION_CHART_FILES.items():
-        server.resource(
+            f"document-{name.replace('.', '-')}",
+            f"Document {name}",
+            DOCUMENT_FILE_DESCRIPTIONS[name],
+            mime,
+            document_file_reader(name),
+        )
+        for name, mime in uris.DOCUMENT_FILES.items()
+    ]
+    specs += [
+        ResourceSpec(
+            uris.DOCUMENT_TABLE_CSV,
+            "document-table-csv",
+            "Document table (CSV)",
+            "One table of a document as RFC 4180 CSV from its header row (title, notes and footer are in "
+            "tables.json); cells that would run as spreadsheet formulas start with ' (raw values: execute_code).",
+            "text/csv",
+            table_csv,
+        ),
+        ResourceSpec(
+            uris.SESSION_STATE,
+            "analysis-state",
+            "Analysis session state",
+            "Executions (code and output), searches and citations of an analysis session.",
+            "application/json",
+            session_state,
+        ),
+        ResourceSpec(
+            uris.SESSION_EXECUTION,
+            "analysis-execution",
+            "One execute_code call",
+            "The code of one execution and its full, untruncated output.",
+            "application/json",
+            session_execution,
+        ),
+    ]
+    specs += [
+        ResourceSpec(
             uris.session_chart_template(extension),
-            name=f"analysis-chart-{extension}",
-            title=f"A chart, {extension.upper()}",
-            description=CHART_DESCRIPTIONS[extension],
-            mime_type=mime,
-        )(user_errors(ResourceError)(session_chart_reader(extension)))
+            f"analysis-chart-{extension}",
+            f"A chart, {extension.upper()}",
+            CHART_DESCRIPTIONS[extension],
+            mime,
+            session_chart_reader(extension),
+        )
+        for extension, mime in uris.SESSION_CHART_FILES.items()
+    ]
+    return specs
+
+
+async def list_resources(ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams) -> ListResourcesResult:
+    """`resources/list`, built once per request: one page of the caller's documents' files.
+
+    It replaces the SDK's handler, which would list the server's static resources only to
+    have the page put in their place (the view's ``ui://`` resource is for hosts of the
+    extension, which find it through the tools' ``_meta``, not through this list)."""
+    entries, next_cursor = await resource_page(runtime_of(ctx), params.cursor)
+    return ListResourcesResult(resources=entries, next_cursor=next_cursor)
+
+
+def register_resources(server: MCPServer[Any], runtime: Runtime) -> None:
+    """Add the resource templates, the paged `resources/list` and the completion handler to `server`."""
+    for spec in resource_specs():
+        server.resource(
+            spec.template, name=spec.name, title=spec.title, description=spec.description, mime_type=spec.mime_type
+        )(user_errors(ResourceError)(spec.fn))
+    lowlevel_server(server).add_request_handler("resources/list", PaginatedRequestParams, list_resources)
     # The SDK hands a completion handler no request context: the runtime is bound to it here.
     server.completion()(functools.partial(user_errors(protocol_error)(complete_document_id), runtime))

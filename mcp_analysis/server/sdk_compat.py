@@ -34,8 +34,9 @@ Whether a 2026-07-28 request opted in to log messages at a level (`log_levels_as
 SDK's own rule (``mcp.server.connection.allowed_log_levels``, outside that module's ``__all__``):
 the host log (server/host_log.py) asks it before spending a message of its budget.
 
-Everything else uses public API: paging ``resources/list`` and advertising
-``resources.listChanged`` go through ``MCPServer.middleware``. If the SDK changes
+Everything else uses public API: the paged ``resources/list`` is a request handler of the
+low-level server (``add_request_handler``, in place of the SDK's), advertising
+``resources.listChanged`` goes through ``MCPServer.middleware``. If the SDK changes
 under this module, tests/server/test_sdk_compat.py fails loudly; at run time
 `connection_of` degrades to ``None`` (legacy HTTP clients are then served like
 sessionless ones, and hear no list-changed notifications).

@@ -190,11 +190,14 @@ class FolderMirror:
             (display_name(f), f"could not be read ({why}): its documents are kept") for f, why in unreadable
         ]
         if files:
-            report.take(await self.ingestor.add(files))
+            ingest = await self.ingestor.add(files)
+            report.take(ingest)
             self.uncompacted += len(report.added) + len(report.replaced)
+            metas = ingest.documents  # read once per batch: the add read them, and applied its writes
+        else:
+            metas = await self.kb.store.all_meta() if self.kb.store.ready else []
         present = {p.resolve().as_uri() for p in files + unread}
         scope_uris = [p.as_uri() for p in scopes]
-        metas = await self.kb.store.all_meta() if self.kb.store.ready else []
         kept = [f.as_uri() for f, _ in unreadable]  # a folder not listed is no folder emptied
         stale = [
             m

@@ -207,6 +207,24 @@ async def test_remote_embedder_goes_through_pydantic_ai_in_batches_and_learns_it
         server.server_close()
 
 
+@pytest.mark.skipif(not Path("/proc/self/smaps_rollup").exists(), reason="reads Linux's /proc/self/smaps_rollup")
+def test_loading_the_exact_model_leaves_no_freed_heap_behind() -> None:
+    """onnxruntime folds the exact variant's int8 weights into fp32 ones while it loads it; glibc kept
+    what that freed (~70 MB of an idle server's memory) until the load hands it back."""
+    program = (
+        "import asyncio, ctypes, re\n"
+        "from mcp_analysis.embed.embedder import create_embedder\n"
+        "def anonymous():\n"
+        "    return int(re.search(r'Anonymous: +(\\d+)', open('/proc/self/smaps_rollup').read()).group(1))\n"
+        "asyncio.run(create_embedder('onnx:all-MiniLM-L6-v2-exact').embed_query('harbour depth'))\n"
+        "before = anonymous()\n"
+        "ctypes.CDLL('libc.so.6').malloc_trim(0)\n"
+        "print((before - anonymous()) // 1024)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120, check=True)
+    assert int(done.stdout) < 25, f"{done.stdout.strip()} MB of freed heap kept after the model loaded"
+
+
 def test_local_model_serves_without_importing_pydantic_ai() -> None:
     program = (
         "import asyncio, sys\n"

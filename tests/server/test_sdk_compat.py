@@ -1,9 +1,9 @@
 """Loud failures if the mcp SDK changes under the internals and provisional hooks we rely on.
 
 server/sdk_compat.py reads ``ServerSession._connection`` (no public route in mcp 2.3);
-server/middleware.py pages ``resources/list`` and advertises ``resources.listChanged`` through
-``MCPServer.middleware`` (public, marked provisional). Each assumption is checked here
-through a real in-memory client, so an SDK upgrade that breaks one fails this file
+server/middleware.py advertises ``resources.listChanged`` through ``MCPServer.middleware``
+(public, marked provisional) and sees ``resources/list`` (server/resources.py serves it).
+Each assumption is checked here through a real in-memory client, so an SDK upgrade that breaks one fails this file
 with a message naming what moved.
 """
 

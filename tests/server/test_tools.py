@@ -13,6 +13,7 @@ from mcp_types import ResourceTemplateReference
 
 from mcp_analysis.config import Settings
 from mcp_analysis.corpus import KnowledgeBase
+from mcp_analysis.server import uris
 from mcp_analysis.server.app import create_server
 from tests.conftest import SAMPLE_DOCUMENTS, make_settings
 from tests.mcp_helpers import text
@@ -232,6 +233,36 @@ async def test_server_filter_is_enforced_on_every_surface(sample_db: Path, tmp_p
         # No tool argument widens it: the session handle cannot carry another filter.
         state = (await client.call_tool("analysis_state", {})).structured_content
         assert state["document_filter"] == "uri LIKE '%advisory%'"
+
+
+async def test_resources_list_is_the_callers_page_built_once(
+    sample_db: Path, tmp_path: Path, kb: KnowledgeBase
+) -> None:
+    """A filtered caller's resources/list holds its documents' files only, and nothing builds a list to throw away:
+    the SDK's own list of static resources is never asked for."""
+    settings = settings_for(sample_db, tmp_path, server={"filter": "uri LIKE '%advisory%'", "resource_page_size": 7})
+    visible = {d.id for d in await kb.corpus("uri LIKE '%advisory%'").documents()}
+    server = create_server(config=settings)
+    built: list[int] = []
+    sdk_list = server.list_resources
+
+    async def counted() -> Any:
+        built.append(1)
+        return await sdk_list()
+
+    server.list_resources = counted  # type: ignore[method-assign]  # counts the SDK's own build, runs it
+    async with Client(server) as client:
+        listed, cursor = [], None
+        while True:
+            page = await client.list_resources(cursor=cursor)
+            listed += page.resources
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+    assert len(visible) == 4 and len(listed) == 4 * len(uris.DOCUMENT_FILES)
+    assert {str(r.uri).split("/")[3] for r in listed} == visible
+    assert {r.name for r in listed} == {f"{d}/{name}" for d in visible for name in uris.DOCUMENT_FILES}
+    assert not built, "the SDK built a resources/list that was thrown away"
 
 
 async def test_bad_server_filter_is_reported_clearly(sample_db: Path, tmp_path: Path) -> None:

@@ -1,9 +1,10 @@
 """A kept session's interpreter state costs writes in proportion to what a call changed.
 
 Through a real `serve --http` process and real MCP clients, on the real directory store and on a
-real redis-server: a session holding a few MB of variables writes no state on `search`, a few
-chunks on a read-only `execute_code` (never the whole dump again), and every kept session
-survives a SIGKILL of the server. On the stores directly: records an earlier version kept whole
+real redis-server: a session holding a few MB of variables writes no state on `search` nor on an
+`execute_code` that only looks, a few chunks on one that changes something (never the whole dump
+again), a failing call still rolls back to the last change, and every kept session survives a
+SIGKILL of the server. On the stores directly: records an earlier version kept whole
 still load, a changed chunk is refused, chunks a record no longer lists are collected.
 """
 
@@ -81,9 +82,32 @@ async def test_search_and_a_read_only_call_do_not_rewrite_a_large_state(
     assert written(before, after_search) < 256 * 1024
     result = await call(server, "execute_code", {"code": "len(rows)", "session": handle})
     assert result["value"] == "30000"  # type: ignore[index]
-    # A few chunks around what the call changed (its source is kept in the dump), not the dump again.
-    assert written(after_search, files(sessions)) < dump // 10
+    # A call that only looks is not dumped again (sandbox/readonly.py): no state, only the record.
+    after_look = files(sessions)
+    state_files = {p for p in after_look if p.suffix not in (".json", ".kept") and after_search.get(p) != after_look[p]}
+    assert not state_files, sorted(p.name for p in state_files)
+    changed = await call(server, "execute_code", {"code": "rows[0] = 'changed'", "session": handle})
+    assert changed["success"]  # type: ignore[index]
+    # A call that changes something: a few chunks around the change (its source is kept in the dump too).
+    assert 0 < written(after_look, files(sessions)) < dump // 10
     assert state_bytes(sessions) < dump * 1.1  # the chunks no longer listed went
+
+
+async def test_a_failing_call_after_calls_that_only_looked_rolls_back_to_the_last_change(
+    directory_server: tuple[HttpServer, Path],
+) -> None:
+    """Calls that only look are not dumped: the rollback point stays the last call that changed something."""
+    server, _ = directory_server
+    handle = await keep(server, LARGE)
+    for code in ("rows.append('added')", "len(rows)", "rows[-1]", "print(len(rows), rows[-1])"):
+        result = await call(server, "execute_code", {"code": code, "session": handle})
+        assert result["success"], result  # type: ignore[index]
+    blown = await call(server, "execute_code", {"code": "gone = 1\nblob = 'x' * (8 * 1024 ** 3)", "session": handle})
+    assert not blown["success"] and "sandbox.max_memory_mb" in blown["error"]  # type: ignore[index]
+    after = await call(server, "execute_code", {"code": "(len(rows), rows[-1])", "session": handle})
+    assert after["value"] == "(30001, 'added')", after  # type: ignore[index]
+    undone = await call(server, "execute_code", {"code": "gone", "session": handle})
+    assert "NameError" in undone["error"], undone  # type: ignore[index]
 
 
 async def test_every_kept_session_survives_a_sigkill(sample_db: Path, tmp_path: Path) -> None:
@@ -170,7 +194,7 @@ def received(port: int) -> int:
         admin.close()
 
 
-async def test_redis_receives_no_state_on_search_and_a_few_chunks_on_a_read_only_call(
+async def test_redis_receives_no_state_on_search_and_a_few_chunks_on_a_change(
     sample_db: Path, tmp_path: Path, redis_port: int
 ) -> None:
     env = store_env(redis_port, tmp_path)
@@ -183,9 +207,9 @@ async def test_redis_receives_no_state_on_search_and_a_few_chunks_on_a_read_only
         await call(server, "search", {"query": "budget", "session": handle})
         assert received(redis_port) - before < 256 * 1024
         before = received(redis_port)
-        result = await call(server, "execute_code", {"code": "len(rows)", "session": handle})
+        result = await call(server, "execute_code", {"code": "rows[1] = 'y'\nlen(rows)", "session": handle})
         assert result["value"] == "30000"  # type: ignore[index]
-        assert received(redis_port) - before < first // 10
+        assert 0 < received(redis_port) - before < first // 10
     # Another replica (a new process) reads the session from its chunks.
     with http_server(sample_db, env=env, log_dir=tmp_path) as server:
         result = await call(server, "execute_code", {"code": "rows[2][:12]", "session": handle})
