@@ -14,6 +14,8 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from mcp_analysis.store.models import DocumentMeta
 from mcp_analysis.store.writes import DocumentRows
 
@@ -34,9 +36,12 @@ def document_rows(
 ) -> DocumentRows:
     """The rows of one document; `vectors`: its chunks' embeddings, in order (one row each)."""
     doc_id = meta.id
+    # Each row holds its vector as a float32 view of one matrix: Arrow copies it as one buffer, where a
+    # Python list of floats is converted number by number (bench/rows.py measures both).
+    matrix = np.asarray(vectors, dtype=np.float32)
     chunk_rows = []
     item_chunks: dict[int, list[str]] = {}
-    for chunk, vector in zip(chunks, vectors, strict=True):
+    for chunk, vector in zip(chunks, matrix, strict=True):
         chunk_id = str(uuid.uuid4())
         for position in chunk.item_positions:
             item_chunks.setdefault(position, []).append(chunk_id)
@@ -48,7 +53,7 @@ def document_rows(
                 "content_fts": chunk.fts_text,
                 "metadata": json.dumps(chunk.metadata(), ensure_ascii=False),
                 "order": chunk.order,
-                "vector": vector.tolist(),
+                "vector": vector,
             }
         )
     item_rows = [

@@ -61,7 +61,8 @@ def test_document_rows_fit_the_tables_schemas() -> None:
     chunks = [ChunkDraft(0, "Revenue\nup", ["Revenue"], ["#/texts/0"], ["text"], [], [], (0, 1), (0, 1), [0, 1])]
     table = ExtractedTable(0, "#/tables/0", "sales", 2, ['"region","total"', '"north","3"'], [1])
     built = rows.document_rows(meta, "Revenue\nup", b"{}", items, chunks, pack_tables([table]), np.ones((1, 4)))
-    pa.Table.from_pylist(built.chunks, schema=schema.chunks_schema(4))
+    stored = pa.Table.from_pylist(built.chunks, schema=schema.chunks_schema(4))
+    assert stored.column("vector").to_pylist() == [[1.0, 1.0, 1.0, 1.0]]
     pa.Table.from_pylist(built.items, schema=schema.DOCUMENT_ITEMS_SCHEMA)
     pa.Table.from_pylist(built.tables, schema=schema.DOCUMENT_TABLES_SCHEMA)
     pa.Table.from_pylist([built.document], schema=schema.DOCUMENTS_SCHEMA)
