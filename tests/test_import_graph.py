@@ -221,3 +221,15 @@ def test_search_and_ingest_leave_lancedb_to_the_store() -> None:
                 f"{path.name}: {n}" for n in names if n.split(".")[0] == "lancedb" or n == "mcp_analysis.store.lance"
             ]
     assert wrong == []
+
+
+def test_search_builds_no_query_of_the_store() -> None:
+    """search/ asks the store for candidates and item windows; it writes no SQL of the store's
+    columns (store/filters.py's quoting stays below it, in the store)."""
+    wrong = [
+        f"{path.name}: {node.module}"
+        for path in (PACKAGE / "search").rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ImportFrom) and node.module == "mcp_analysis.store.filters"
+    ]
+    assert wrong == []

@@ -20,7 +20,7 @@ from mcp_analysis.ingest.chunker import TOKENIZED_CHARS, ChunkDraft, chunk_items
 from mcp_analysis.ingest.formats.base import SNIFF_BYTES, Source, check_items
 from mcp_analysis.ingest.formats.metadata import conversion_metadata
 from mcp_analysis.ingest.items import ItemDraft, document_title, extract_items, render_content
-from mcp_analysis.ingest.tables import extract_tables, table_records
+from mcp_analysis.ingest.tables import PackedTable, extract_tables, pack_tables
 
 
 @dataclass
@@ -32,7 +32,7 @@ class PreparedFile:
     items: list[ItemDraft]
     chunks: list[ChunkDraft]
     warnings: list[str] = field(default_factory=list)
-    tables: list[dict[str, Any]] = field(default_factory=list)  # tables.table_records: every table's rows
+    tables: list[PackedTable] = field(default_factory=list)  # every table's rows, packed
     metadata: dict[str, Any] = field(default_factory=dict)  # what the conversion says (tables, OCR'd pages...)
 
 
@@ -84,6 +84,6 @@ def prepare(source: Source, tokenizer: Any, chunk_tokens: int) -> PreparedFile:
         items=items,
         chunks=chunks,
         warnings=converted.warnings,
-        tables=table_records(tables),
+        tables=pack_tables(tables),
         metadata=conversion_metadata(converted, len(tables)),
     )

@@ -14,7 +14,6 @@ databases, documents ingested before tables were kept).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -151,31 +150,39 @@ def extract_tables(
     return out
 
 
-def table_records(tables: list[ExtractedTable]) -> list[dict[str, Any]]:
-    """The tables as rows of the store's ``document_tables`` (the pipeline adds the document id):
-    every table's lines as one zstd-compressed RFC 4180 text and its size, made in the conversion
-    worker so the ingest holds 100,000 rows as a few MB of bytes, not as strings."""
+@dataclass(frozen=True)
+class PackedTable:
+    """A table as the store keeps it (store/rows.py names the columns): its description, and its lines
+    as one zstd-compressed RFC 4180 text with that text's size."""
+
+    index: int
+    self_ref: str
+    name: str
+    rows: int
+    columns: int
+    header: list[str]
+    page_numbers: list[int]
+    layout: dict[str, Any]  # ExtractedTable.layout_json
+    csv: bytes
+    csv_bytes: int
+    csv_chars: int
+
+
+def pack_tables(tables: list[ExtractedTable]) -> list[PackedTable]:
+    """The tables packed for the store, in the conversion worker, so the ingest holds 100,000 rows
+    as a few MB of bytes, not as strings."""
     compressor = zstandard.ZstdCompressor(level=6)
-    records = []
+    packed = []
     for t in tables:
         text = csv_text(t.lines)
         data = text.encode("utf-8")
-        records.append(
-            {
-                "index": t.index,
-                "self_ref": t.self_ref,
-                "name": t.name,
-                "rows": t.rows,
-                "columns": t.columns,
-                "header": json.dumps(t.header, ensure_ascii=False),
-                "page_numbers": t.page_numbers,
-                "csv": compressor.compress(data),
-                "csv_bytes": len(data),
-                "csv_chars": len(text),  # checked before a read decompresses it
-                "layout": json.dumps(t.layout_json(), ensure_ascii=False),
-            }
-        )
-    return records
+        packed.append(
+            PackedTable(
+                t.index, t.self_ref, t.name, t.rows, t.columns, t.header, t.page_numbers, t.layout_json(),
+                compressor.compress(data), len(data), len(text),
+            )
+        )  # fmt: skip
+    return packed
 
 
 MAX_TABLE_CHUNKS = 200  # a table becomes at most this many chunks, however many rows it has

@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from mcp_analysis.search.hybrid import Hit
 from mcp_analysis.search.models import SearchResult
 from mcp_analysis.store.database import Store
-from mcp_analysis.store.filters import sql_in, sql_quote
 from mcp_analysis.store.models import DocumentMeta
 from mcp_analysis.structure import SKIPPED_LABELS, render_item
 
@@ -87,37 +86,14 @@ async def expand_hits(
 
 
 async def _fetch(store: Store, hits: list[Hit]) -> _Items:
-    """The items of each hit's window, in one query of per-document position ranges.
-
-    The outer ``document_id IN (...)`` lets the index on ``document_id`` pick the documents'
-    rows; the ranges then keep only the items a window holds, so the text read grows with
-    the hits' windows, not with the longest document among them."""
+    """The items of each hit's window (its section, at most WINDOW items on each side), in one read."""
     windows: dict[str, list[tuple[int, int]]] = {}
     for hit in hits:
         a, b = hit.chunk.item_range
         s, e = hit.chunk.section_range
         windows.setdefault(hit.chunk.document_id, []).append((max(s, a - WINDOW), min(e, b + WINDOW)))
-    ranges = " OR ".join(
-        f"(document_id = {sql_quote(doc_id)} AND position >= {lo} AND position <= {hi})"
-        for doc_id, spans in windows.items()
-        for lo, hi in _coalesced(spans)
-    )
-    rows = await store.items(
-        f"{sql_in('document_id', windows)} AND ({ranges})",
-        ["document_id", "position", "self_ref", "label", "text", "page_numbers", "heading_level"],
-    )
-    return _Items(rows)
-
-
-def _coalesced(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Position ranges with overlapping or touching ones joined, in order."""
-    out: list[tuple[int, int]] = []
-    for lo, hi in sorted(spans):
-        if out and lo <= out[-1][1] + 1:
-            out[-1] = (out[-1][0], max(out[-1][1], hi))
-        else:
-            out.append((lo, hi))
-    return out
+    columns = ["document_id", "position", "self_ref", "label", "text", "page_numbers", "heading_level"]
+    return _Items(await store.item_windows(windows, columns))
 
 
 def _grow(span: _Span, items: _Items, max_chars: int, free: Callable[[int], bool]) -> None:

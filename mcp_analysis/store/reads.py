@@ -7,13 +7,13 @@ database into ours (for our own databases, a pass-through). Only documents with 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mcp_analysis.errors import FilterError
 from mcp_analysis.store import schema
 from mcp_analysis.store.base import StoreBase
-from mcp_analysis.store.filters import filter_error_from, normalize_filter, sql_in
+from mcp_analysis.store.filters import filter_error_from, normalize_filter, sql_in, sql_quote
 from mcp_analysis.store.models import DocumentMeta
 
 
@@ -65,6 +65,23 @@ class StoreReads(StoreBase):
             query = query.select(selected)
         return await self._layout.item_rows(await query.to_list(), self.tables, columns)
 
+    async def item_windows(
+        self, windows: Mapping[str, Sequence[tuple[int, int]]], columns: Sequence[str] | None = None
+    ) -> list[dict[str, Any]]:
+        """The items at positions lo..hi (inclusive) of each document's `windows`, in one query.
+
+        The outer ``document_id IN (...)`` lets the index on ``document_id`` pick the documents'
+        rows; the ranges (overlapping or touching ones joined) then keep only the items a window
+        holds, so what is read grows with the windows, not with the longest document among them."""
+        ranges = " OR ".join(
+            f"(document_id = {sql_quote(doc_id)} AND position >= {lo} AND position <= {hi})"
+            for doc_id, spans in windows.items()
+            for lo, hi in coalesced(spans)
+        )
+        if not ranges:
+            return []
+        return await self.items(f"{sql_in('document_id', windows)} AND ({ranges})", columns)
+
     async def chunks(self, where: str, columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
         """Chunk rows matching `where` (none while the knowledge base has no chunks table yet)."""
         if schema.CHUNKS not in self.tables:
@@ -81,3 +98,14 @@ class StoreReads(StoreBase):
 
     async def counts(self) -> dict[str, int]:
         return {name: await table.count_rows() for name, table in self.tables.items()}
+
+
+def coalesced(spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Position ranges with overlapping or touching ones joined, in order."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted(spans):
+        if out and lo <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return out

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import anyio
+import lancedb
 import pytest
 from mcp import Client
 
@@ -129,3 +130,51 @@ async def test_http_server_with_a_filter_scopes_every_surface(served: tuple[Path
             with pytest.raises(Exception, match="outside your filter"):
                 await client.read_resource(f"documents:///{outside}/content.txt")
     assert tree_hashes(db) == tree_hashes(FIXTURE)
+
+
+HEADING = "David Mandelberg"  # a section heading of users-and-groups.html, over its copyright lines
+
+
+async def with_heading_chunk(db: Path) -> tuple[str, str]:
+    """Give a haiku.rag database a chunk that is only a heading, in haiku.rag's row layout (its
+    chunker can write one where a heading's section starts a new chunk): order shifted, no ranges.
+    The heading chunk's id, and the id of the chunk after it in its section."""
+    con = lancedb.connect(str(db))
+    doc_id = next(r["id"] for r in con.open_table("document_meta").to_arrow().to_pylist() if "users-and" in r["uri"])
+    where = f"document_id = '{doc_id}'"
+    item = next(r for r in con.open_table("document_items").search().where(where).to_list() if r["text"] == HEADING)
+    chunks = con.open_table("chunks")
+    rows = sorted(chunks.search().where(where).to_list(), key=lambda r: r["order"])
+    follower = next(r for r in rows if HEADING in json.loads(r["metadata"])["headings"])
+    headings = json.loads(follower["metadata"])["headings"]
+    chunks.update(where=f"{where} AND `order` >= {follower['order']}", values_sql={"order": "`order` + 1"})
+    chunk_id = "heading-only-chunk"
+    metadata = {"doc_item_refs": [item["self_ref"]], "headings": headings, "labels": [item["label"]]}
+    chunks.add(
+        [
+            {
+                **{k: v for k, v in follower.items() if k not in ("_distance", "_score")},
+                "id": chunk_id,
+                "content": HEADING,
+                "content_fts": "\n".join(headings),
+                "metadata": json.dumps({**json.loads(follower["metadata"]), **metadata}),
+                "order": follower["order"],
+                "vector": follower["vector"],
+            }
+        ]
+    )
+    chunks.optimize()  # the full-text index takes in the new row
+    return chunk_id, follower["id"]
+
+
+async def test_a_haiku_rag_heading_only_chunk_is_never_a_hit(tmp_path: Path) -> None:
+    db = copy_fixture(tmp_path / "haiku.rag.lancedb")
+    heading, follower = await with_heading_chunk(db)
+    async with Client(stdio_params(db, env=env_for(tmp_path))) as client:
+        found = await client.call_tool("search", {"query": HEADING, "limit": 5})
+        assert not found.is_error, text(found)
+    hits = found.structured_content["results"]
+    assert heading not in [h["chunk_id"] for h in hits]
+    first = hits[0]
+    assert first["chunk_id"] == follower  # the section the heading titles, under its title
+    assert first["headings"][-1] == HEADING and "Copyright © 2005 David Mandelberg" in first["content"]

@@ -22,8 +22,8 @@ class _CountingReads:
         self.store = store
         self.read: list[dict[str, Any]] = []
 
-    async def items(self, where: str, columns: Any = None) -> list[dict[str, Any]]:
-        rows = await self.store.items(where, columns)
+    async def item_windows(self, windows: Any, columns: Any = None) -> list[dict[str, Any]]:
+        rows = await self.store.item_windows(windows, columns)
         self.read += rows
         return rows
 
