@@ -229,6 +229,7 @@ class Ingestor:
                         await self._update_indexes()
                         optimized_at = report.chunks
             await self._flush(pending, report, moves)
+            await self._finish(report)
             if report.added or report.replaced:
                 self._phase("updating the indexes")
                 await self._update_indexes(compact=not self.defer_optimize or report.chunks >= _CHUNKS_PER_OPTIMIZE)
@@ -314,6 +315,13 @@ class Ingestor:
         prepared = await anyio.to_thread.run_sync(worker.convert, abandon_on_cancel=True)
         return read.digest, prepared, None
 
+    async def _finish(self, report: IngestReport) -> None:
+        """After the last batch, under the lock: an engine that defers its commits makes them here."""
+
+    async def _save_meta(self, *metas: DocumentMeta) -> None:
+        """Rewrite stored documents' metadata rows (moved, or given new metadata), in one commit."""
+        await self.kb.store.update_meta(*metas)
+
     async def _embed(self, texts: list[str]) -> Any:
         """The vectors of `texts`, in order (an array of shape (len(texts), dimension))."""
         return await (await self.kb.embedder()).embed_documents(texts)
@@ -325,7 +333,7 @@ class Ingestor:
         new_title = title or existing.title
         if new_title != existing.title or merged != existing.metadata:
             updated = existing.model_copy(update={"title": new_title, "metadata": merged, "updated_at": _now()})
-            await self.kb.store.update_meta(updated)
+            await self._save_meta(updated)
             report.metadata_updated.append(existing.uri)
         else:
             report.unchanged.append(existing.uri)
@@ -335,7 +343,7 @@ class Ingestor:
         documents by uri, and a moved document's old uri may be one of its files again."""
         if self.before_write is not None:
             await self.before_write()
-        await self.kb.store.update_meta(*moves.take())  # an ingest killed before this finds them moved again
+        await self._save_meta(*moves.take())  # an ingest killed before this finds them moved again
         if not pending:
             return
         texts = [chunk.embedding_text for p in pending for chunk in p.chunks]
