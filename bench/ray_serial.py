@@ -4,12 +4,14 @@ A synthetic write path that skips conversion and embedding (they run on the clus
 it): the driver's steps are timed through the real code on a real knowledge base on disk:
 
 - listing: `collect_sources` over a folder of `chunks / chunks-per-file` small files;
-- commit: per batch of `ingest.batch_documents` documents, the store's `commit_fragments` (each
-  content table's fragments appended, then the batch's commit point), the fragments written
-  beforehand by `write_fragments` in this process (on a cluster, the actors write them: that
-  time is reported apart, as `fragment writing`, parallel work);
-- indexing: the pipeline's index updates (`ensure_indexes` + `optimize`) every 5,000 chunks and
-  at the end, the vector index included once past `search.vector_index_min_rows`.
+- commit: the job's one commit at its end, the store's `commit_fragments` (each content table's
+  fragments appended in one commit, then the job's one commit point), the fragments written
+  beforehand batch by batch (`ingest.batch_documents` documents) by `write_fragments` in this
+  process (on a cluster, the actors write them: that time is reported apart, as `fragment
+  writing`, parallel work);
+- indexing: the pipeline's index update at the end (`ensure_indexes` + `optimize`), the vector
+  index included past `search.vector_index_min_rows` (nothing is committed before the end, so
+  there is nothing to index earlier).
 
 Rows are those of documents of `--chunks-per-file` chunks (~256-token texts, random unit vectors
 of 384 dimensions, one item per chunk plus a title). Peak RSS of this process is reported too.
@@ -48,7 +50,6 @@ from mcp_analysis.store.models import DocumentMeta  # noqa: E402
 from mcp_analysis.store.writes import DocumentRows  # noqa: E402
 
 DIMENSION = 384
-OPTIMIZE_EVERY = 5000  # the pipeline's _CHUNKS_PER_OPTIMIZE
 TEXT = " ".join(["harbour crane berth pilot inspection gearbox ferry schedule"] * 28)  # ~256 tokens
 
 
@@ -94,24 +95,24 @@ async def serial_steps(db: Path, chunks: int, per_file: int, batch_documents: in
     store = await Store.open(db, create=True)
     await store.initialize("synthetic", DIMENSION)
     files = chunks // per_file
-    commit = writing = indexing = 0.0
-    optimized_at = written = 0
+    writing = 0.0
+    targets = await store.fragment_targets()
+    fragments: dict[str, list[Any]] = {}
+    metas = []
     for start in range(0, files, batch_documents):
         batch = [document(n, per_file, rng) for n in range(start, min(files, start + batch_documents))]
         began = time.monotonic()
-        targets = await store.fragment_targets()
-        fragments = write_fragments(batch, targets)
+        for table, written in write_fragments(batch, targets).items():
+            fragments.setdefault(table, []).extend(written)
         writing += time.monotonic() - began
-        began = time.monotonic()
-        await store.commit_fragments([b.meta for b in batch], fragments, targets)
-        commit += time.monotonic() - began
-        written += len(batch) * per_file
-        if written - optimized_at >= OPTIMIZE_EVERY or written >= chunks:
-            began = time.monotonic()
-            await store.ensure_indexes(min_rows)
-            await store.optimize()
-            indexing += time.monotonic() - began
-            optimized_at = written
+        metas.extend(b.meta for b in batch)
+    began = time.monotonic()
+    await store.commit_fragments(metas, fragments, targets)
+    commit = time.monotonic() - began
+    began = time.monotonic()
+    await store.ensure_indexes(min_rows)
+    await store.optimize()
+    indexing = time.monotonic() - began
     store.close()
     return {
         "commit_s": commit,

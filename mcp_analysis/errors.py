@@ -100,11 +100,17 @@ class SessionLimitError(AnalysisError):
 
 
 _S3_ERROR = re.compile(r"<Code>(\w+)</Code>\s*(?:<Message>([^<]*)</Message>)?")
+_NO_CREDENTIALS = ("CredentialsNotLoaded", "no providers in chain provided credentials")  # the AWS SDK's words
 _CREDENTIALS_REFUSED = {"InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "ExpiredToken", "InvalidToken"}
 
 
 def storage_error_message(location: str, exc: BaseException) -> str:
     detail = " ".join(str(exc).split())
+    if any(said in detail for said in _NO_CREDENTIALS):  # nothing was sent: retrying cannot help
+        return (
+            f"The knowledge base at {location} cannot be opened: no credentials for the object store were "
+            "found. Set AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or AWS_PROFILE, or storage_options)."
+        )
     answer = _S3_ERROR.search(detail)  # the store's own verdict, deep inside LanceDB's error text
     if answer:
         code, said = answer.group(1), (answer.group(2) or "").strip()

@@ -19,3 +19,17 @@ def test_an_object_store_verdict_leads_the_error() -> None:
     assert "Retry" not in refused
     other = storage_error_message("s3://kb/docs", ValueError(lance.replace("InvalidAccessKeyId", "SlowDown")))
     assert "failing: SlowDown: The AWS Access Key Id" in other and "Retry shortly" in other
+
+
+def test_no_credentials_at_all_is_said_and_not_retried() -> None:
+    """LanceDB's text when the AWS SDK's provider chain found no credentials (nothing was sent)."""
+    from mcp_analysis.errors import storage_error_message
+
+    lance = (
+        'Invalid input, Failed to connect to namespace: IO { source: Generic { store: "N/A", source: IO { source: '
+        '"Failed to get AWS credentials: CredentialsNotLoaded(CredentialsNotLoaded { source: Some(\\"no providers '
+        'in chain provided credentials\\") })" } } }'
+    )
+    said = storage_error_message("s3://kb/docs", ValueError(lance))
+    assert said.startswith("The knowledge base at s3://kb/docs cannot be opened: no credentials for the object store")
+    assert "AWS_ACCESS_KEY_ID" in said and "Retry" not in said

@@ -235,6 +235,7 @@ class Ingestor:
             await self._flush(pending, report, moves)
             by_uri.update((p.meta.uri, p.meta) for p in pending)
             report.documents = list(by_uri.values())
+            await self._finish(report)
             if report.added or report.replaced:
                 self._phase("updating the indexes")
                 await self._update_indexes(compact=not self.defer_optimize or report.chunks >= _CHUNKS_PER_OPTIMIZE)
@@ -320,6 +321,13 @@ class Ingestor:
         prepared = await anyio.to_thread.run_sync(worker.convert, abandon_on_cancel=True)
         return read.digest, prepared, None
 
+    async def _finish(self, report: IngestReport) -> None:
+        """After the last batch, under the lock: an engine that defers its commits makes them here."""
+
+    async def _save_meta(self, *metas: DocumentMeta) -> None:
+        """Rewrite stored documents' metadata rows (moved, or given new metadata), in one commit."""
+        await self.kb.store.update_meta(*metas)
+
     async def _embed(self, texts: list[str]) -> Any:
         """The vectors of `texts`, in order (an array of shape (len(texts), dimension))."""
         return await (await self.kb.embedder()).embed_documents(texts)
@@ -331,7 +339,7 @@ class Ingestor:
         new_title = title or existing.title
         if new_title != existing.title or merged != existing.metadata:
             updated = existing.model_copy(update={"title": new_title, "metadata": merged, "updated_at": _now()})
-            await self.kb.store.update_meta(updated)
+            await self._save_meta(updated)
             report.metadata_updated.append(existing.uri)
             return updated
         report.unchanged.append(existing.uri)
@@ -342,7 +350,7 @@ class Ingestor:
         documents by uri, and a moved document's old uri may be one of its files again."""
         if self.before_write is not None:
             await self.before_write()
-        await self.kb.store.update_meta(*moves.take())  # an ingest killed before this finds them moved again
+        await self._save_meta(*moves.take())  # an ingest killed before this finds them moved again
         if not pending:
             return
         texts = [chunk.embedding_text for p in pending for chunk in p.chunks]

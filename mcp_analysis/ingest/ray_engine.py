@@ -10,15 +10,16 @@ The local pipeline (pipeline.Ingestor) with three of its steps moved out of this
   once, which also build the batch's rows (the local add's code, rows.py) and write them as
   Lance fragments, uncommitted.
 
-The driver lists the files, decides what is unchanged, moved, new or replaced (the local rules,
-the same code), and commits batch by batch: each content table's fragments appended, then the
-batch's one commit point, as a local add's (store/fragments.py): the same rows, the same
-atomicity, one batch held at a time (never the corpus). The
-knowledge base's ingest lock is held throughout. Files must be readable at the same path on every
-node (a shared mount), object-store sources (sources.py) from every node: each node looks at each
-source before any work is sent, and one that cannot stops the add, named. Files whose bytes are
-those of a stored document are hashed on the cluster and not converted; one the driver then
-finds to be neither unchanged nor moved (a copy) is converted by a second task.
+The driver lists the files, decides what is unchanged, moved, new or replaced (the local rules, the
+same code), and commits once, at the end of the job: each content table's fragments appended in one
+commit, then one commit point for every document of the job (store/fragments.py). Until then
+nothing of the job is visible: a driver killed mid-job leaves the knowledge base as it was (a rerun
+does the whole job again). The driver holds one batch of content at a time (never the corpus) and
+the job's meta rows. The knowledge base's ingest lock is held throughout. Files must be readable at
+the same path on every node (a shared mount), object-store sources (sources.py) from every node:
+each node looks at each source before any work is sent, and one that cannot stops the add, named.
+Files whose bytes are those of a stored document are hashed on the cluster and not converted; one
+the driver then finds to be neither unchanged nor moved (a copy) is converted by a second task.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ from mcp_analysis.ingest.pool import ConversionPool, ReadReply
 from mcp_analysis.ingest.prepare import PreparedFile
 from mcp_analysis.ingest.ray_tasks import Converted, Embedding, convert_file, probe
 from mcp_analysis.ingest.rows import PreparedDocument
-from mcp_analysis.ingest.sources import ObjectPath, SourcePath, is_object_uri, refusal
+from mcp_analysis.ingest.sources import ObjectPath, SourcePath, check_readable, is_object_uri, refusal
 from mcp_analysis.store.models import DocumentMeta
 from mcp_analysis.version import __version__
 
@@ -229,6 +230,17 @@ class Cluster:
 
 
 @dataclass
+class _Job:
+    """What one add holds for its commit at the end (store/fragments.py's `commit_fragments`)."""
+
+    targets: dict[str, Any] | None = None
+    fragments: dict[str, list[Any]] = field(default_factory=dict)
+    metas: list[DocumentMeta] = field(default_factory=list)
+    updated: list[DocumentMeta] = field(default_factory=list)
+    report: IngestReport = field(default_factory=IngestReport)  # added, replaced, chunks once committed
+
+
+@dataclass
 class RayIngestReport(IngestReport):
     engine: str = "ray"
     nodes: int = 0  # distinct Ray nodes that ran conversion or embedding work
@@ -284,6 +296,7 @@ class RayIngestor(Ingestor):
         self._todo: deque[SourcePath] = deque()
         self._skip: Any = None  # the stored hashes, put in the object store once per add
         self._clock = 0.0
+        self._job = _Job()
 
     async def add(
         self, paths: Sequence[Path | str], *, title: str | None = None, metadata: dict[str, Any] | None = None
@@ -307,8 +320,9 @@ class RayIngestor(Ingestor):
     ) -> RayIngestReport:
         self._skip = None  # each add reads the hashes stored when it holds the lock
         try:
-            cluster.connect()
             sources = [os.fspath(p) for p in paths if is_object_uri(p)]
+            await anyio.to_thread.run_sync(check_readable, sources)  # here first: then the nodes are asked
+            cluster.connect()
             await anyio.to_thread.run_sync(cluster.check, sources)
             settings = self.kb.store.settings
             cluster.start_embedders(
@@ -328,6 +342,7 @@ class RayIngestor(Ingestor):
     async def _add(self, files: list[SourcePath], *args: Any) -> None:
         self.stages["listing"] += time.monotonic() - self._clock
         self._todo = deque(files)
+        self._job = _Job()
         await super()._add(files, *args)
 
     # ------------------------------------------------------------------ conversion on the cluster
@@ -384,45 +399,50 @@ class RayIngestor(Ingestor):
 
     # ------------------------------------------------------------------ embedding, writing, indexing
 
+    async def _save_meta(self, *metas: DocumentMeta) -> None:
+        """Held for the job's one commit point (`_finish`), with its new documents."""
+        self._job.updated.extend(metas)
+
     async def _flush(self, pending: list[PreparedDocument], report: IngestReport, moves: MovedFiles) -> None:
         """The local add's `_flush`, with the rows embedded, built and written as Lance fragments by the
-        embedding actors, and committed here: each content table's fragments, then the batch's one
-        commit point (store/fragments.py)."""
+        embedding actors; the fragments are committed at the end of the job (`_finish`)."""
         assert self.cluster is not None
-        store = self.kb.store
-        if self.before_write is not None:
-            await self.before_write()
-        await store.update_meta(*moves.take())  # an ingest killed before this finds them moved again
+        await self._save_meta(*moves.take())
         if not pending:
             return
+        if self.before_write is not None:
+            await self.before_write()
         self._phase(f"embedding and writing {sum(len(p.chunks) for p in pending)} chunks of {len(pending)} documents")
-        targets = await store.fragment_targets()
-        actors = self.cluster.embedders
+        if self._job.targets is None:
+            self._job.targets = await self.kb.store.fragment_targets()
+        actors, targets = self.cluster.embedders, self._job.targets
         refs = [actors[k].write.remote(part, targets) for k, part in enumerate(_slices(pending, len(actors)))]
         try:
             answers = await anyio.to_thread.run_sync(self.cluster.ray.get, refs)
         except Exception as exc:
             raise AnalysisError(f"Embedding and writing on the Ray cluster failed: {_one_line(exc)}") from None
-        fragments: dict[str, list[Any]] = {}
         for node, embedding, writing, written_here in answers:
             self.node_ids.add(node)
             self.stages["embedding"] += embedding
             self.stages["writing"] += writing
             for table, found in written_here.items():
-                fragments.setdefault(table, []).extend(found)
-        if self.before_write is not None:  # again: embedding took seconds, a lease may have gone meanwhile
+                self._job.fragments.setdefault(table, []).extend(found)
+        self._job.metas.extend(p.meta for p in pending)
+        written(pending, self._job.report)
+
+    async def _finish(self, report: IngestReport) -> None:
+        """The job's commits: each content table's fragments, then its one commit point."""
+        job = self._job
+        if not job.metas and not job.updated:
+            return
+        if self.before_write is not None:  # a lease may have gone while the cluster worked
             await self.before_write()
         started = time.monotonic()
-        await store.commit_fragments([p.meta for p in pending], fragments, targets)
+        await self.kb.store.commit_fragments(job.metas, job.fragments, job.targets or {}, job.updated)
         self.stages["commit"] += time.monotonic() - started
-        written(pending, report)
-
-    async def _update_metadata(
-        self, existing: DocumentMeta, title: str | None, metadata: dict[str, Any], report: IngestReport
-    ) -> None:
-        started = time.monotonic()
-        await super()._update_metadata(existing, title, metadata, report)
-        self.stages["commit"] += time.monotonic() - started
+        report.added += job.report.added
+        report.replaced += job.report.replaced
+        report.chunks += job.report.chunks
 
     async def _update_indexes(self, compact: bool = True) -> None:
         started = time.monotonic()

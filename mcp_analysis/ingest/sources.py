@@ -91,8 +91,16 @@ def _filesystem(bucket: str) -> Any:
     return fs.FileSystem.from_uri(bucket)[0]
 
 
+# The AWS SDK's words for a request the store refused for its credentials or their permissions.
+_REFUSED = ("ACCESS_DENIED", "INVALID_ACCESS_KEY_ID", "SIGNATURE_DOES_NOT_MATCH", "EXPIRED_TOKEN", "HTTP status 403")
+_ENVIRONMENT = "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ENDPOINT_URL"
+
+
 def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
+    """`exc` in one line; a refusal says so first (a HEAD's refusal comes without the store's words)."""
+    said = " ".join(str(exc).split()) or type(exc).__name__
+    refused = any(word in said for word in _REFUSED)
+    return f"the object store refused access with these credentials ({said})" if refused else said
 
 
 def _where(uri: str) -> tuple[Any, str]:
@@ -111,6 +119,20 @@ def unreadable(uri: str) -> str | None:
     except (AnalysisError, OSError) as exc:
         return _one_line(exc)
     return None
+
+
+def _cannot_list(source: str, reason: str) -> AnalysisError:
+    return AnalysisError(
+        f"Cannot list {source}: {reason} (the bucket's name, the credentials and the endpoint come from "
+        f"the environment: {_ENVIRONMENT})"
+    )
+
+
+def check_readable(sources: Sequence[str]) -> None:
+    """That this process can look at each object-store source (before others are asked to read them)."""
+    for source in sources:
+        if (reason := unreadable(source)) is not None:
+            raise _cannot_list(source, reason)
 
 
 def list_objects(source: str, skipped: list[tuple[str, str]], db: str) -> list[ObjectPath]:
@@ -132,10 +154,7 @@ def list_objects(source: str, skipped: list[tuple[str, str]], db: str) -> list[O
     except FileNotFoundError:
         found = []
     except OSError as exc:
-        raise AnalysisError(
-            f"Cannot list {source}: {_one_line(exc)} (the bucket's name, the credentials and the endpoint "
-            "come from the environment: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ENDPOINT_URL)"
-        ) from None
+        raise _cannot_list(source, _one_line(exc)) from None
     keys = []
     for entry in found:
         parts = entry.path[len(path) :].strip("/").split("/")

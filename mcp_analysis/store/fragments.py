@@ -1,17 +1,20 @@
 """Content rows written as Lance fragments by other processes (a Ray ingest's workers), committed here.
 
-The atomic design of writes.py, with the content rows' data files written elsewhere:
+The atomic design of writes.py, for a whole ingest job rather than a batch:
 
-1. workers write a batch's rows of each content table (documents, document_items,
+1. workers write each batch's rows of each content table (documents, document_items,
    document_tables, chunks) as new data files (`write_fragments`): no version of any table
-   references them yet, so nothing reads them;
-2. the driver appends each table's fragments in one commit per table (`commit_fragments`): the
-   rows are there but invisible, as a local add's are before its commit point, because no
-   `document_meta` row names their document;
-3. the same commit point as a local add's: one merge of the batch's `document_meta` rows.
+   references them yet, so nothing reads them, and the driver keeps only their metadata;
+2. at the end of the job, the driver appends each table's fragments in one commit per table
+   (`commit_fragments`): the rows are there but invisible, as a local add's are before its commit
+   point, because no `document_meta` row names their document;
+3. the job's one commit point: one merge of `document_meta` that adds and replaces the job's
+   documents and rewrites the stored ones it moved or gave new metadata.
 
-A driver killed before 2 leaves data files no version references (never read); killed between
-2 and 3, rows without a meta row, which the next ingest removes under the ingest lock (writes.py).
+A driver killed before 2 leaves every table at the version it had (the data files it wrote stay
+unreferenced, never read; Lance's cleanup in a later `optimize` deletes such files once they are
+7 days old); killed between 2 and 3, rows without a meta row, which the next ingest removes under
+the ingest lock (writes.py). Either way the knowledge base reads as before the job.
 """
 
 from __future__ import annotations
@@ -87,16 +90,23 @@ class StoreFragments(StoreWrites):
         }
 
     async def commit_fragments(
-        self, metas: Sequence[DocumentMeta], fragments: Mapping[str, list[Any]], targets: Mapping[str, FragmentTarget]
+        self,
+        metas: Sequence[DocumentMeta],
+        fragments: Mapping[str, list[Any]],
+        targets: Mapping[str, FragmentTarget],
+        updated: Sequence[DocumentMeta] = (),
     ) -> list[str]:
-        """`write_documents` for a batch whose content rows are `fragments` (see the module's docs);
-        the ids of the documents it replaced."""
+        """`write_documents` for documents whose content rows are `fragments`, plus `updated`: stored
+        documents' new meta rows (moved, new metadata), all visible in one commit (see the module's
+        docs); the ids of the documents replaced."""
         self.check_writable()
-        if not metas:
+        if not metas and not updated:
             return []
-        old = await self.all_meta(sql_in("uri", [m.uri for m in metas]))
+        kept = {m.id for m in updated}  # a moved document's old uri may be a new document's now
+        found = await self.all_meta(sql_in("uri", [m.uri for m in metas])) if metas else []
+        old = [m for m in found if m.id not in kept]
         for name in CONTENT_TABLES:
             if fragments.get(name):
                 await anyio.to_thread.run_sync(_append, targets[name], fragments[name])
                 await self.tables[name].checkout_latest()  # this process's handle sees the rows appended
-        return await self._commit_meta(metas, old)
+        return await self._commit_meta([*metas, *updated], old, sorted(kept))

@@ -106,17 +106,19 @@ class StoreWrites(StoreReads):
             )
         return await self._commit_meta([b.meta for b in batch], old)
 
-    async def _commit_meta(self, metas: Sequence[DocumentMeta], old: Sequence[DocumentMeta]) -> list[str]:
+    async def _commit_meta(
+        self, metas: Sequence[DocumentMeta], old: Sequence[DocumentMeta], relocated: Sequence[str] = ()
+    ) -> list[str]:
         """The commit point of a batch whose rows are written: one merge makes every document of it
-        visible at once; then the rows of the documents it replaced (`old`) go. Their ids."""
+        visible at once; then the rows of the documents it replaced (`old`) go. Their ids.
+        `relocated`: ids of stored documents among `metas` whose uri may have changed (moved): in
+        the same merge, their rows under an uri that no row of `metas` has are removed."""
         meta = pa.Table.from_pylist([m.to_row() for m in metas], schema=schema.DOCUMENT_META_SCHEMA)
-        await (
-            self.tables[schema.DOCUMENT_META]
-            .merge_insert("uri")
-            .when_matched_update_all()
-            .when_not_matched_insert_all()
-            .execute(meta)
-        )
+        merge = self.tables[schema.DOCUMENT_META].merge_insert("uri").when_matched_update_all()
+        merge = merge.when_not_matched_insert_all()
+        if relocated:
+            merge = merge.when_not_matched_by_source_delete(sql_in("id", relocated))
+        await merge.execute(meta)
         replaced = [m.id for m in old]
         if replaced:
             await self.delete_rows(replaced)

@@ -61,3 +61,42 @@ async def test_fragments_are_seen_only_once_their_batch_is_committed(tmp_path: P
     assert replaced == [first.meta.id] and [m.id for m in await store.all_meta()] == [second.meta.id]
     chunks = await store.tables["chunks"].query().to_arrow()
     assert chunks.column("content").to_pylist() == ["The pilot boarded at noon."]
+
+
+async def test_a_jobs_documents_moves_and_metadata_are_one_commit(tmp_path: Path) -> None:
+    """A Ray job's end: a new document, a changed one, two moved ones (the old uri of one holds a
+    new file now), and new metadata for an unchanged one, all visible at once (one version of
+    document_meta); the moved documents keep their rows, the replaced one's go."""
+    store = await Store.open(tmp_path / "kb.lancedb", create=True)
+    await store.initialize("test-embedder", 4)
+    names = ("changed", "moved", "gone", "kept")
+    changed, moved, gone, kept = (rows(f"file:///docs/{n}.md", f"Text of {n}.") for n in names)
+    await store.write_documents([changed, moved, gone, kept])
+    meta = store.tables["document_meta"]
+    before = await meta.version()
+
+    new_changed = rows("file:///docs/changed.md", "Changed text.")
+    at_old_place = rows("file:///docs/moved.md", "Another file where the moved one was.")
+    added = rows("file:///docs/new.md", "A new file.")
+    relocated = [m.meta.model_copy(update={"uri": m.meta.uri.replace("docs/", "docs/old/")}) for m in (moved, gone)]
+    retitled = kept.meta.model_copy(update={"title": "Kept, retitled"})
+    batch = [new_changed, at_old_place, added]
+    targets = await store.fragment_targets()
+    replaced = await store.commit_fragments(
+        [b.meta for b in batch], write_fragments(batch, targets), targets, [*relocated, retitled]
+    )
+
+    assert await meta.version() == before + 1  # one commit point
+    assert replaced == [changed.meta.id]
+    by_uri = {m.uri: (m.id, m.title) for m in await store.all_meta()}
+    assert by_uri == {
+        "file:///docs/changed.md": (new_changed.meta.id, new_changed.meta.title),
+        "file:///docs/moved.md": (at_old_place.meta.id, at_old_place.meta.title),
+        "file:///docs/old/moved.md": (moved.meta.id, moved.meta.title),
+        "file:///docs/old/gone.md": (gone.meta.id, gone.meta.title),
+        "file:///docs/new.md": (added.meta.id, added.meta.title),
+        "file:///docs/kept.md": (kept.meta.id, "Kept, retitled"),
+    }
+    chunks = await store.tables["chunks"].query().to_arrow()
+    assert sorted(chunks.column("document_id").to_pylist()) == sorted(id_ for id_, _ in by_uri.values())
+    assert await store.orphan_ids() == set()

@@ -41,6 +41,8 @@ class RayCluster:
         self.client_port = _free_port(HEAD_IP)
         self.client_address = f"ray://{HEAD_IP}:{self.client_port}"  # Ray Client's server on the head
         ray_env = {"RAY_AUTH_MODE": "disabled", "RAY_TMPDIR": self.tmpdir, "RAY_USAGE_STATS_ENABLED": "0"}
+        # Ray Client's server gives a client's own server process 30 s to start: too short on a loaded machine.
+        ray_env["RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S"] = "180"
         self.env = {**os.environ, **(env or {}), **ray_env}
         self.nodes = nodes
         self.groups: list[subprocess.Popen[bytes]] = []

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,10 +24,11 @@ import lancedb
 import pytest
 
 from mcp_analysis.sample import documents_dir
+from mcp_analysis.store import schema
 from tests.conftest import REPO, make_settings, run_cli
 from tests.ingest.ray.cluster import RayCluster, ray_cluster
 from tests.ingest.ray.kb_snapshot import assert_same_knowledge_base, snapshot
-from tests.services import S3, TcpGate, moto_s3
+from tests.services import S3, S3_ENV_BASE, TcpGate, moto_s3
 
 pytestmark = pytest.mark.slow
 
@@ -37,6 +39,10 @@ if importlib.util.find_spec("ray") is None:
     )
 
 RAY_ENV = {"RAY_AUTH_MODE": "disabled"}
+TEST_KEYS = {
+    "aws_access_key_id": S3_ENV_BASE["AWS_ACCESS_KEY_ID"],
+    "aws_secret_access_key": S3_ENV_BASE["AWS_SECRET_ACCESS_KEY"],
+}
 
 
 @pytest.fixture(scope="module")
@@ -102,28 +108,44 @@ def test_a_ray_add_makes_the_knowledge_base_a_local_add_makes(cluster: RayCluste
     assert_same_knowledge_base(snapshot(ray_db), snapshot(local_db))
 
 
-def test_a_driver_killed_mid_job_leaves_whole_documents_and_a_rerun_completes(
+def test_a_driver_killed_mid_job_leaves_the_knowledge_base_as_it_was_and_a_rerun_completes(
     cluster: RayCluster, tmp_path: Path
 ) -> None:
-    """SIGKILL to `add --ray` once some batches are committed: no half document is visible (the
-    snapshot reads every row through its document), the job's conversion workers end on the nodes,
-    and a rerun makes the knowledge base a local add makes."""
-    folder = notes(tmp_path / "docs", 40)
+    """The knowledge base holds three documents; `add --ray` of their folder, where one of them
+    changed, one moved and 40 files are new, is SIGKILLed once the workers have written fragments of
+    several batches: every table is at the version it had and reads the same (no document of the
+    job, no move); the job's conversion workers end on the nodes; a rerun makes the knowledge base a
+    local add makes."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name in ("changed", "moved", "kept"):
+        (folder / f"{name}.md").write_text(f"# The {name} log\n\nBerth 4 was inspected for the {name} log.\n")
     small_batches = {**RAY_ENV, "MCP_ANALYSIS_INGEST__BATCH_DOCUMENTS": "2"}
     ray_db, local_db = tmp_path / "ray.lancedb", tmp_path / "local.lancedb"
+    assert add(ray_db, str(folder))[0] == 0
+    shutil.copytree(ray_db, local_db)  # the same knowledge base, for the local add to compare with
+    before, versions = snapshot(ray_db), table_versions(ray_db)
+    (folder / "changed.md").write_text("# The changed log\n\nBerth 4 is closed for repairs.\n")
+    (folder / "archive").mkdir()
+    (folder / "moved.md").rename(folder / "archive" / "moved.md")
+    notes(folder / "notes", 40)
+    data = ray_db / "chunks.lance" / "data"
+    files_before = len(list(data.iterdir()))
+
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
     with ray_add(ray_db, folder, cluster.address, small_batches, **quiet) as driver:
         deadline = time.monotonic() + 300
-        while committed(ray_db) < 4 and driver.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.1)
+        while len(list(data.iterdir())) < files_before + 6 and driver.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)  # the workers' fragments of three batches or more, uncommitted
         driver.kill()
     assert driver.returncode == -signal.SIGKILL, "the add finished before it could be killed"
-    visible, whole = documents_and_whole(ray_db)
-    assert 4 <= visible < 40 and whole == visible  # rows of an uncommitted batch may be there, unseen
+    assert table_versions(ray_db) == versions  # nothing of the job committed, in any table
+    assert_same_knowledge_base(snapshot(ray_db), before)
     assert cluster.wait_for_no_conversion_workers(), "the killed job's conversion workers outlived it"
 
     code, rerun, _ = add(ray_db, str(folder), "--ray", cluster.address, env=small_batches)
-    assert code == 0 and len(rerun["added"]) + len(rerun["unchanged"]) == 40
+    assert code == 0 and len(rerun["added"]) == 40 and rerun["replaced"] == [(folder / "changed.md").as_uri()]
+    assert rerun["moved"] == [[(folder / "moved.md").as_uri(), (folder / "archive" / "moved.md").as_uri()]]
     assert add(local_db, str(folder), env=small_batches)[0] == 0
     assert_same_knowledge_base(snapshot(ray_db), snapshot(local_db))
 
@@ -176,16 +198,9 @@ def notes(folder: Path, count: int) -> Path:
     return folder
 
 
-def documents_and_whole(db: Path) -> tuple[int, int]:
-    """Visible documents, and how many of them have their content, items and chunks."""
+def table_versions(db: Path) -> dict[str, int]:
     tables = lancedb.connect(db)
-
-    def ids(table: str, column: str) -> set[str]:
-        return set(tables.open_table(table).to_arrow().column(column).to_pylist())
-
-    visible = ids("document_meta", "id")
-    present = ids("documents", "id") & ids("document_items", "document_id") & ids("chunks", "document_id")
-    return len(visible), len(visible & present)
+    return {name: tables.open_table(name).version for name in schema.TABLES}
 
 
 def committed(db: Path) -> int:
@@ -196,16 +211,26 @@ def committed(db: Path) -> int:
         return 0
 
 
-def test_a_ray_ingest_waits_for_the_knowledge_bases_ingest_lock(cluster: RayCluster, tmp_path: Path) -> None:
-    """Another writer holds the lock (as a running `add` or watcher does): `add --ray` says it waits,
-    writes nothing meanwhile, and completes once the lock is free."""
-    folder = notes(tmp_path / "docs", 3)
+def test_a_ray_ingest_waits_for_the_lock_then_skips_hostile_files_by_name(cluster: RayCluster, tmp_path: Path) -> None:
+    """Another writer holds the knowledge base's ingest lock (as a running `add` or watcher does):
+    `add --ray auto` (RAY_ADDRESS) says it waits, writes nothing meanwhile, and completes once the
+    lock is free. Files refused on the worker nodes under the driver's bounds, a .docx that is some
+    other zip and a file over ingest.max_file_mb (set small here), are named in `skipped`; the
+    other files are added."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "log.md").write_text("# Harbour Log\n\nThe pilot boarded at dawn.\n")
+    (folder / "notes.txt").write_text("Crane 4 is back in service after the gearbox repair.\n")
+    with zipfile.ZipFile(folder / "minutes.docx", "w") as fake:
+        fake.writestr("readme.txt", "not a Word document")
+    (folder / "big.txt").write_text("A line of a long log.\n" * 2000)  # ~44 KB
     db = tmp_path / "kb.lancedb"
     db.mkdir()
+    bounds = {**RAY_ENV, "MCP_ANALYSIS_INGEST__MAX_FILE_MB": "0.02", "RAY_ADDRESS": cluster.address}
     with open(db / ".ingest.lock", "a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         piped = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
-        with ray_add(db, folder, cluster.address, RAY_ENV, **piped) as driver:
+        with ray_add(db, folder, "auto", bounds, "--json", **piped) as driver:  # auto: RAY_ADDRESS
             assert driver.stderr is not None
             said = ""
             while "Another ingest is writing to" not in said and driver.poll() is None:
@@ -215,49 +240,22 @@ def test_a_ray_ingest_waits_for_the_knowledge_bases_ingest_lock(cluster: RayClus
             assert driver.poll() is None and committed(db) == 0
             fcntl.flock(lock, fcntl.LOCK_UN)
             out, err = driver.communicate(timeout=600)
-    assert driver.returncode == 0, err[-3000:]
-    assert out.startswith("3 added") and committed(db) == 3
-
-
-def test_hostile_files_are_skipped_by_name_while_the_rest_goes_in(cluster: RayCluster, tmp_path: Path) -> None:
-    """Refused on the worker nodes under the driver's bounds: a .docx that is some other zip, a file
-    over ingest.max_file_mb (set small here), named in `skipped`; the other files are added."""
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    (folder / "log.md").write_text("# Harbour Log\n\nThe pilot boarded at dawn.\n")
-    (folder / "notes.txt").write_text("Crane 4 is back in service after the gearbox repair.\n")
-    with zipfile.ZipFile(folder / "minutes.docx", "w") as fake:
-        fake.writestr("readme.txt", "not a Word document")
-    (folder / "big.txt").write_text("A line of a long log.\n" * 2000)  # ~44 KB
-    bounds = {"MCP_ANALYSIS_INGEST__MAX_FILE_MB": "0.02", "RAY_ADDRESS": cluster.address}
-    code, report, stderr = add(tmp_path / "kb.lancedb", str(folder), "--ray", "auto", env=bounds)  # auto: RAY_ADDRESS
-    assert code == 1
+    assert driver.returncode == 1 and out.startswith("{"), err[-3000:]
+    report = json.loads(out)
     skipped = dict(report["skipped"])
-    assert set(skipped) == {str(folder / "minutes.docx"), str(folder / "big.txt")}, stderr[-2000:]
+    assert set(skipped) == {str(folder / "minutes.docx"), str(folder / "big.txt")}, err[-2000:]
     assert "ingest.max_file_mb" in skipped[str(folder / "big.txt")]
     assert sorted(report["added"]) == sorted((folder / n).as_uri() for n in ("log.md", "notes.txt"))
+    assert report["engine"] == "ray" and committed(db) == 2
 
 
-def test_a_knowledge_base_on_an_object_store_is_a_target(cluster: RayCluster, s3: S3, tmp_path: Path) -> None:
-    """`--db s3://...` (moto's S3 server): the driver writes there as a local add would."""
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    (folder / "log.md").write_text("# Harbour Log\n\nThe pilot boarded at dawn.\n")
-    (folder / "notes.txt").write_text("Crane 4 is back in service after the gearbox repair.\n")
-    db = f"s3://{s3.bucket}/kb"
-    done = run_cli("--db", db, "add", str(folder), "--ray", cluster.address, "--json", env={**RAY_ENV, **s3.env()})
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert len(json.loads(done.stdout)["added"]) == 2
-    listed = run_cli("--db", db, "list", "--json", env=s3.env())
-    assert sorted(d["title"] for d in json.loads(listed.stdout)) == ["Harbour Log", "notes"]
-
-
-def test_an_s3_source_into_an_s3_knowledge_base(
+def test_an_s3_source_and_a_folder_into_an_s3_knowledge_base(
     cluster: RayCluster, s3: S3, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`add s3://bucket/prefix/ --ray ADDRESS --db s3://...`: the nodes read the objects (through their
-    own endpoint), a hostile one is skipped by name, and the knowledge base is the one a local add of
-    the same prefix makes; a rerun adds nothing."""
+    """`add s3://bucket/prefix/ FOLDER --ray ADDRESS --db s3://...` (moto's S3 server): the nodes read
+    the objects (through their own endpoint) and the folder's files, a hostile object is skipped by
+    name, the driver writes the knowledge base on the object store as a local add would (`list` reads
+    it), and it is the one a local add of the same sources makes; a rerun adds nothing."""
     objects = {
         "log.md": b"# Harbour Log\n\nThe pilot boarded at dawn; crane 4 was repaired.\n",
         "sub/notes.txt": b"Crane 4 is back in service after the gearbox repair.\n",
@@ -267,19 +265,28 @@ def test_an_s3_source_into_an_s3_knowledge_base(
     }
     for key, body in objects.items():
         s3.put(f"ray-src/{key}", body)
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "minutes.md").write_text("# Harbour Minutes\n\nThe pilot boarded at dawn.\n")
+    (folder / "crane.txt").write_text("Crane 4 is back in service after the gearbox repair.\n")
     source, db = f"s3://{s3.bucket}/ray-src/", f"s3://{s3.bucket}/ray-kb"
     env = {**RAY_ENV, **s3.env()}
-    code, remote, _ = add(db, source, "--ray", cluster.address, env=env)
+    code, remote, _ = add(db, source, str(folder), "--ray", cluster.address, env=env)
     assert code == 1 and remote["engine"] == "ray" and remote["nodes"] == 2
-    assert sorted(remote["added"]) == sorted(f"{source}{key}" for key in ("log.md", "sub/notes.txt", "page.html"))
+    files = sorted((folder / name).as_uri() for name in ("minutes.md", "crane.txt"))
+    objects_added = sorted(f"{source}{key}" for key in ("log.md", "sub/notes.txt", "page.html"))
+    assert sorted(remote["added"]) == sorted(objects_added + files)
     assert [name for name, _ in remote["skipped"]] == [f"{source}nul.txt"]
-    code, local, _ = add(tmp_path / "local.lancedb", source, env=env)
+    listed = run_cli("--db", db, "list", "--json", env=s3.env())
+    titles = ["Berth plan", "Harbour Log", "Harbour Minutes", "crane", "notes"]
+    assert sorted(d["title"] for d in json.loads(listed.stdout)) == titles
+    code, local, _ = add(tmp_path / "local.lancedb", source, str(folder), env=env)
     assert sorted(local["added"]) == sorted(remote["added"])
     for name, value in s3.env().items():
         monkeypatch.setenv(name, value)  # for this process's LanceDB to read the knowledge base on moto
     assert_same_knowledge_base(snapshot(db), snapshot(tmp_path / "local.lancedb"))
-    code, again, _ = add(db, source, "--ray", cluster.address, env=env)
-    assert again["added"] == [] and again["chunks"] == 0 and len(again["unchanged"]) == 3
+    code, again, _ = add(db, source, str(folder), "--ray", cluster.address, env=env)
+    assert again["added"] == [] and again["chunks"] == 0 and len(again["unchanged"]) == 5
 
 
 def test_a_source_the_nodes_cannot_read_stops_the_add_in_one_line(
@@ -302,6 +309,102 @@ def test_a_source_the_nodes_cannot_read_stops_the_add_in_one_line(
     assert said.startswith("error: The Ray node ") and f"cannot read s3://{s3.bucket}/unreachable/" in said
     assert "AWS_* in their environment" in said
     assert not list(db.glob("*.lance"))
+
+
+@contextlib.contextmanager
+def credentials_checked(s3: S3) -> Iterator[dict[str, str]]:
+    """moto checks every request's credentials (its IAM mode, `/moto-api/reset-auth`) until the end:
+    the environment given holds the keys of an IAM user allowed everything on S3; the nodes' keys (the
+    usual test keys, no IAM user's), other keys, or none are refused."""
+    import boto3
+
+    iam = boto3.client("iam", endpoint_url=s3.endpoint, region_name="us-east-1", **TEST_KEYS)
+    name = f"driver-{os.getpid()}-{time.monotonic_ns()}"
+    iam.create_user(UserName=name)
+    allow = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}
+    policy = iam.create_policy(PolicyName=name, PolicyDocument=json.dumps(allow))["Policy"]["Arn"]
+    iam.attach_user_policy(UserName=name, PolicyArn=policy)
+    key = iam.create_access_key(UserName=name)["AccessKey"]
+    checks_after(s3, b"0")
+    try:
+        yield {**s3.env(), "AWS_ACCESS_KEY_ID": key["AccessKeyId"], "AWS_SECRET_ACCESS_KEY": key["SecretAccessKey"]}
+    finally:
+        checks_after(s3, b"inf")
+
+
+def checks_after(s3: S3, requests: bytes) -> None:
+    """moto checks credentials once it has answered this many more requests (b"inf": never)."""
+    reset = urllib.request.Request(
+        f"{s3.endpoint}/moto-api/reset-auth", data=requests, headers={"Content-Type": "application/octet-stream"}
+    )
+    urllib.request.urlopen(reset).close()
+
+
+def without_credentials(env: dict[str, str], home: Path) -> dict[str, str]:
+    """`env` with no AWS keys, no credentials file or profile, and the EC2 metadata service never asked
+    (nothing may leave loopback)."""
+    kept = {k: v for k, v in env.items() if k not in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
+    nowhere = str(home / "no-such-file")
+    return kept | {
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "AWS_SHARED_CREDENTIALS_FILE": nowhere,
+        "AWS_CONFIG_FILE": nowhere,
+    }
+
+
+def objects_under(s3: S3, prefix: str) -> list[str]:
+    import boto3
+
+    client = boto3.client("s3", endpoint_url=s3.endpoint, region_name="us-east-1", **TEST_KEYS)
+    return [o["Key"] for o in client.list_objects_v2(Bucket=s3.bucket, Prefix=prefix).get("Contents", [])]
+
+
+def test_an_object_store_source_without_good_credentials_stops_the_add_in_one_line(
+    cluster: RayCluster, s3: S3, tmp_path: Path
+) -> None:
+    """moto checks credentials: the driver's keys refused, or none, is one line naming the source and
+    the environment to set (said before the nodes are asked); the driver's keys good and the nodes'
+    refused is one line naming a node; nothing is written."""
+    source, db = f"s3://{s3.bucket}/creds-src/", tmp_path / "kb.lancedb"
+    s3.put("creds-src/log.md", b"# Harbour Log\n\nThe pilot boarded at dawn.\n")
+    with credentials_checked(s3) as allowed:
+        refused = {**RAY_ENV, **s3.env()}  # keys of no IAM user
+        missing = without_credentials(refused, tmp_path)
+        said = {}
+        for case, env in {"refused": refused, "missing": missing, "nodes": {**RAY_ENV, **allowed}}.items():
+            done = run_cli("--db", str(db), "add", source, "--ray", cluster.address, env=env, timeout=600)
+            assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
+            said[case] = done.stderr.strip().splitlines()[-1]
+    assert said["refused"].startswith(f"error: Cannot list {source}: the object store refused access with these")
+    assert said["missing"].startswith(f"error: Cannot list {source}: ")
+    assert all("AWS_ACCESS_KEY_ID" in said[case] for case in ("refused", "missing"))
+    assert (
+        said["nodes"].startswith("error: The Ray node ")
+        and f"cannot read {source}: the object store refused" in said["nodes"]
+    )
+    assert "AWS_* in their environment" in said["nodes"]
+    assert not list(db.glob("*.lance"))
+
+
+def test_an_object_store_knowledge_base_without_good_credentials_is_one_line(
+    cluster: RayCluster, s3: S3, tmp_path: Path
+) -> None:
+    """`--db s3://...` with keys moto refuses, or none: one line saying which, and nothing is written."""
+    folder = notes(tmp_path / "docs", 2)
+    prefix = "creds-kb"
+    with credentials_checked(s3):
+        refused = {**RAY_ENV, **s3.env()}
+        said = {}
+        for case, env in {"refused": refused, "missing": without_credentials(refused, tmp_path)}.items():
+            done = run_cli(
+                "--db", f"s3://{s3.bucket}/{prefix}", "add", str(folder), "--ray", cluster.address, env=env, timeout=600
+            )  # fmt: skip
+            assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
+            said[case] = done.stderr.strip().splitlines()[-1]
+    where = f"error: The knowledge base at s3://{s3.bucket}/{prefix} cannot be opened:"
+    assert said["refused"].startswith(f"{where} the object store refused the credentials (InvalidAccessKeyId")
+    assert said["missing"].startswith(f"{where} no credentials for the object store were found")
+    assert objects_under(s3, prefix) == []
 
 
 def test_a_driver_outside_the_cluster_adds_through_ray_client(cluster: RayCluster, tmp_path: Path) -> None:
