@@ -58,20 +58,19 @@ def pct(values: list[float], q: float) -> float:
     return float(np.percentile(values, q))
 
 
-async def recall_at_10(table: Any, vectors: list[np.ndarray], ef: int, refine_factor: int, limit: int) -> float:
-    """Mean share of the exact top 10 among the first 10 of an indexed search for `limit` rows."""
+async def recall_at_10(
+    table: Any, vectors: list[np.ndarray], ef: int, refine_factor: int, limit: int, where: str | None = None
+) -> float:
+    """Mean share of the exact top 10 among the first 10 of an indexed search for `limit` rows
+    (both under the prefilter `where`, when given)."""
     found = []
     for v in vectors:
-        ann = (
-            await (
-                table.query().nearest_to(v).distance_type("cosine").ef(ef).refine_factor(refine_factor).select(["id"])
-            )
-            .limit(limit)
-            .to_list()
-        )
-        exact = await (
-            table.query().nearest_to(v).distance_type("cosine").bypass_vector_index().select(["id"]).limit(10)
-        ).to_list()
+        ann = table.query().nearest_to(v).distance_type("cosine").ef(ef).refine_factor(refine_factor).select(["id"])
+        exact = table.query().nearest_to(v).distance_type("cosine").bypass_vector_index().select(["id"])
+        if where:
+            ann, exact = ann.where(where), exact.where(where)
+        ann = await ann.limit(limit).to_list()
+        exact = await exact.limit(10).to_list()
         found.append(len({r["id"] for r in ann[:10]} & {r["id"] for r in exact}) / 10)
     return statistics.mean(found)
 
@@ -125,11 +124,16 @@ async def measure(path: Path, queries: list[str]) -> dict[str, Any]:
     indexes = (await kb.store.index_names()).get(schema.CHUNKS, [])
     has_vector_index = any(not ix.startswith(("FTS", "BTree")) for ix in indexes)
     vectors = [await embedder.embed_query(q) for q in queries]
-    recall = leg_recall = None
+    recall = leg_recall = filtered_recall = None
+    # What the filtered view searches with (a --baseline side's code may not scale ef, nor prefilter).
+    filtered_ef = kb.search_settings(filtered.filter).ann_ef if hasattr(kb, "search_settings") else None
     if has_vector_index:
         ef, refine = search_settings.ann_ef, search_settings.ann_refine_factor
         recall = await recall_at_10(table, vectors, max(ef, 10 * refine), refine, 10)
         leg_recall = await recall_at_10(table, vectors, ef, refine, search_settings.candidates)
+        if filtered_ef is not None:
+            where = await kb.prefilter(filtered.filter)
+            filtered_recall = await recall_at_10(table, vectors, filtered_ef, refine, search_settings.candidates, where)
     breakdown = await phases(kb, corpus, embedder, queries[:30], LIMIT)
     filtered_breakdown = await phases(kb, filtered, embedder, queries[:20], LIMIT)
     chunks = await table.count_rows()
@@ -153,6 +157,8 @@ async def measure(path: Path, queries: list[str]) -> dict[str, Any]:
         "vector_index": has_vector_index,
         "recall_at_10": recall,  # a search for 10 rows, as the earlier figures were measured
         "leg_recall_at_10": leg_recall,  # the first 10 of the vector leg as search fetches it
+        "filtered_leg_recall_at_10": filtered_recall,  # the same under the filter's prefilter, at its ef
+        "filtered_ef": filtered_ef,
         "phases_ms": breakdown,
         "filtered_phases_ms": filtered_breakdown,
         "index_mb": index_mb,  # on disk, per index of the chunks table
@@ -208,17 +214,19 @@ def main() -> None:
         return
     print(
         f"{'chunks':>8} {'run':>3} {'p50 ms':>7} {'p95 ms':>7} {'base p50':>9} {'base p95':>9} "
-        f"{'added p50 (IQR)':>18} {'embed':>6} {'filtered (x)':>14} {'recall@10 10/leg':>16}"
+        f"{'added p50 (IQR)':>18} {'embed':>6} {'filtered (x)':>14} {'recall@10 10/leg/filtered':>25}"
     )
     for r in rows:
         extra = f"{r['added_p50_ms']:.1f} ({r['added_p25_ms']:.1f}-{r['added_p75_ms']:.1f})"
         filtered = f"{r['filtered_p50_ms']:.1f} ({r['filtered_ratio']:.2f})"
         recall = "no index"
         if r["recall_at_10"] is not None:
-            recall = f"{r['recall_at_10']:.3f}/{r['leg_recall_at_10']:.3f}"
+            filtered_recall = r.get("filtered_leg_recall_at_10")
+            filtered_recall = "-" if filtered_recall is None else f"{filtered_recall:.3f}"
+            recall = f"{r['recall_at_10']:.3f}/{r['leg_recall_at_10']:.3f}/{filtered_recall}"
         print(
             f"{r['chunks']:>8} {r['run']:>3} {r['p50_ms']:>7.1f} {r['p95_ms']:>7.1f} {r['baseline_p50_ms']:>9.1f} "
-            f"{r['baseline_p95_ms']:>9.1f} {extra:>18} {r['embed_p50_ms']:>6.1f} {filtered:>14} {recall:>16}"
+            f"{r['baseline_p95_ms']:>9.1f} {extra:>18} {r['embed_p50_ms']:>6.1f} {filtered:>14} {recall:>25}"
         )
     print(
         f"(base = query embedding + plain LanceDB hybrid, limit {FETCHED}, same ef/refine; added = median of "
