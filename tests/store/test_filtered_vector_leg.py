@@ -35,7 +35,12 @@ async def test_a_tenth_of_the_documents_at_a_tenth_of_ef(tmp_path: Path) -> None
         assert search.ann_ef == 52  # 512 x 6/60, rounded up (above the 10 x 4 rows refined)
         query = rng.normal(size=DIMENSION).astype(np.float32)
         found = await kb.store.candidates(
-            "harbour crane", query, search.candidates, prefilter, ef=search.ann_ef, refine_factor=search.ann_refine_factor
+            "harbour crane",
+            query,
+            search.candidates,
+            prefilter,
+            ef=search.ann_ef,
+            refine_factor=search.ann_refine_factor,
         )
     finally:
         await kb.close()
