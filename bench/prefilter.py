@@ -100,7 +100,7 @@ async def measure(kb: Path, docs: list[int], queries: int, bitmap: bool) -> dict
             for form, where in (("unfiltered", None), ("sql", sql), ("expr", expr)):
                 for leg, run in legs(table, where, share, has_vector).items():
                     variants[f"{leg} {form} ({index})"] = run
-            variants[f"plan sql ({index})"] = lambda _q, _v, t=table: t.query().where(sql).limit(1).explain_plan()
+            variants[f"plan sql ({index})"] = lambda _q, _v, t=table, s=sql: t.query().where(s).limit(1).explain_plan()
         spent: dict[str, list[float]] = {name: [] for name in variants}
         for i, (q, v) in enumerate(zip(texts, vectors, strict=False)):
             for name, run in variants.items():
