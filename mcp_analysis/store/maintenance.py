@@ -32,16 +32,17 @@ class StoreMaintenance(StoreBase):
         HNSW vector index; idempotent. Below `vector_index_min_rows` the exact scan is fast enough
         (about 10 ms at 10k chunks) and exact; above it, it is not (about 45 ms at 100k).
 
-        The chunks' ``document_id`` has a Bitmap index: a filtered view's prefilter is an IN list
-        of every document it passes, which a B-tree looks up value by value (at a million chunks
-        hundreds of ids cost a search more than the search itself; bench/prefilter.py), a bitmap
-        by one map look-up and a union. A knowledge base made with the B-tree gets the bitmap."""
+        ``document_id`` of chunks and items has a Bitmap index: a filtered view's prefilter is an
+        IN list of every document it passes, and the expansion reads its hits' documents' items by
+        an IN list too; a B-tree looks such lists up value by value (at a million chunks hundreds
+        of ids cost a search more than the search itself; bench/prefilter.py), a bitmap by one map
+        look-up and a union. A knowledge base made with the B-trees gets the bitmaps."""
         self.check_writable()
         wanted: list[tuple[str, str, Any]] = [
             (schema.CHUNKS, "content_fts", FTS(with_position=True)),
             (schema.CHUNKS, "id", BTree()),
             (schema.CHUNKS, "document_id", Bitmap()),
-            (schema.DOCUMENT_ITEMS, "document_id", BTree()),
+            (schema.DOCUMENT_ITEMS, "document_id", Bitmap()),
             (schema.DOCUMENT_META, "id", BTree()),
             (schema.DOCUMENT_META, "uri", BTree()),
             (schema.DOCUMENTS, "id", BTree()),
