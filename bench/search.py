@@ -75,8 +75,8 @@ async def recall_at_10(
     return statistics.mean(found)
 
 
-async def measure(path: Path, queries: list[str]) -> dict[str, Any]:
-    kb = await KnowledgeBase.open(settings_for(path))
+async def measure(path: Path, queries: list[str], mode: str = "hybrid") -> dict[str, Any]:
+    kb = await KnowledgeBase.open(settings_for(path, search={"mode": mode}))
     corpus = kb.corpus()
     embedder = await kb.embedder()
     search_settings = kb.settings.search
@@ -86,6 +86,10 @@ async def measure(path: Path, queries: list[str]) -> dict[str, Any]:
         await corpus.search(q, LIMIT)
 
     async def baseline(q: str) -> None:
+        if mode == "keyword":  # the full-text leg alone, as LanceDB runs it
+            fts = table.query().nearest_to_text(q, columns=["content_fts"]).select(COLUMNS)
+            await fts.limit(FETCHED).to_list()
+            return
         vector = await embedder.embed_query(q)
         await (
             table.query()
@@ -122,7 +126,7 @@ async def measure(path: Path, queries: list[str]) -> dict[str, Any]:
     embed = [await timed(embedder.embed_query, q) for q in queries[:20]]
 
     indexes = (await kb.store.index_names()).get(schema.CHUNKS, [])
-    has_vector_index = any(not ix.startswith(("FTS", "BTree")) for ix in indexes)
+    has_vector_index = any(ix.endswith("(vector)") for ix in indexes)
     vectors = [await embedder.embed_query(q) for q in queries]
     recall = leg_recall = filtered_recall = None
     # What the filtered view searches with (a --baseline side's code may not scale ef, nor prefilter).
@@ -134,8 +138,8 @@ async def measure(path: Path, queries: list[str]) -> dict[str, Any]:
         if filtered_ef is not None:
             where = await kb.prefilter(filtered.filter)
             filtered_recall = await recall_at_10(table, vectors, filtered_ef, refine, search_settings.candidates, where)
-    breakdown = await phases(kb, corpus, embedder, queries[:30], LIMIT)
-    filtered_breakdown = await phases(kb, filtered, embedder, queries[:20], LIMIT)
+    breakdown = await phases(kb, corpus, embedder, queries[:30], LIMIT, with_vector_leg=mode != "keyword")
+    filtered_breakdown = await phases(kb, filtered, embedder, queries[:20], LIMIT, with_vector_leg=mode != "keyword")
     chunks = await table.count_rows()
     index_mb = {
         f"{ix.index_type}({', '.join(ix.columns)})": round((getattr(ix, "size_bytes", 0) or 0) / 1e6, 1)
@@ -162,6 +166,7 @@ async def measure(path: Path, queries: list[str]) -> dict[str, Any]:
         "phases_ms": breakdown,
         "filtered_phases_ms": filtered_breakdown,
         "index_mb": index_mb,  # on disk, per index of the chunks table
+        "mode": mode,
         "ef": search_settings.ann_ef,
         "refine_factor": search_settings.ann_refine_factor,
     }
@@ -185,6 +190,12 @@ def main() -> None:
     )
     parser.add_argument("--add-docs", type=int, default=1000, help="Documents added to the largest size (maintenance).")
     parser.add_argument("--rebuild", action="store_true", help="Also time rebuilding the vector index after the add.")
+    parser.add_argument(
+        "--mode",
+        choices=["hybrid", "keyword"],
+        default="hybrid",
+        help="keyword: search.mode keyword against LanceDB's full-text query alone (no vector index needed).",
+    )
     parser.add_argument("--code", type=Path, help=argparse.SUPPRESS)  # one side of --baseline
     args = parser.parse_args()
     if args.baseline:
@@ -203,7 +214,7 @@ def main() -> None:
         anyio.run(build, path, size)
         print(f"built/checked {path} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
         for run in range(args.runs):
-            rows.append({"run": run + 1, **anyio.run(measure, path, queries)})
+            rows.append({"run": run + 1, **anyio.run(measure, path, queries, args.mode)})
         if "indexes" not in args.skip and not args.code and rows[-1]["vector_index"]:
             choices[size] = anyio.run(measure_index_choices, path, queries[:40], size <= args.index_builds_up_to)
     if "maintenance" not in args.skip and not args.code and args.add_docs:
@@ -228,10 +239,8 @@ def main() -> None:
             f"{r['chunks']:>8} {r['run']:>3} {r['p50_ms']:>7.1f} {r['p95_ms']:>7.1f} {r['baseline_p50_ms']:>9.1f} "
             f"{r['baseline_p95_ms']:>9.1f} {extra:>18} {r['embed_p50_ms']:>6.1f} {filtered:>14} {recall:>25}"
         )
-    print(
-        f"(base = query embedding + plain LanceDB hybrid, limit {FETCHED}, same ef/refine; added = median of "
-        "per-query differences, ours - base)"
-    )
+    base = "LanceDB's full-text query alone" if args.mode == "keyword" else "query embedding + plain LanceDB hybrid"
+    print(f"(base = {base}, limit {FETCHED}, same ef/refine; added = median of per-query differences, ours - base)")
     report_details(rows, choices, added)
     print(f"{describe()}; load at the end {machine()['load_1_5_15']}")
     summary = {"bench": "search", "machine": host, "limit": LIMIT, "fetched": FETCHED, "results": rows}
