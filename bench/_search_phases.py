@@ -61,8 +61,11 @@ def _timing(spent: dict[str, float]) -> Iterator[None]:
             setattr(owner, name, original)
 
 
-async def phases(kb: Any, corpus: Any, embedder: Any, queries: list[str], limit: int) -> dict[str, float]:
-    """Median ms per query of each phase, each leg alone, and the rest of the search."""
+async def phases(
+    kb: Any, corpus: Any, embedder: Any, queries: list[str], limit: int, with_vector_leg: bool = True
+) -> dict[str, float]:
+    """Median ms per query of each phase, each leg alone (the vector leg only with `with_vector_leg`), and
+    the rest of the search."""
     settings = kb.settings.search
     table = kb.store.table(schema.CHUNKS)
     per_query: dict[str, list[float]] = defaultdict(list)
@@ -82,10 +85,9 @@ async def phases(kb: Any, corpus: Any, embedder: Any, queries: list[str], limit:
         vector_leg = table.query().nearest_to(unit).distance_type("cosine").select(list(CHUNK_COLUMNS))
         vector_leg = vector_leg.limit(settings.candidates).ef(settings.ann_ef).refine_factor(settings.ann_refine_factor)
         keyword_leg = table.query().nearest_to_text(q, columns=["content_fts"]).select([*CHUNK_COLUMNS, "vector"])
-        legs: dict[str, Callable[[], Any]] = {
-            "vector_leg": vector_leg.to_list,
-            "keyword_leg": keyword_leg.limit(settings.candidates).to_arrow,
-        }
+        legs: dict[str, Callable[[], Any]] = {"keyword_leg": keyword_leg.limit(settings.candidates).to_arrow}
+        if with_vector_leg:
+            legs["vector_leg"] = vector_leg.to_list
         for name, leg in legs.items():
             started = time.perf_counter()
             await leg()

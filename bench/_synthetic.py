@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import random
-import shutil
 import sys
 import time
 import uuid
@@ -222,11 +221,18 @@ async def write(store: Store, rows: Iterable[DocumentRows], batch_docs: int = 25
 
 
 async def build(path: Path, chunks: int, chunks_per_doc: int = 20, seed: int = 1) -> Path:
-    """A knowledge base with `chunks` chunks of ~200 words (skipped when it already exists)."""
+    """A knowledge base with `chunks` chunks of ~200 words (skipped when it already exists).
+
+    A folder without the completion marker is never removed here: it may be an interrupted build,
+    or one another process is still indexing (a 1M build takes an hour on 2 shared cores)."""
     marker = path / ".synthetic-complete"
     if marker.exists():
         return path
-    shutil.rmtree(path, ignore_errors=True)  # an interrupted build: its rows would be written twice
+    if path.exists():
+        sys.exit(
+            f"{path} exists but its build did not complete: another process may still be building or indexing "
+            "it. Remove it to build it again, or point --dir elsewhere."
+        )
     started = time.perf_counter()
     words = vocabulary()
     vectors = await word_vectors(words)

@@ -58,26 +58,25 @@ def pct(values: list[float], q: float) -> float:
     return float(np.percentile(values, q))
 
 
-async def recall_at_10(table: Any, vectors: list[np.ndarray], ef: int, refine_factor: int, limit: int) -> float:
-    """Mean share of the exact top 10 among the first 10 of an indexed search for `limit` rows."""
+async def recall_at_10(
+    table: Any, vectors: list[np.ndarray], ef: int, refine_factor: int, limit: int, where: str | None = None
+) -> float:
+    """Mean share of the exact top 10 among the first 10 of an indexed search for `limit` rows
+    (both under the prefilter `where`, when given)."""
     found = []
     for v in vectors:
-        ann = (
-            await (
-                table.query().nearest_to(v).distance_type("cosine").ef(ef).refine_factor(refine_factor).select(["id"])
-            )
-            .limit(limit)
-            .to_list()
-        )
-        exact = await (
-            table.query().nearest_to(v).distance_type("cosine").bypass_vector_index().select(["id"]).limit(10)
-        ).to_list()
+        ann = table.query().nearest_to(v).distance_type("cosine").ef(ef).refine_factor(refine_factor).select(["id"])
+        exact = table.query().nearest_to(v).distance_type("cosine").bypass_vector_index().select(["id"])
+        if where:
+            ann, exact = ann.where(where), exact.where(where)
+        ann = await ann.limit(limit).to_list()
+        exact = await exact.limit(10).to_list()
         found.append(len({r["id"] for r in ann[:10]} & {r["id"] for r in exact}) / 10)
     return statistics.mean(found)
 
 
-async def measure(path: Path, queries: list[str]) -> dict[str, Any]:
-    kb = await KnowledgeBase.open(settings_for(path))
+async def measure(path: Path, queries: list[str], mode: str = "hybrid") -> dict[str, Any]:
+    kb = await KnowledgeBase.open(settings_for(path, search={"mode": mode}))
     corpus = kb.corpus()
     embedder = await kb.embedder()
     search_settings = kb.settings.search
@@ -87,6 +86,10 @@ async def measure(path: Path, queries: list[str]) -> dict[str, Any]:
         await corpus.search(q, LIMIT)
 
     async def baseline(q: str) -> None:
+        if mode == "keyword":  # the full-text leg alone, as LanceDB runs it
+            fts = table.query().nearest_to_text(q, columns=["content_fts"]).select(COLUMNS)
+            await fts.limit(FETCHED).to_list()
+            return
         vector = await embedder.embed_query(q)
         await (
             table.query()
@@ -123,15 +126,20 @@ async def measure(path: Path, queries: list[str]) -> dict[str, Any]:
     embed = [await timed(embedder.embed_query, q) for q in queries[:20]]
 
     indexes = (await kb.store.index_names()).get(schema.CHUNKS, [])
-    has_vector_index = any(not ix.startswith(("FTS", "BTree")) for ix in indexes)
+    has_vector_index = any(ix.endswith("(vector)") for ix in indexes)
     vectors = [await embedder.embed_query(q) for q in queries]
-    recall = leg_recall = None
+    recall = leg_recall = filtered_recall = None
+    # What the filtered view searches with (a --baseline side's code may not scale ef, nor prefilter).
+    filtered_ef = kb.search_settings(filtered.filter).ann_ef if hasattr(kb, "search_settings") else None
     if has_vector_index:
         ef, refine = search_settings.ann_ef, search_settings.ann_refine_factor
         recall = await recall_at_10(table, vectors, max(ef, 10 * refine), refine, 10)
         leg_recall = await recall_at_10(table, vectors, ef, refine, search_settings.candidates)
-    breakdown = await phases(kb, corpus, embedder, queries[:30], LIMIT)
-    filtered_breakdown = await phases(kb, filtered, embedder, queries[:20], LIMIT)
+        if filtered_ef is not None:
+            where = await kb.prefilter(filtered.filter)
+            filtered_recall = await recall_at_10(table, vectors, filtered_ef, refine, search_settings.candidates, where)
+    breakdown = await phases(kb, corpus, embedder, queries[:30], LIMIT, with_vector_leg=mode != "keyword")
+    filtered_breakdown = await phases(kb, filtered, embedder, queries[:20], LIMIT, with_vector_leg=mode != "keyword")
     chunks = await table.count_rows()
     index_mb = {
         f"{ix.index_type}({', '.join(ix.columns)})": round((getattr(ix, "size_bytes", 0) or 0) / 1e6, 1)
@@ -153,9 +161,12 @@ async def measure(path: Path, queries: list[str]) -> dict[str, Any]:
         "vector_index": has_vector_index,
         "recall_at_10": recall,  # a search for 10 rows, as the earlier figures were measured
         "leg_recall_at_10": leg_recall,  # the first 10 of the vector leg as search fetches it
+        "filtered_leg_recall_at_10": filtered_recall,  # the same under the filter's prefilter, at its ef
+        "filtered_ef": filtered_ef,
         "phases_ms": breakdown,
         "filtered_phases_ms": filtered_breakdown,
         "index_mb": index_mb,  # on disk, per index of the chunks table
+        "mode": mode,
         "ef": search_settings.ann_ef,
         "refine_factor": search_settings.ann_refine_factor,
     }
@@ -179,6 +190,12 @@ def main() -> None:
     )
     parser.add_argument("--add-docs", type=int, default=1000, help="Documents added to the largest size (maintenance).")
     parser.add_argument("--rebuild", action="store_true", help="Also time rebuilding the vector index after the add.")
+    parser.add_argument(
+        "--mode",
+        choices=["hybrid", "keyword"],
+        default="hybrid",
+        help="keyword: search.mode keyword against LanceDB's full-text query alone (no vector index needed).",
+    )
     parser.add_argument("--code", type=Path, help=argparse.SUPPRESS)  # one side of --baseline
     args = parser.parse_args()
     if args.baseline:
@@ -197,7 +214,7 @@ def main() -> None:
         anyio.run(build, path, size)
         print(f"built/checked {path} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
         for run in range(args.runs):
-            rows.append({"run": run + 1, **anyio.run(measure, path, queries)})
+            rows.append({"run": run + 1, **anyio.run(measure, path, queries, args.mode)})
         if "indexes" not in args.skip and not args.code and rows[-1]["vector_index"]:
             choices[size] = anyio.run(measure_index_choices, path, queries[:40], size <= args.index_builds_up_to)
     if "maintenance" not in args.skip and not args.code and args.add_docs:
@@ -208,22 +225,22 @@ def main() -> None:
         return
     print(
         f"{'chunks':>8} {'run':>3} {'p50 ms':>7} {'p95 ms':>7} {'base p50':>9} {'base p95':>9} "
-        f"{'added p50 (IQR)':>18} {'embed':>6} {'filtered (x)':>14} {'recall@10 10/leg':>16}"
+        f"{'added p50 (IQR)':>18} {'embed':>6} {'filtered (x)':>14} {'recall@10 10/leg/filtered':>25}"
     )
     for r in rows:
         extra = f"{r['added_p50_ms']:.1f} ({r['added_p25_ms']:.1f}-{r['added_p75_ms']:.1f})"
         filtered = f"{r['filtered_p50_ms']:.1f} ({r['filtered_ratio']:.2f})"
         recall = "no index"
         if r["recall_at_10"] is not None:
-            recall = f"{r['recall_at_10']:.3f}/{r['leg_recall_at_10']:.3f}"
+            filtered_recall = r.get("filtered_leg_recall_at_10")
+            filtered_recall = "-" if filtered_recall is None else f"{filtered_recall:.3f}"
+            recall = f"{r['recall_at_10']:.3f}/{r['leg_recall_at_10']:.3f}/{filtered_recall}"
         print(
             f"{r['chunks']:>8} {r['run']:>3} {r['p50_ms']:>7.1f} {r['p95_ms']:>7.1f} {r['baseline_p50_ms']:>9.1f} "
-            f"{r['baseline_p95_ms']:>9.1f} {extra:>18} {r['embed_p50_ms']:>6.1f} {filtered:>14} {recall:>16}"
+            f"{r['baseline_p95_ms']:>9.1f} {extra:>18} {r['embed_p50_ms']:>6.1f} {filtered:>14} {recall:>25}"
         )
-    print(
-        f"(base = query embedding + plain LanceDB hybrid, limit {FETCHED}, same ef/refine; added = median of "
-        "per-query differences, ours - base)"
-    )
+    base = "LanceDB's full-text query alone" if args.mode == "keyword" else "query embedding + plain LanceDB hybrid"
+    print(f"(base = {base}, limit {FETCHED}, same ef/refine; added = median of per-query differences, ours - base)")
     report_details(rows, choices, added)
     print(f"{describe()}; load at the end {machine()['load_1_5_15']}")
     summary = {"bench": "search", "machine": host, "limit": LIMIT, "fetched": FETCHED, "results": rows}

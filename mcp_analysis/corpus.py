@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
@@ -28,6 +29,7 @@ from mcp_analysis.embed.embedder import TextEmbedder, create_embedder
 from mcp_analysis.errors import AnalysisError, DocumentNotFoundError, EmbedderError
 from mcp_analysis.search.models import SearchResult
 from mcp_analysis.search.passages import search_passages
+from mcp_analysis.search.settings import SearchSettings
 from mcp_analysis.store.database import Store
 from mcp_analysis.store.filters import combine_filters, sql_in
 from mcp_analysis.store.models import ChunkRecord, DocumentItem, DocumentMeta
@@ -62,6 +64,7 @@ class _FilterView:
     order: list[str] = field(default_factory=list)
     position: dict[str, int] = field(default_factory=dict)
     prefilter: str | None = None  # built on first search; "" = every document passes
+    share: float = 1.0  # of all documents, this view's (set with the prefilter)
 
 
 MAX_QUERY_CHARS = 4000
@@ -199,7 +202,20 @@ class KnowledgeBase:
         if view.prefilter is None:
             everything = await self.visible(None)
             view.prefilter = "" if len(visible) >= len(everything) else sql_in("document_id", visible.keys())
+            view.share = len(visible) / max(len(everything), 1)
         return view.prefilter or None
+
+    def search_settings(self, document_filter: str | None) -> SearchSettings:
+        """The search settings of a view whose prefilter is built: under a prefilter, LanceDB's HNSW search
+        keeps walking the graph until it holds ef rows that pass, about ef / share nodes (10x the
+        unfiltered walk for a filter passing a tenth of the documents), so ef is scaled by the share
+        the view passes, never below the rows the vector leg refines (candidates x refine factor)."""
+        settings = self.settings.search
+        view = self._views.get(document_filter)
+        if view is None or not view.prefilter:
+            return settings
+        floor = settings.candidates * settings.ann_refine_factor
+        return settings.model_copy(update={"ann_ef": max(floor, math.ceil(settings.ann_ef * view.share))})
 
     def corpus(self, document_filter: str | None = None) -> Corpus:
         """A filtered view. The filter must already be validated (see `open_corpus`)."""
@@ -344,6 +360,7 @@ class Corpus:
             return []
         self.kb.searched = True
         prefilter = await self.kb.prefilter(self.filter)
+        settings = self.kb.search_settings(self.filter)
         self.kb.store.check_searchable()
         vector = None
         if settings.mode != "keyword":

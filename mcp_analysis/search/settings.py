@@ -32,7 +32,8 @@ class SearchSettings(BaseModel):
         ge=10,
         le=4096,
         description="HNSW search breadth when a vector index exists (at least candidates x ann_refine_factor; "
-        "bench/search.py chose it by recall@10 and p50).",
+        "bench/search.py chose it by recall@10 and p50); a filtered view uses it times the share of documents it "
+        "passes (bench/prefilter.py).",
     )
     ann_refine_factor: int = Field(4, ge=1, le=100, description="Re-rank this many times more ANN candidates exactly.")
     mode: Literal["hybrid", "keyword"] = Field(

@@ -18,6 +18,7 @@ chunker joined such headings, and other applications' databases, are read this w
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Sequence
@@ -28,13 +29,15 @@ import anyio
 import numpy as np
 
 from mcp_analysis.store import schema
-from mcp_analysis.store.filters import sql_quote
+from mcp_analysis.store.filters import sql_in, sql_quote
+from mcp_analysis.store.lance import col
 from mcp_analysis.store.reads import StoreReads
 from mcp_analysis.structure import HEADING_LABELS
 
 CHUNK_COLUMNS = ("id", "document_id", "content", "metadata", "order")
 _FOLLOWERS = 3  # chunks looked at after a bare heading (a heading over sub-headings over text)
 _WORD = re.compile(r"\w+")
+_LITERAL = re.compile(r"'((?:[^']|'')*)'")
 _LONGEST_BARE = 600  # characters: a longer chunk is never only headings and a few words (skips parsing it)
 
 
@@ -108,13 +111,13 @@ class StoreCandidates(StoreReads):
         keyword = table.query().nearest_to_text(query, columns=["content_fts"])
         keyword = keyword.select([*CHUNK_COLUMNS, *(["vector"] if unit is not None else [])]).limit(per_leg)
         if prefilter:
-            keyword = keyword.where(prefilter)
+            keyword = keyword.where(prefilter_expression(prefilter))
         nearest = None
         if unit is not None:
             nearest = table.query().nearest_to(unit).distance_type("cosine").select(list(CHUNK_COLUMNS))
             nearest = nearest.limit(per_leg).ef(max(ef, per_leg * refine_factor)).refine_factor(refine_factor)
             if prefilter:
-                nearest = nearest.where(prefilter)
+                nearest = nearest.where(prefilter_expression(prefilter))
         legs: dict[str, Any] = {"vector": [], "keyword": None}
 
         async def run(name: str, leg: Any) -> None:
@@ -212,6 +215,21 @@ def _absorb(into: Candidate, heading: Candidate) -> None:
 def _best(a: Any, b: Any, pick: Any) -> Any:
     values = [v for v in (a, b) if v is not None]
     return pick(values) if values else None
+
+
+@functools.lru_cache(maxsize=16)
+def prefilter_expression(prefilter: str) -> Any:
+    """A filtered view's ``document_id IN (...)`` as a LanceDB expression, which LanceDB takes without
+    parsing SQL text (an IN list of thousands of ids is hundreds of kB, parsed by each leg of every
+    search: bench/prefilter.py); any other prefilter as the SQL it is. Cached: a view's prefilter is
+    one string per metadata version (corpus.py)."""
+    head = "document_id IN ("
+    if not (prefilter.startswith(head) and prefilter.endswith(")")):
+        return prefilter
+    ids = [value.replace("''", "'") for value in _LITERAL.findall(prefilter, len(head))]
+    if sql_in("document_id", ids) != prefilter:  # not exactly an IN list of literals: keep the SQL
+        return prefilter
+    return col("document_id").isin(ids)
 
 
 def _unit(vector: np.ndarray) -> np.ndarray:

@@ -89,7 +89,8 @@ _import_dataset_without_pandas()
 
 with _overrides_as_on_python_312(), deferring(NAMESPACE_CLIENT, real=("lance_namespace.errors",)):
     import lancedb
-    from lancedb.index import FTS, BTree, HnswSq
+    from lancedb.expr import col
+    from lancedb.index import FTS, Bitmap, BTree, HnswSq
 
 
 async def table_names(db: lancedb.AsyncConnection) -> set[str]:
@@ -109,4 +110,4 @@ async def table_names(db: lancedb.AsyncConnection) -> set[str]:
             return names
 
 
-__all__ = ["FTS", "BTree", "HnswSq", "lancedb", "table_names"]
+__all__ = ["FTS", "BTree", "Bitmap", "HnswSq", "col", "lancedb", "table_names"]

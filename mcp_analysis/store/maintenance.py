@@ -11,7 +11,7 @@ from typing import Any
 
 from mcp_analysis.store import schema
 from mcp_analysis.store.base import StoreBase
-from mcp_analysis.store.lance import FTS, BTree, HnswSq
+from mcp_analysis.store.lance import FTS, Bitmap, BTree, HnswSq
 
 log = logging.getLogger(__name__)
 
@@ -30,13 +30,19 @@ class StoreMaintenance(StoreBase):
     async def ensure_indexes(self, vector_index_min_rows: int = 0) -> None:
         """Full-text index on chunks, scalar indexes on ids, and (for large knowledge bases) an
         HNSW vector index; idempotent. Below `vector_index_min_rows` the exact scan is fast enough
-        (about 10 ms at 10k chunks) and exact; above it, it is not (about 45 ms at 100k)."""
+        (about 10 ms at 10k chunks) and exact; above it, it is not (about 45 ms at 100k).
+
+        ``document_id`` of chunks and items has a Bitmap index: a filtered view's prefilter is an
+        IN list of every document it passes, and the expansion reads its hits' documents' items by
+        an IN list too; a B-tree looks such lists up value by value (at a million chunks hundreds
+        of ids cost a search more than the search itself; bench/prefilter.py), a bitmap by one map
+        look-up and a union. A knowledge base made with the B-trees gets the bitmaps."""
         self.check_writable()
         wanted: list[tuple[str, str, Any]] = [
             (schema.CHUNKS, "content_fts", FTS(with_position=True)),
             (schema.CHUNKS, "id", BTree()),
-            (schema.CHUNKS, "document_id", BTree()),
-            (schema.DOCUMENT_ITEMS, "document_id", BTree()),
+            (schema.CHUNKS, "document_id", Bitmap()),
+            (schema.DOCUMENT_ITEMS, "document_id", Bitmap()),
             (schema.DOCUMENT_META, "id", BTree()),
             (schema.DOCUMENT_META, "uri", BTree()),
             (schema.DOCUMENTS, "id", BTree()),
@@ -46,11 +52,14 @@ class StoreMaintenance(StoreBase):
             if table_name not in self.tables:
                 continue
             table = self.tables[table_name]
-            existing = {tuple(ix.columns) for ix in await table.list_indices()}
-            if (column,) in existing:
+            index = next((ix for ix in await table.list_indices() if ix.columns == [column]), None)
+            outdated = index is not None and isinstance(config, Bitmap) and index.index_type == "BTree"
+            if index is not None and not outdated:
                 continue
             if await table.count_rows() == 0:
                 continue
+            if outdated:
+                await table.drop_index(index.name)  # a second index on the column would not replace it
             await table.create_index(column, config=config, replace=True)
         chunks = self.tables[schema.CHUNKS]
         if vector_index_min_rows and await chunks.count_rows() >= vector_index_min_rows:

@@ -33,3 +33,32 @@ async def test_prefilter_is_built_once_per_metadata_version(tmp_path: Path) -> N
         assert later == "document_id IN ('alpha', 'beta', 'delta')"  # a new version: built again
     finally:
         await kb.close()
+
+
+async def test_a_filtered_view_scales_hnsw_breadth_by_the_share_it_passes(tmp_path: Path) -> None:
+    """LanceDB's HNSW walk under a prefilter goes on until ef rows pass (about ef / share nodes):
+    a view passing a tenth of the documents searches with a tenth of ef, never below the rows the
+    vector leg refines (candidates x refine factor)."""
+    db = tmp_path / "kb.lancedb"
+    store = await Store.open(db, create=True)
+    await store.initialize("test", 4)
+    await store.write_documents([document_rows(f"d{i}", 0)[0] for i in range(10)])
+    store.close()
+    kb = await KnowledgeBase.open(make_settings(db, sessions={"dir": tmp_path / "s"}, search={"candidates": 5}))
+    try:
+        assert kb.search_settings(None).ann_ef == 512
+        assert kb.search_settings("title = 'd3'").ann_ef == 512  # its prefilter is not built yet
+        await kb.prefilter("title = 'd3'")
+        assert kb.search_settings("title = 'd3'").ann_ef == 52  # 512 x 1/10, rounded up
+        await kb.prefilter("title != 'd3'")
+        assert kb.search_settings("title != 'd3'").ann_ef == 461  # 512 x 9/10
+        await kb.prefilter("title != 'nothing'")
+        assert kb.search_settings("title != 'nothing'").ann_ef == 512  # no prefilter: every document passes
+    finally:
+        await kb.close()
+    kb = await KnowledgeBase.open(make_settings(db, sessions={"dir": tmp_path / "s"}, search={"candidates": 50}))
+    try:
+        await kb.prefilter("title = 'd3'")
+        assert kb.search_settings("title = 'd3'").ann_ef == 200  # the 50 x 4 rows the leg refines
+    finally:
+        await kb.close()

@@ -92,7 +92,7 @@ async def test_same_dimension_other_model_is_also_refused(tmp_path: Path) -> Non
 async def test_indexes_exist_after_ingest(kb: KnowledgeBase) -> None:
     names = await kb.store.index_names()
     assert any("FTS(content_fts)" in n for n in names["chunks"])
-    assert any("BTree(document_id)" in n for n in names["chunks"])
+    assert any("Bitmap(document_id)" in n for n in names["chunks"])
     assert any("BTree(id)" in n for n in names["document_meta"])
     assert kb.store.settings is not None
     assert kb.store.settings.vector_dim == 384
