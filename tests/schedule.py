@@ -1,0 +1,23 @@
+"""The order the suite's modules are handed to the xdist workers: the longest first.
+
+`--dist loadfile` pins a module to one worker, and `--no-loadscope-reorder` (pyproject.toml)
+makes xdist hand the modules out in collection order (its default orders them by test count,
+which says little: one conformance test outlasts a hundred sandbox cases). A long module handed
+out last keeps one worker busy while the other idles; started first, the short modules fill the
+other worker around it. So the modules below, longest first, go before all others, which keep
+their order. The list comes from `--durations` (each module's setup, calls and teardowns, alone
+on one worker); a module missing from it costs only balance, never a result.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+#: Modules taking over ~20 s on one worker of a quiet 2-core machine, longest first.
+LONGEST_FIRST: tuple[str, ...] = ()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Move the listed modules to the front, longest first; a module's own tests keep their order."""
+    rank = {module: place for place, module in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
