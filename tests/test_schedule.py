@@ -26,4 +26,5 @@ def test_the_listed_modules_go_first_and_every_module_keeps_its_own_order() -> N
     collected = [Item(n) for n in ("tests/a.py::x", f"{second}::y", "tests/a.py::z", f"{first}::w", f"{second}::v")]
     items: list[pytest.Item] = collected  # type: ignore[assignment]
     pytest_collection_modifyitems(items)
-    assert [i.nodeid for i in items] == [f"{first}::w", f"{second}::y", f"{second}::v", "tests/a.py::x", "tests/a.py::z"]
+    expected = [f"{first}::w", f"{second}::y", f"{second}::v", "tests/a.py::x", "tests/a.py::z"]
+    assert [i.nodeid for i in items] == expected
