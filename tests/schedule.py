@@ -15,22 +15,29 @@ import os
 
 import pytest
 
-#: The modules over ~40 s alone on one worker at load average 10-17 (2 cores, 2026-12-01), longest first.
+#: The modules over ~60 s alone on one process at load average 10-21 (2 cores, 2026-12-01), longest first.
 LONGEST_FIRST: tuple[str, ...] = (
     "tests/ingest/ray/test_ray_ingest.py",
+    "tests/adversarial/test_ingest_files.py",
     "tests/watch/test_escapes.py",
+    "tests/adversarial/test_hostile_workbooks.py",
     "tests/server/test_transports.py",
+    "tests/agent/test_agent.py",
+    "tests/adversarial/test_hostile_formats.py",
     "tests/watch/test_subscriptions.py",
     "tests/watch/test_served_folder.py",
     "tests/server/test_scaleout.py",
+    "tests/agent/test_model_errors.py",
     "tests/server/test_table_exports.py",
+    "tests/adversarial/test_chart_memory.py",
+    "tests/adversarial/test_legacy_http_flood.py",
     "tests/watch/test_host_log.py",
+    "tests/adversarial/test_redis_store.py",
     "tests/test_logging_setup.py",
+    "tests/adversarial/test_host_calls.py",
     "tests/watch/test_deferred_compaction.py",
     "tests/server/test_view_cell.py",
-    "tests/server/test_chart_results.py",
-    "tests/server/test_conformance.py",
-    "tests/server/test_protocol.py",
+    "tests/haiku/test_mcp.py",
 )
 
 
