@@ -15,23 +15,30 @@ import os
 
 import pytest
 
-#: The modules over ~60 s alone on one process at load average 10-21 (2 cores, 2026-12-01), longest first.
+#: The modules over ~60 s alone on one process at load average 9-21 (2 cores, 2026-12-01), longest first.
 LONGEST_FIRST: tuple[str, ...] = (
     "tests/ingest/ray/test_ray_ingest.py",
     "tests/adversarial/test_ingest_files.py",
+    "tests/ingest/test_moves.py",
     "tests/watch/test_escapes.py",
     "tests/adversarial/test_hostile_workbooks.py",
     "tests/server/test_transports.py",
     "tests/agent/test_agent.py",
+    "tests/session/test_memory.py",
+    "tests/session/test_state_chunks.py",
     "tests/adversarial/test_hostile_formats.py",
+    "tests/ingest/test_pipeline.py",
     "tests/watch/test_subscriptions.py",
     "tests/watch/test_served_folder.py",
     "tests/server/test_scaleout.py",
     "tests/agent/test_model_errors.py",
     "tests/server/test_table_exports.py",
     "tests/adversarial/test_chart_memory.py",
+    "tests/ingest/test_formats_cli.py",
     "tests/adversarial/test_legacy_http_flood.py",
     "tests/watch/test_host_log.py",
+    "tests/ingest/test_object_sources.py",
+    "tests/ingest/test_pool.py",
     "tests/adversarial/test_redis_store.py",
     "tests/test_logging_setup.py",
     "tests/adversarial/test_host_calls.py",
