@@ -15,7 +15,7 @@ import os
 
 import pytest
 
-#: The modules over ~60 s alone on one process at load average 9-21 (2 cores, 2026-12-01), longest first.
+#: The modules over ~60 s alone on one process at load average 6-21 (2 cores, 2026-12-01), longest first.
 LONGEST_FIRST: tuple[str, ...] = (
     "tests/ingest/ray/test_ray_ingest.py",
     "tests/adversarial/test_ingest_files.py",
@@ -29,7 +29,9 @@ LONGEST_FIRST: tuple[str, ...] = (
     "tests/adversarial/test_hostile_formats.py",
     "tests/ingest/test_pipeline.py",
     "tests/watch/test_subscriptions.py",
+    "tests/cli/test_commands.py",
     "tests/watch/test_served_folder.py",
+    "tests/cli/test_batch_removal.py",
     "tests/server/test_scaleout.py",
     "tests/agent/test_model_errors.py",
     "tests/server/test_table_exports.py",
