@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,8 @@ import pytest
 from mcp_analysis.config import Settings, load_settings
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.sample import documents_dir, ensure_sample_kb
+from tests import schedule
+from tests.schedule import pytest_xdist_auto_num_workers  # noqa: F401  (read before pytest_configure)
 from tests.tiers import (  # noqa: F401  (pytest finds hooks by name here)
     pytest_collection_modifyitems,
     pytest_runtest_call,
@@ -52,6 +56,10 @@ def run_cli(
     )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(schedule, "tests.schedule")  # the longest modules start first
+
+
 def docs_block(page: str, lang: str = "python") -> str:
     """The first fenced `lang` block of the page docs/`page`."""
     body = (REPO / "docs" / page).read_text()
@@ -79,11 +87,28 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
             os.environ[key] = value
 
 
+def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder of this test run that all its xdist workers share (each has a base folder in it)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@contextmanager
+def run_lock(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[Path]:
+    """Hold the run-wide lock `name` (released if the holder dies): -> the run's shared folder."""
+    shared = run_folder(tmp_path_factory)
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield shared
+
+
 @pytest.fixture(scope="session")
 def sample_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The sample knowledge base, built once per test run."""
-    db = tmp_path_factory.mktemp("sample") / "sample.lancedb"
-    anyio.run(ensure_sample_kb, make_settings(db))
+    """The sample knowledge base, built once per test run: the first worker to need it builds it,
+    the others wait and find it built. Tests read it only (a test that writes copies it)."""
+    with run_lock(tmp_path_factory, "sample") as shared:
+        db = shared / "sample" / "sample.lancedb"
+        anyio.run(ensure_sample_kb, make_settings(db))
     return db
 
 

@@ -79,10 +79,15 @@ def kb(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str], 
     db = root / "kb.lancedb"
     added = run_cli("--db", str(db), "add", str(docs), env=INGEST_ENV, timeout=600)
     assert added.returncode == 0, added.stderr
-    listed = run_cli("--db", str(db), "list", "--json")
-    assert listed.returncode == 0, listed.stderr
-    ids = {Path(d["uri"]).name: d["id"] for d in json.loads(listed.stdout)}
-    return db, ids, added.stderr
+    return db, ids_by_name(db), added.stderr
+
+
+def ids_by_name(db: Path) -> dict[str, str]:
+    """File name -> document id, read from the table as it is on disk (no process started for it)."""
+    import lancedb
+
+    rows = lancedb.connect(str(db)).open_table("document_meta").to_arrow().select(["id", "uri"]).to_pylist()
+    return {Path(row["uri"]).name: row["id"] for row in rows}
 
 
 def _client(db: Path, tmp_path: Path, **env: str) -> Client:
@@ -221,7 +226,7 @@ async def test_tables_stored_without_their_size_are_bounded_while_decompressing(
     db = tmp_path / "kb.lancedb"
     assert run_cli("--db", str(db), "add", str(docs)).returncode == 0
     size = _as_before_sizes_were_kept(db, 300_000)  # 19 MB of CSV, over both bounds below
-    (old_id,) = [d["id"] for d in json.loads(run_cli("--db", str(db), "list", "--json").stdout)]
+    (old_id,) = ids_by_name(db).values()
     bounds = {"MCP_ANALYSIS_SANDBOX__MAX_MEMORY_MB": "16", "MCP_ANALYSIS_SERVER__MAX_TABLE_RESOURCE_CHARS": "1000000"}
     async with _client(db, tmp_path, **bounds) as client:
         entry = json.loads(await _read(client, f"documents:///{old_id}/tables.json"))[0]
@@ -238,7 +243,7 @@ async def test_tables_stored_without_their_size_are_bounded_while_decompressing(
     # Adding to such a knowledge base gives document_tables its new columns; old rows keep nulls.
     (docs / "new.csv").write_text("port,calls\nBergen,3\n", encoding="utf-8")
     assert run_cli("--db", str(db), "add", str(docs / "new.csv")).returncode == 0
-    new_id = next(d["id"] for d in json.loads(run_cli("--db", str(db), "list", "--json").stdout) if d["id"] != old_id)
+    new_id = ids_by_name(db)["new.csv"]
     async with _client(db, tmp_path) as client:
         assert json.loads(await _read(client, f"documents:///{new_id}/tables.json"))[0]["size"] == len(
             "port,calls\r\nBergen,3\r\n"
