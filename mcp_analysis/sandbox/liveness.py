@@ -11,7 +11,9 @@ a zombie, the process state in /proc (~0.1 ms).
 A kill is not an end: `kill -9` returns while the process still runs its way out (longer on a
 busy machine), and a call fed to it then dies with it. So a process with SIGKILL pending, or
 already exiting, counts as dead too (Linux: /proc/PID/status then /proc/PID/stat, in the order
-the kernel moves through them, tens of microseconds).
+the kernel moves through them, tens of microseconds). That narrows the window to the moment
+between taking the signal and starting to exit, not to nothing: a call that still falls in it
+fails as a death during a call does, with the variables kept.
 """
 
 from __future__ import annotations
@@ -44,11 +46,12 @@ class WorkerLiveness:
             poller = select.poll()
             poller.register(self._fd, select.POLLIN)
             try:
-                if poller.poll(0):
+                if poller.poll(0) or _dying(self.pid):
                     return False
+                # Once more: had the worker ended and its pid been reused meanwhile, /proc described another.
+                return not poller.poll(0)
             except OSError:
                 return _probe(self.pid)
-            return not _dying(self.pid)
         return _probe(self.pid)
 
     def close(self) -> None:
@@ -69,7 +72,8 @@ def _dying(pid: int | None) -> bool:
     """A kill on its way: SIGKILL pending, or the process exiting (Linux; elsewhere False).
 
     The masks are read before the flags: the kernel clears the pending bit when the process
-    takes the signal, then sets PF_EXITING, so one of the two is seen whichever comes first.
+    takes the signal, then sets PF_EXITING, so one of the two is seen unless the process is
+    between the two at both reads.
     """
     if pid is None:
         return False
@@ -78,7 +82,7 @@ def _dying(pid: int | None) -> bool:
             status = handle.read()
         with open(f"/proc/{pid}/stat", "rb") as handle:
             stat = handle.read()
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):
         return True  # gone between the poll and the read
     except OSError:
         return False  # no /proc here: the pidfd alone answers

@@ -15,6 +15,8 @@ names mean the builtins and reading cannot run user code, so a session is `Purit
 once any snippet it ran could change that: it defined a class or set an attribute (user code
 behind reads and reprs), bound one of those builtins' names or a name the prelude defines (the
 hits' repr runs the prelude's functions), named ``type``, ``property``, ``setattr`` and the like,
+named the prelude's private parts or an attribute starting with ``_`` (``_Record(...)``,
+``hit.__init__(...)``: a record of the caller's values, which the prelude's repr would consume),
 imported from ``collections`` (a ``defaultdict`` read inserts the key), or could not be parsed
 here. The prelude itself (our code: its reprs and item reads change nothing) is trusted. A
 session restored from a stored dump starts lost: which snippets made it is not known.
@@ -134,9 +136,20 @@ def spoils(tree: ast.Module | None, protected: frozenset[str] = frozenset()) -> 
             isinstance(node, ast.Attribute) and node.attr in _SUSPECT
         ):
             return True
+        if _reaches_inside(node, protected):
+            return True
         if any(name in _DANGEROUS or name in protected for name in _binds(node) if name):
             return True
     return False
+
+
+def _reaches_inside(node: ast.AST, protected: frozenset[str]) -> bool:
+    """Whether `node` names the prelude's private parts or an object's: `_Record(...)` or
+    `hit.__init__(...)` build a record from the caller's values (an iterator as its `headings`),
+    which the prelude's repr would then consume while the call counts as only looking."""
+    if isinstance(node, ast.Name):
+        return node.id.startswith("__") or (node.id.startswith("_") and node.id in protected)
+    return isinstance(node, ast.Attribute) and node.attr.startswith("_")
 
 
 def _binds(node: ast.AST) -> list[str | None]:

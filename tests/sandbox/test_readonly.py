@@ -50,6 +50,10 @@ SPOILING = [
     "Row = type('Row', (), {})",
     "for str in rows:\n    pass",
     "type X = int",  # a newer syntax than this Python parses: unknown, so spoiled
+    # a record of the caller's values: printing it would consume the iterator
+    "hit = _Record('hit', {'headings': iter(['h1', 'h2'])})",
+    "hit.__init__('hit', {'headings': iter(['h1'])})",
+    "hit._fields.append('x')",
 ]
 
 
