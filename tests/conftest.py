@@ -19,7 +19,6 @@ from mcp_analysis.config import Settings, load_settings
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.sample import documents_dir, ensure_sample_kb
 from tests import schedule
-from tests.schedule import pytest_xdist_auto_num_workers  # noqa: F401  (read before pytest_configure)
 from tests.tiers import (  # noqa: F401  (pytest finds hooks by name here)
     pytest_collection_modifyitems,
     pytest_runtest_call,

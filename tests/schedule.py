@@ -11,8 +11,6 @@ on one worker); a module missing from it costs only balance, never a result.
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 #: The modules over ~60 s alone on one process at load average 6-21 (2 cores, 2026-12-01), longest first.
@@ -54,13 +52,3 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Move the listed modules to the front, longest first; a module's own tests keep their order."""
     rank = {module: place for place, module in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
-
-
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
-    """`-n auto` (addopts): a process per core for the fast tier, whose tests only compute; half as
-    many again for runs with slow tests, which mostly wait on the processes they start (two processes
-    kept CI's two cores about 60 % busy). PYTEST_XDIST_AUTO_NUM_WORKERS, when set, still decides."""
-    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
-        return None
-    cores = len(os.sched_getaffinity(0))
-    return cores if "not slow" in (config.option.markexpr or "") else cores + (cores + 1) // 2
