@@ -61,7 +61,7 @@ def test_a_csv_cell_of_megabytes_is_kept_whole(pool: ConversionPool, tmp_path: P
     prepared = convert(pool, path)
     (table,) = prepared.tables
     csv.field_size_limit(2_000_000)
-    rows = list(csv.reader(io.StringIO(zstandard.decompress(table["csv"]).decode(), newline="")))
+    rows = list(csv.reader(io.StringIO(zstandard.decompress(table.csv).decode(), newline="")))
     assert rows == [["id", "payload"], ["1", blob], ["2", "small"]]
     assert max(len(c.embedding_text) for c in prepared.chunks) <= 20_000
 
@@ -101,7 +101,7 @@ def test_a_sheet_spanning_the_whole_grid_is_refused_by_name_and_the_other_sheets
     styled.write_blank(1_048_575, 16_383, None, book.add_format({"bold": True}))  # no value: not in the grid
     book.close()
     prepared = convert(pool, path)
-    assert [t["name"] for t in prepared.tables] == ["Data", "Styled"]
+    assert [t.name for t in prepared.tables] == ["Data", "Styled"]
     (warning,) = prepared.warnings
     assert "sheet 'Stray' could not be read" in warning
     assert "1,048,576 rows x 16,384 columns" in warning and "ingest.max_table_cells" in warning
@@ -161,7 +161,7 @@ def test_a_worker_whose_native_library_panicked_is_replaced_after_the_file(
     from tests.ingest.hostile_workbooks import dates_past_the_last_day
 
     prepared = convert(pool, dates_past_the_last_day(tmp_path / "dates.xlsx"))
-    assert [t["name"] for t in prepared.tables] == ["Data", "Dates"] and prepared.warnings == []
+    assert [t.name for t in prepared.tables] == ["Data", "Dates"] and prepared.warnings == []
     assert pool.pids() == []  # the worker that read it is gone
     started = pool.started
     path = tmp_path / "next.md"

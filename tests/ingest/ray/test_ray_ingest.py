@@ -74,6 +74,9 @@ def add(db: Path | str, *args: str, env: dict[str, str] | None = None) -> tuple[
     return done.returncode, json.loads(done.stdout), done.stderr
 
 
+# The module's first test: its timeout covers starting the two-node cluster too, then a local
+# and a Ray add of a mixed folder with OCR (over 300 s in a CI run beside another long module).
+@pytest.mark.timeout(900)
 def test_a_ray_add_makes_the_knowledge_base_a_local_add_makes(cluster: RayCluster, tmp_path: Path) -> None:
     """The sample's documents (Markdown, text, HTML, PDF, a scanned page, DOCX, a workbook): the same
     rows in every table, the same vectors, the same indexes; then a rerun adds nothing, and a changed
