@@ -9,14 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from mcp_analysis.store.candidates import prefilter_expression
-from mcp_analysis.store.database import Store
 from mcp_analysis.store.filters import sql_in
 from mcp_analysis.store.lance import col
-from tests.store.test_vector_leg import DIMENSION, _document
+from tests.store.test_vector_leg import indexed_store
 
 pytestmark = pytest.mark.anyio
 
@@ -37,12 +35,7 @@ def test_a_views_in_list_becomes_an_expression_anything_else_stays_sql() -> None
 
 
 async def test_both_legs_keep_to_the_documents_of_the_view(tmp_path: Path) -> None:
-    rng = np.random.default_rng(3)
-    vectors = rng.normal(size=(600, DIMENSION)).astype(np.float32)
-    store = await Store.open(tmp_path / "kb.lancedb", create=True)
-    await store.initialize("test", DIMENSION)
-    await store.write_documents([_document(i, vectors[i * 20 : (i + 1) * 20]) for i in range(30)])
-    await store.ensure_indexes(vector_index_min_rows=1)
+    store, vectors = await indexed_store(tmp_path / "kb.lancedb", seed=3)
     visible = {"doc-2", "doc-17", "doc-29"}
     try:
         found = await store.candidates("harbour crane", vectors[0], 30, sql_in("document_id", sorted(visible)))

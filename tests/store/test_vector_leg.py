@@ -38,13 +38,18 @@ def _document(index: int, vectors: np.ndarray) -> DocumentRows:
     return rows_of(doc_id, [], chunks)
 
 
-async def test_candidates_times_refine_factor_above_ef(tmp_path: Path) -> None:
-    rng = np.random.default_rng(5)
-    vectors = rng.normal(size=(600, DIMENSION)).astype(np.float32)
-    store = await Store.open(tmp_path / "kb.lancedb", create=True)
+async def indexed_store(path: Path, seed: int) -> tuple[Store, np.ndarray]:
+    """30 documents of 20 random chunks each, HNSW-indexed: a vector leg that walks a graph."""
+    vectors = np.random.default_rng(seed).normal(size=(600, DIMENSION)).astype(np.float32)
+    store = await Store.open(path, create=True)
     await store.initialize("test", DIMENSION)
     await store.write_documents([_document(i, vectors[i * 20 : (i + 1) * 20]) for i in range(30)])
     await store.ensure_indexes(vector_index_min_rows=1)
+    return store, vectors
+
+
+async def test_candidates_times_refine_factor_above_ef(tmp_path: Path) -> None:
+    store, vectors = await indexed_store(tmp_path / "kb.lancedb", seed=5)
     assert any(name.startswith("IvfHnsw") for name in (await store.index_names())["chunks"])
     try:
         found = await store.candidates("harbour crane", vectors[7], 100, None, ef=64, refine_factor=4)
