@@ -8,7 +8,10 @@ v1 and v2 of a manual) rank by chance. The fused score here weighs, for each can
 - its full-text score relative to the best candidate's (the words; 0 when that leg missed it),
 - how much of its document's title the query names (a version, a product: "MPL 2.0",
   "GPLv3", "libffi closures"), title words weighted by how rare they are among the candidates'
-  titles, so "license" in every title counts for little and "2.0" for much.
+  titles, so "license" in every title counts for little and "2.0" for much; a title carrying
+  another version than the one the query names loses part of it ("GPL 2": GPL-3, LGPL-2.1),
+- with `distinct`, the query's words scored (BM25) over the best candidates themselves, so a word
+  every near-duplicate shares counts for nothing and one that tells them apart for much.
 
 Candidates whose text repeats a better one of another document almost word for word are
 moved after the others, so the first hits are distinct passages, each under its own title.
@@ -34,7 +37,8 @@ class Weights:
     vector: float = 0.5
     keyword: float = 0.2
     title: float = 0.2
-    distinct: float = 0.0  # BM25 of the question over the best candidates themselves (see `distinctive`)
+    distinct: float = 0.05  # BM25 of the question over the best candidates themselves (see `distinctive`)
+    version: float = 0.25  # share of the title signal a title with another version than the query's loses
 
 
 WEIGHTS = Weights()
@@ -88,6 +92,20 @@ def title_match(query: Names, title: Names, idf: Callable[[str], float]) -> floa
     return sum(idf(w) for w in named) / total if total else 0.0
 
 
+def _numbers(words: frozenset[str]) -> set[str]:
+    return {w for w in words if w[0].isdigit()}
+
+
+def version_conflicts(query: Names, titles: dict[str, Names]) -> set[str]:
+    """The documents whose title carries a version number but not the one the query names, when
+    some candidate's title carries the named one ("GPL 2": GPL-3 and LGPL-2.1 conflict; GPL-2 and a
+    title without numbers do not). A query naming no title's number conflicts with nothing."""
+    named = _numbers(query.words) & set().union(*(_numbers(t.words) for t in titles.values()))
+    if not named:
+        return set()
+    return {d for d, t in titles.items() if _numbers(t.words) and not _numbers(t.words) & named}
+
+
 def distinctive(texts: Sequence[str], query: str) -> list[float]:
     """BM25 of the question's words over `texts` with the texts' own statistics, relative to the best
     (0..1): a word every candidate has ("license", "software") counts for nothing, one that tells
@@ -136,6 +154,8 @@ def rerank(
 
     names = Names.of(query)
     match = {doc_id: title_match(names, title, idf) for doc_id, title in titles.items()}
+    for doc_id in version_conflicts(names, titles):
+        match[doc_id] -= weights.version
     best_keyword = max((h.evidence.keyword or 0.0 for h in scored if h.evidence), default=0.0) or 1.0
     for hit in scored:
         evidence = hit.evidence

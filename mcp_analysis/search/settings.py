@@ -55,11 +55,12 @@ class SearchSettings(BaseModel):
     weight_keyword: float = Field(0.2, ge=0, le=10, description="Re-ranking: weight of the relative full-text score.")
     weight_title: float = Field(0.2, ge=0, le=10, description="Re-ranking: weight of the title the question names.")
     weight_distinct: float = Field(
-        0.0,
+        0.05,
         ge=0,
         le=10,
-        description="Re-ranking: weight of the question's words scored (BM25) over the candidates' text, headings, "
-        "title and file name with the candidates' own statistics (what tells near-duplicates apart).",
+        description="Re-ranking: weight of the question's words scored (BM25) over the best candidates' text, "
+        "headings, title and file name with those candidates' own statistics (what tells near-duplicates apart; "
+        "bench/passages.py chose 0.05).",
     )
     duplicate_overlap: float = Field(
         0.5,
