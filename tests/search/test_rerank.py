@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 from mcp_analysis.search.hybrid import Evidence, Hit
-from mcp_analysis.search.rerank import Names, Weights, distinct, distinctive, rerank, title_match, version_conflicts
+from mcp_analysis.search.rerank import (
+    Names,
+    Weights,
+    distinct,
+    distinctive,
+    keyword_scale,
+    rerank,
+    title_match,
+    version_conflicts,
+)
 from mcp_analysis.store.models import ChunkRecord
 
 TITLES = {"gpl2": "license-GPL-2", "gpl3": "license-GPL-3", "mpl2": "Mozilla Public License Version 2.0"}
@@ -44,8 +53,18 @@ def test_a_much_closer_meaning_beats_a_title_match_and_keyword_scores_are_relati
     only_three = Weights(vector=0.5, keyword=0.2, title=0.2, distinct=0.0, version=0.0)
     ranked = rerank(hits, "GPL 2 fee for copies", titles, only_three)
     assert [h.chunk.document_id for h in ranked] == ["gpl3", "notice", "gpl2"]
-    # 0.5 * 0.40 + 0.2 * 20/20: the best keyword score among the candidates counts as 1.
-    assert abs(ranked[1].score - 0.40) < 1e-9
+    # 0.5 * 0.40 + 0.2 * (20/20 / 2 + 20/(20 + 3 x 20) / 2): the best keyword score counts as 1 in the
+    # relative half; the saturating half knees at 3x the median of the found scores (2 and 20: 20).
+    assert abs(ranked[1].score - (0.20 + 0.2 * (0.5 + 0.5 * 20 / 80))) < 1e-9
+
+
+def test_one_keyword_outlier_neither_takes_the_whole_weight_nor_flattens_the_others() -> None:
+    scores = [100.0, 10.0, 9.0, 8.0, 0.0]
+    scaled = [keyword_scale(scores)(s) for s in scores]
+    relative = [s / 100.0 for s in scores]
+    assert scaled[0] < relative[0] == 1.0  # the outlier keeps less than the whole weight
+    assert scaled[1] - scaled[3] > relative[1] - relative[3]  # the others stay apart
+    assert scaled == sorted(scaled, reverse=True) and scaled[-1] == 0.0  # the order is kept; missed is 0
 
 
 def test_a_clause_repeated_by_another_document_moves_after_distinct_hits() -> None:
