@@ -51,9 +51,10 @@ class Fixed:
         self.fetch = passages_module.hybrid_search
 
     async def __call__(self, store: Any, vector: Any, query: str, *args: Any, **kwargs: Any) -> Any:
-        if query not in self.candidates:
-            self.candidates[query] = await self.fetch(store, vector, query, *args, **kwargs)
-        return copy.deepcopy(self.candidates[query])
+        key = (query, args, tuple(sorted(kwargs.items())))  # another search.candidates is another query
+        if key not in self.candidates:
+            self.candidates[key] = await self.fetch(store, vector, query, *args, **kwargs)
+        return copy.deepcopy(self.candidates[key])
 
 
 async def score(kb: KnowledgeBase, queries: list[dict[str, Any]], settings: Any, vectors: dict) -> dict[str, Any]:
