@@ -34,8 +34,8 @@ from mcp_analysis.search.hybrid import Hit
 
 @dataclass(frozen=True)
 class Weights:
-    """How much each signal counts in the fused score (settings search.weight_*, tuned on
-    bench/data/passages_queries.json's tune split)."""
+    """How much each signal counts in the fused score (settings search.weight_*; `version` has no
+    setting). Chosen with bench/rank_sweep.py on the tuning question sets (docs/ranking.md)."""
 
     vector: float = 0.5
     keyword: float = 0.25
@@ -46,7 +46,7 @@ class Weights:
 
 WEIGHTS = Weights()
 DISTINCT_AMONG = 20  # the distinctive-terms signal re-scores this many best candidates (bounds its cost)
-KEYWORD_SATURATION = 3.0  # a full-text score this many times the candidates' median counts 3/4 in its half
+KEYWORD_SATURATION = 3.0  # the saturating half of the full-text signal is 1/2 at this many times the median
 DUPLICATE_OVERLAP = 0.5  # share of the shorter chunk's word 5-grams two chunks share: near-duplicates
 _TOKEN = re.compile(r"[a-z]+|\d+(?:\.\d+)*")
 _VERSIONED = re.compile(r"([a-z]{2,})v(\d)")  # "gplv3" -> "gpl 3"

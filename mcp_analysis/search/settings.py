@@ -57,7 +57,7 @@ class SearchSettings(BaseModel):
         ge=0,
         le=10,
         description="Re-ranking: weight of the full-text score (half relative to the best candidate's, half "
-        "saturating at 3x the candidates' median).",
+        "saturating at 3x the candidates' median; bench/rank_sweep.py chose 0.25).",
     )
     weight_title: float = Field(0.2, ge=0, le=10, description="Re-ranking: weight of the title the question names.")
     weight_distinct: float = Field(
@@ -66,7 +66,7 @@ class SearchSettings(BaseModel):
         le=10,
         description="Re-ranking: weight of the question's words scored (BM25) over the best candidates' text, "
         "headings, title and file name with those candidates' own statistics (what tells near-duplicates apart; "
-        "bench/passages.py chose 0.06).",
+        "bench/rank_sweep.py chose 0.06).",
     )
     duplicate_overlap: float = Field(
         0.5,
