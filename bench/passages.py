@@ -17,8 +17,11 @@ adds a server of this tree with other settings (environment variables, e.g.
 
 Query sets: easy (shares the documents' words), hard tune (paraphrased, detail-seeking,
 near-duplicate documents); hard held-out only with --held-out (the split is fixed in the data
-file, each hard question's "split": tune on "tune", check "held_out" once after tuning); with
---context45 also the 45 queries of bench/context.py over 51 manuals (a second knowledge base).
+file, each hard question's "split"; both old splits have been looked at more than once and are
+tuning data now); with --context45 also the 45 queries of bench/context.py over 51 manuals (a
+second knowledge base). `--split fresh` adds the fresh held-out questions of
+bench/data/fresh_queries.json (plain and paraphrased, over the same 36 documents): run once,
+after tuning, with the final code, never to choose a setting.
 For each: hit@1, hit@5 and MRR@5 by document, answer@5 (the text the model is shown for a
 relevant hit contains the answer phrase), bare headings (hits whose text is a heading plus at
 most 3 words, over all top-5 lists) and the median characters of a search result's text (and
@@ -26,7 +29,7 @@ WordPiece tokens). With --curve, answer@5 against the `context` argument; then s
 interleaved calls (several rounds) and each server's RSS at the end.
 
     python bench/passages.py [--baseline REV] [--variant NAME:K=V,...] [--held-out] [--context45]
-                             [--curve] [--rounds 3] [--rebuild] [--out bench/results]
+                             [--split fresh] [--curve] [--rounds 3] [--rebuild] [--out bench/results]
 
 Targets: hard answer@5 >= 0.92, hit@5 1.0 and MRR >= 0.93; easy MRR@5 >= 0.97, hit@1 >= 0.93;
 median result text <= 6,000 characters; 0 bare headings; search p50 at most 1.2x the baseline's.
@@ -69,6 +72,7 @@ from mcp_analysis.embed.onnx_model import load_tokenizer
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "bench" / "data" / "passages_queries.json"
 CONTEXT45 = ROOT / "bench" / "data" / "context_queries.json"
+FRESH = ROOT / "bench" / "data" / "fresh_queries.json"
 DEFAULT_SIDES = {"rrf": {"MCP_ANALYSIS_SEARCH__RERANK": "false"}, "rerank": {}}
 CONTEXTS = (300, 600, 900, 1200, 2000, 4000)
 # Result size in tokens too, counted by the bundled WordPiece tokenizer (no truncation): a proxy for
@@ -154,10 +158,11 @@ async def check_labels(client: Client, spec: dict[str, Any], names: dict[str, st
     """Queries none of whose relevant documents (as ingested) contains the answer: labelling errors."""
     ids = {name: doc_id for doc_id, name in names.items()}
     content: dict[str, str] = {}
-    for name in {n for q in spec["hard"] + spec["easy"] for n in q["relevant"]}:
+    fresh = spec.get("fresh", {})
+    queries = spec["hard"] + spec["easy"] + fresh.get("hard", []) + fresh.get("easy", [])
+    for name in {n for q in queries for n in q["relevant"]}:
         read = await client.read_resource(f"documents:///{ids[name]}/content.txt")
         content[name] = "".join(getattr(c, "text", "") for c in read.contents)
-    queries = spec["hard"] + spec["easy"]
     return [q["q"] for q in queries if not any(contains_answer(content[n], q) for n in q["relevant"])]
 
 
@@ -181,6 +186,9 @@ def query_sets(spec: dict[str, Any], held_out: bool) -> dict[str, list[dict[str,
     sets = {"easy": spec["easy"], "hard tune": [q for q in spec["hard"] if q["split"] == "tune"]}
     if held_out:
         sets["hard held-out"] = [q for q in spec["hard"] if q["split"] == "held_out"]
+    if "fresh" in spec:
+        sets["fresh plain"] = spec["fresh"]["easy"]
+        sets["fresh hard"] = spec["fresh"]["hard"]
     return sets
 
 
@@ -271,17 +279,27 @@ def main() -> None:
     parser.add_argument("--variant", action="append", type=variant, default=[], help="NAME:KEY=VALUE,...")
     parser.add_argument("--held-out", action="store_true", help="also the held-out split (once, after tuning)")
     parser.add_argument("--context45", action="store_true", help="also the 45 queries of bench/context.py")
+    parser.add_argument(
+        "--split", choices=["fresh"], help="fresh: also the fresh held-out questions (once, after tuning, final code)"
+    )
     parser.add_argument("--curve", action="store_true", help="answer@5 against the context argument")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the cached knowledge bases")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = parser.parse_args()
     host = machine()
     spec = json.loads(DATA.read_text())
+    if args.split == "fresh":
+        spec["fresh"] = json.loads(FRESH.read_text())
     spec45 = json.loads(CONTEXT45.read_text()) if args.context45 else None
     cache = args.out / "passages"
     digest = copy_corpus(spec, cache / "corpus")
     digest45 = write_corpus(spec45, cache / "corpus45")[0] if spec45 else ""
-    r: dict[str, Any] = {"documents": len(spec["documents"]), "corpus": digest, "baseline": args.baseline}
+    r: dict[str, Any] = {
+        "documents": len(spec["documents"]),
+        "corpus": digest,
+        "baseline": args.baseline,
+        "split": args.split,
+    }
     with contextlib.ExitStack() as stack:
         codes = {"new": ROOT}
         if args.baseline:

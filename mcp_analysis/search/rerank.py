@@ -5,10 +5,16 @@ beats one whose meaning is much closer, and two versions of one text (GPL-2 and 
 v1 and v2 of a manual) rank by chance. The fused score here weighs, for each candidate:
 
 - its vector's cosine to the query's (meaning),
-- its full-text score relative to the best candidate's (the words; 0 when that leg missed it),
+- its full-text score (the words; 0 when that leg missed it), half relative to the best
+  candidate's and half saturating (score / (score + 3 x the candidates' median)), so one chunk
+  whose BM25 score stands far above the rest (a long guide naming every word) neither takes the
+  whole keyword weight nor flattens every other candidate's,
 - how much of its document's title the query names (a version, a product: "MPL 2.0",
   "GPLv3", "libffi closures"), title words weighted by how rare they are among the candidates'
-  titles, so "license" in every title counts for little and "2.0" for much.
+  titles, so "license" in every title counts for little and "2.0" for much; a title carrying
+  another version than the one the query names loses part of it ("GPL 2": GPL-3, LGPL-2.1),
+- with `distinct`, the query's words scored (BM25) over the best candidates themselves, so a word
+  every near-duplicate shares counts for nothing and one that tells them apart for much.
 
 Candidates whose text repeats a better one of another document almost word for word are
 moved after the others, so the first hits are distinct passages, each under its own title.
@@ -28,17 +34,19 @@ from mcp_analysis.search.hybrid import Hit
 
 @dataclass(frozen=True)
 class Weights:
-    """How much each signal counts in the fused score (settings search.weight_*, tuned on
-    bench/data/passages_queries.json's tune split)."""
+    """How much each signal counts in the fused score (settings search.weight_*; `version` has no
+    setting). Chosen with bench/rank_sweep.py on the tuning question sets (docs/ranking.md)."""
 
     vector: float = 0.5
-    keyword: float = 0.2
+    keyword: float = 0.25
     title: float = 0.2
-    distinct: float = 0.0  # BM25 of the question over the best candidates themselves (see `distinctive`)
+    distinct: float = 0.06  # BM25 of the question over the best candidates themselves (see `distinctive`)
+    version: float = 0.25  # share of the title signal a title with another version than the query's loses
 
 
 WEIGHTS = Weights()
 DISTINCT_AMONG = 20  # the distinctive-terms signal re-scores this many best candidates (bounds its cost)
+KEYWORD_SATURATION = 3.0  # the saturating half of the full-text signal is 1/2 at this many times the median
 DUPLICATE_OVERLAP = 0.5  # share of the shorter chunk's word 5-grams two chunks share: near-duplicates
 _TOKEN = re.compile(r"[a-z]+|\d+(?:\.\d+)*")
 _VERSIONED = re.compile(r"([a-z]{2,})v(\d)")  # "gplv3" -> "gpl 3"
@@ -88,6 +96,20 @@ def title_match(query: Names, title: Names, idf: Callable[[str], float]) -> floa
     return sum(idf(w) for w in named) / total if total else 0.0
 
 
+def _numbers(words: frozenset[str]) -> set[str]:
+    return {w for w in words if w[0].isdigit()}
+
+
+def version_conflicts(query: Names, titles: dict[str, Names]) -> set[str]:
+    """The documents whose title carries a version number but not the one the query names, when
+    some candidate's title carries the named one ("GPL 2": GPL-3 and LGPL-2.1 conflict; GPL-2 and a
+    title without numbers do not). A query naming no title's number conflicts with nothing."""
+    named = _numbers(query.words) & set().union(*(_numbers(t.words) for t in titles.values()))
+    if not named:
+        return set()
+    return {d for d, t in titles.items() if _numbers(t.words) and not _numbers(t.words) & named}
+
+
 def distinctive(texts: Sequence[str], query: str) -> list[float]:
     """BM25 of the question's words over `texts` with the texts' own statistics, relative to the best
     (0..1): a word every candidate has ("license", "software") counts for nothing, one that tells
@@ -113,6 +135,15 @@ def distinctive(texts: Sequence[str], query: str) -> list[float]:
     return [score / best for score in scores]
 
 
+def keyword_scale(scores: Sequence[float]) -> Callable[[float], float]:
+    """Full-text scores to 0..1: half relative to the best of `scores`, half saturating at
+    KEYWORD_SATURATION times their median (of those the full-text leg found, > 0)."""
+    best = max(scores, default=0.0) or 1.0
+    found = sorted(s for s in scores if s > 0)
+    knee = KEYWORD_SATURATION * (found[len(found) // 2] if found else 1.0)
+    return lambda score: 0.5 * score / best + 0.5 * score / (score + knee) if score > 0 else 0.0
+
+
 def rerank(
     hits: Sequence[Hit],
     query: str,
@@ -136,13 +167,15 @@ def rerank(
 
     names = Names.of(query)
     match = {doc_id: title_match(names, title, idf) for doc_id, title in titles.items()}
-    best_keyword = max((h.evidence.keyword or 0.0 for h in scored if h.evidence), default=0.0) or 1.0
+    for doc_id in version_conflicts(names, titles):
+        match[doc_id] -= weights.version
+    keyword = keyword_scale([h.evidence.keyword or 0.0 for h in scored if h.evidence])
     for hit in scored:
         evidence = hit.evidence
         assert evidence is not None
         hit.score = (
             weights.vector * evidence.cosine
-            + weights.keyword * (evidence.keyword or 0.0) / best_keyword
+            + weights.keyword * keyword(evidence.keyword or 0.0)
             + weights.title * match[hit.chunk.document_id]
         )
     if weights.distinct:

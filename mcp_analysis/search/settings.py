@@ -52,14 +52,21 @@ class SearchSettings(BaseModel):
         "their union (bench/passages.py chose 50).",
     )
     weight_vector: float = Field(0.5, ge=0, le=10, description="Re-ranking: weight of the chunk's vector's cosine.")
-    weight_keyword: float = Field(0.2, ge=0, le=10, description="Re-ranking: weight of the relative full-text score.")
-    weight_title: float = Field(0.2, ge=0, le=10, description="Re-ranking: weight of the title the question names.")
-    weight_distinct: float = Field(
-        0.0,
+    weight_keyword: float = Field(
+        0.25,
         ge=0,
         le=10,
-        description="Re-ranking: weight of the question's words scored (BM25) over the candidates' text, headings, "
-        "title and file name with the candidates' own statistics (what tells near-duplicates apart).",
+        description="Re-ranking: weight of the full-text score (half relative to the best candidate's, half "
+        "saturating at 3x the candidates' median; bench/rank_sweep.py chose 0.25).",
+    )
+    weight_title: float = Field(0.2, ge=0, le=10, description="Re-ranking: weight of the title the question names.")
+    weight_distinct: float = Field(
+        0.06,
+        ge=0,
+        le=10,
+        description="Re-ranking: weight of the question's words scored (BM25) over the best candidates' text, "
+        "headings, title and file name with those candidates' own statistics (what tells near-duplicates apart; "
+        "bench/rank_sweep.py chose 0.06).",
     )
     duplicate_overlap: float = Field(
         0.5,

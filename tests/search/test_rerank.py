@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 from mcp_analysis.search.hybrid import Evidence, Hit
-from mcp_analysis.search.rerank import Names, Weights, distinct, distinctive, rerank, title_match
+from mcp_analysis.search.rerank import (
+    Names,
+    Weights,
+    distinct,
+    distinctive,
+    keyword_scale,
+    rerank,
+    title_match,
+    version_conflicts,
+)
 from mcp_analysis.store.models import ChunkRecord
 
 TITLES = {"gpl2": "license-GPL-2", "gpl3": "license-GPL-3", "mpl2": "Mozilla Public License Version 2.0"}
@@ -41,10 +50,21 @@ def test_the_document_a_query_names_wins_a_close_call() -> None:
 def test_a_much_closer_meaning_beats_a_title_match_and_keyword_scores_are_relative() -> None:
     hits = [hit("gpl2", 0.30, 2.0), hit("gpl3", 0.75, None), hit("notice", 0.40, 20.0)]
     titles = {**TITLES, "notice": "Mozilla notice"}.__getitem__
-    ranked = rerank(hits, "GPL 2 fee for copies", titles, Weights(vector=0.5, keyword=0.2, title=0.2))
+    only_three = Weights(vector=0.5, keyword=0.2, title=0.2, distinct=0.0, version=0.0)
+    ranked = rerank(hits, "GPL 2 fee for copies", titles, only_three)
     assert [h.chunk.document_id for h in ranked] == ["gpl3", "notice", "gpl2"]
-    # 0.5 * 0.40 + 0.2 * 20/20: the best keyword score among the candidates counts as 1.
-    assert abs(ranked[1].score - 0.40) < 1e-9
+    # 0.5 * 0.40 + 0.2 * (20/20 / 2 + 20/(20 + 3 x 20) / 2): the best keyword score counts as 1 in the
+    # relative half; the saturating half knees at 3x the median of the found scores (2 and 20: 20).
+    assert abs(ranked[1].score - (0.20 + 0.2 * (0.5 + 0.5 * 20 / 80))) < 1e-9
+
+
+def test_one_keyword_outlier_neither_takes_the_whole_weight_nor_flattens_the_others() -> None:
+    scores = [100.0, 10.0, 9.0, 8.0, 0.0]
+    scaled = [keyword_scale(scores)(s) for s in scores]
+    relative = [s / 100.0 for s in scores]
+    assert scaled[0] < relative[0] == 1.0  # the outlier keeps less than the whole weight
+    assert scaled[1] - scaled[3] > relative[1] - relative[3]  # the others stay apart
+    assert scaled == sorted(scaled, reverse=True) and scaled[-1] == 0.0  # the order is kept; missed is 0
 
 
 def test_a_clause_repeated_by_another_document_moves_after_distinct_hits() -> None:
@@ -69,3 +89,19 @@ def test_distinctive_terms_tell_near_duplicates_apart() -> None:
     titles = {"gpl3": "licence", "lgpl": "licence"}.__getitem__
     ranked = rerank(hits, "linking rules", titles, Weights(distinct=0.1))
     assert [h.chunk.document_id for h in ranked] == ["lgpl", "gpl3"]
+
+
+def test_a_title_with_another_version_than_the_one_named_loses_part_of_its_match() -> None:
+    titles = {d: Names.of(t) for d, t in {**TITLES, "lgpl": "license-LGPL-2.1", "faq": "GPL FAQ"}.items()}
+    assert version_conflicts(Names.of("GPLv2: can I charge for copies?"), titles) == {"gpl3", "lgpl"}
+    assert version_conflicts(Names.of("MPL 2.0 courts"), titles) == {"gpl3", "lgpl"}  # 2.0 is version 2
+    assert version_conflicts(Names.of("LGPL 2.1 linking"), titles) == {"gpl2", "gpl3", "mpl2"}
+    # A number no candidate's title carries names no version; a title without numbers never conflicts.
+    assert version_conflicts(Names.of("at most 25 words"), titles) == set()
+    assert version_conflicts(Names.of("can I charge for copies?"), titles) == set()
+    # Meaning and words tie: the conflicting title loses the named version's whole title advantage and more.
+    hits = [hit("gpl3", 0.6, 10.0), hit("gpl2", 0.6, 10.0)]
+    score = {h.chunk.document_id: h.score for h in rerank(hits, "GPLv2 fees", TITLES.__getitem__)}
+    without = {h.chunk.document_id: h.score for h in rerank(hits, "GPLv2 fees", TITLES.__getitem__, Weights(version=0))}
+    assert score["gpl2"] == without["gpl2"] and score["gpl3"] < without["gpl3"]
+    assert abs(without["gpl3"] - score["gpl3"] - Weights().title * Weights().version) < 1e-9

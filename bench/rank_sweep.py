@@ -1,0 +1,167 @@
+"""Ranking settings side by side on the tuning question sets, in one process (seconds per setting).
+
+bench/passages.py measures a setting through stdio servers, minutes per run; choosing weights
+needs dozens of settings. This script opens the two knowledge bases bench/passages.py builds
+(36 Debian documents; 51 manuals for the 45 queries of bench/context.py), fetches each
+question's candidates once (`search.candidates` per leg, the store's query) and ranks them under
+every setting given, through the same code as the search tool (search_passages, then the tool's
+text for limit 5, context 900). Sets: easy, hard tune, hard held-out (tuning data since it was
+looked at twice) and context45; never the fresh split of bench/data/fresh_queries.json.
+
+    python bench/rank_sweep.py [--variant NAME:KEY=VALUE,...] [--misses] [--out bench/results]
+
+KEY is a search setting (weight_keyword=0.3) or, prefixed with "rerank.", a field of
+search/rerank.py's Weights that has no setting (rerank.version=0). Figures per set: hit@1,
+MRR@5, hit@5 by document, answer@5 (a relevant hit's text, as the tool shows it, holds the
+answer phrase), bare headings, median result text; the first variant is the defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import copy
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from _machine import describe, machine
+from context import bare_heading, build_kb, code_digest, contains_answer, hit_blocks, write_corpus
+from passages import CONTEXT45, DATA, ROOT, copy_corpus, variant
+
+import mcp_analysis.search.passages as passages_module
+from mcp_analysis.config import load_settings
+from mcp_analysis.corpus import KnowledgeBase
+from mcp_analysis.search.rerank import Weights
+from mcp_analysis.server import uris
+from mcp_analysis.tooling.search_hits import search_result
+
+KEYS = ("hit@1", "mrr@5", "hit@5", "answer@5", "bare_headings", "text_p50")
+
+
+class Fixed:
+    """Each question's candidates and vector, fetched once and handed out as copies (re-ranking
+    rewrites their scores)."""
+
+    def __init__(self) -> None:
+        self.candidates: dict[str, Any] = {}
+        self.fetch = passages_module.hybrid_search
+
+    async def __call__(self, store: Any, vector: Any, query: str, *args: Any, **kwargs: Any) -> Any:
+        key = (query, args, tuple(sorted(kwargs.items())))  # another search.candidates is another query
+        if key not in self.candidates:
+            self.candidates[key] = await self.fetch(store, vector, query, *args, **kwargs)
+        return copy.deepcopy(self.candidates[key])
+
+
+async def score(kb: KnowledgeBase, queries: list[dict[str, Any]], settings: Any, vectors: dict) -> dict[str, Any]:
+    visible = await kb.visible(None)
+    names = {doc_id: meta.uri.rsplit("/", 1)[-1] for doc_id, meta in visible.items()}
+    first = found = shown = bare = 0
+    reciprocal, sizes, misses = [], [], []
+    for query in queries:
+        if query["q"] not in vectors:
+            vectors[query["q"]] = await (await kb.embedder()).embed_query(query["q"])
+        results = await passages_module.search_passages(
+            kb.store, vectors[query["q"]], query["q"], 5, None, visible, settings
+        )
+        resource = uris.document_file("{document_id}", "content.txt")
+        out, text = search_result("bench", query["q"], results, 900, settings.max_context_chars, "", 10**9, resource)
+        ranks = [i for i, h in enumerate(out.results, 1) if names.get(h.document_id) in set(query["relevant"])]
+        blocks = hit_blocks(text, [h.chunk_id for h in out.results])
+        answered = any(contains_answer(blocks.get(out.results[r - 1].chunk_id, ""), query) for r in ranks)
+        found += bool(ranks)
+        first += bool(ranks) and ranks[0] == 1
+        shown += answered
+        reciprocal.append(1 / ranks[0] if ranks else 0.0)
+        bare += sum(bare_heading(h.model_dump()) for h in out.results)
+        sizes.append(len(text))
+        if not ranks or ranks[0] != 1 or not answered:
+            misses.append({"q": query["q"], "rank": ranks[0] if ranks else None, "answer_shown": answered})
+    n = len(queries)
+    return {
+        "n": n,
+        "hit@1": first / n,
+        "mrr@5": sum(reciprocal) / n,
+        "hit@5": found / n,
+        "answer@5": shown / n,
+        "bare_headings": bare,
+        "text_p50": statistics.median(sizes),
+        "misses": misses,
+    }
+
+
+def knowledge_bases(cache: Path) -> dict[str, Path]:
+    spec, spec45 = json.loads(DATA.read_text()), json.loads(CONTEXT45.read_text())
+    digest = copy_corpus(spec, cache / "corpus")
+    digest45 = write_corpus(spec45, cache / "corpus45")[0]
+    dbs = {}
+    for name, corpus, key in (("kb", "corpus", digest), ("kb45", "corpus45", digest45)):
+        dbs[name] = cache / f"{name}-{key}-{code_digest(ROOT)}.lancedb"
+        build_kb(ROOT, cache / corpus, dbs[name], cache, False)
+    return dbs
+
+
+async def measure(dbs: dict[str, Path], variants: list[tuple[str, dict[str, str]]]) -> dict[str, Any]:
+    spec, spec45 = json.loads(DATA.read_text()), json.loads(CONTEXT45.read_text())
+    sets = {
+        "kb": {
+            "easy": spec["easy"],
+            "hard tune": [q for q in spec["hard"] if q["split"] == "tune"],
+            "hard held-out": [q for q in spec["hard"] if q["split"] == "held_out"],
+        },
+        "kb45": {"context45": spec45["queries"]},
+    }
+    fixed = Fixed()
+    passages_module.hybrid_search = fixed  # type: ignore[assignment]
+    out: dict[str, dict[str, Any]] = {name: {} for name, _ in variants}
+    for kb_name, db in dbs.items():
+        base = load_settings(db=str(db))
+        kb = await KnowledgeBase.open(base)
+        vectors: dict[str, Any] = {}
+        try:
+            for name, env in variants:
+                fields = {k: v for k, v in env.items() if not k.startswith("rerank.")}
+                extra = {k.removeprefix("rerank."): float(v) for k, v in env.items() if k.startswith("rerank.")}
+                settings = type(base.search).model_validate({**base.search.model_dump(), **fields})
+                passages_module.Weights = lambda *a, _extra=extra: Weights(*a, **_extra)  # type: ignore[misc]
+                for set_name, queries in sets[kb_name].items():
+                    out[name][set_name] = await score(kb, queries, settings, vectors)
+        finally:
+            passages_module.Weights = Weights  # type: ignore[misc]
+            await kb.close()
+    return out
+
+
+def report(results: dict[str, Any], misses: bool) -> None:
+    for name, sets in results.items():
+        print(f"\n{name}")
+        for set_name, m in sets.items():
+            cells = "  ".join(
+                f"{k} {m[k]:,.0f}" if k in ("bare_headings", "text_p50") else f"{k} {m[k]:.3f}" for k in KEYS
+            )
+            print(f"  {set_name:<14}{m['n']:>4}  {cells}")
+            for miss in m["misses"] if misses else ():
+                print(f"      rank {miss['rank']}, answer shown {miss['answer_shown']}: {miss['q']}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--variant", action="append", type=variant, default=[], help="NAME:KEY=VALUE,...")
+    parser.add_argument("--misses", action="store_true", help="list each set's questions missed at rank 1 or answer")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    args = parser.parse_args()
+    host = machine()
+    dbs = knowledge_bases(args.out / "passages")
+    results = asyncio.run(measure(dbs, [("defaults", {}), *args.variant]))
+    report(results, args.misses)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"rank_sweep-{time.strftime('%Y%m%d-%H%M%S')}.json").write_text(json.dumps(results, indent=2))
+    print(f"{describe()}; load at the start {host['load_1_5_15']}, at the end {machine()['load_1_5_15']}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
