@@ -10,7 +10,7 @@ for `watch.settle_seconds`, so a file still being written or copied is never rea
 still moving waits for the next round. When applying fails as a whole (the store unreachable,
 the disk full), the paths are tried again after a backoff (1 s doubling to 60 s) instead of
 waiting for another event on them; a file that cannot be read is reported, not retried.
-The watched folders themselves are checked every `ROOT_POLL_SECONDS`: one gone (or a mount point
+The watched folders themselves are checked every `watch.root_poll_seconds`: one gone (or a mount point
 with nothing mounted on it) is logged and keeps its documents; one back, or replaced by another
 folder, is logged, watched anew (the OS watcher's watches went with the old folder) and mirrored
 whole.
@@ -47,7 +47,6 @@ RETRY_MAX_SECONDS = 60.0
 OVERDUE_IDLE_PERIODS = 30
 RESTART_SECONDS = 1.0  # before the OS watcher is set up again after it failed; doubles while it keeps failing
 RESTART_MAX_SECONDS = 60.0
-ROOT_POLL_SECONDS = 2.0  # how often the watched folders themselves are checked (gone, back, replaced)
 
 
 def signature(path: Path) -> Signature:
@@ -203,7 +202,7 @@ class FolderWatcher:
         async with send:
             known = await anyio.to_thread.run_sync(lambda: {f: self.mirror.identity(f) for f in folders})
             while True:
-                await anyio.sleep(ROOT_POLL_SECONDS)
+                await anyio.sleep(self.settings.root_poll_seconds)
                 now = await anyio.to_thread.run_sync(lambda: {f: self.mirror.identity(f) for f in folders})
                 changed = [f for f in folders if now[f] != known[f]]
                 for folder in changed:
