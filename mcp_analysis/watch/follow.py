@@ -114,6 +114,7 @@ class FolderWatcher:
         """Start watching, mirror every folder (reported through `task_status`), then follow events."""
         send, receive = anyio.create_memory_object_stream[set[Path]](max_buffer_size=math.inf)
         async with anyio.create_task_group() as tg:
+            tg.start_soon(self._stop_watching_when_cancelled)
             await tg.start(self._events, send.clone())
             tg.start_soon(self._roots, send)
             while True:
@@ -126,6 +127,14 @@ class FolderWatcher:
             self._applied(report, "start")
             task_status.started(report)
             await self._follow(receive)
+
+    async def _stop_watching_when_cancelled(self) -> None:
+        """The OS watcher's thread returns on events, on its stop event or after 5 s, and cancelling
+        waits for it: so the stop event is set as soon as this watcher is cancelled (it ends in a step)."""
+        try:
+            await anyio.sleep_forever()
+        finally:
+            self._rewatch.set()
 
     def _wanted(self, _change: object, raw: str) -> bool:
         found = relative_to_any(Path(raw), self.mirror.folders)
