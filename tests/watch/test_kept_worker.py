@@ -59,6 +59,8 @@ async def test_a_change_soon_after_another_uses_the_same_worker_and_idle_ends_it
             await _until(lambda: len(seen) >= 1, "the first change applied")
             [worker] = mirror.pool.pids()
             assert psutil.pid_exists(worker)
+            # Once the tables are compacted the watcher is idle: only keep_worker_seconds keeps the worker.
+            await _until(lambda: not mirror.uncompacted, "the tables compacted after the first change")
             (folder / "two.md").write_text("# Two\n\nThe gannet dives for fish.\n")
             await _until(lambda: len(seen) >= 2, "the second change applied")
             assert await documents() == {"one.md", "two.md"}
