@@ -10,7 +10,7 @@ for `watch.settle_seconds`, so a file still being written or copied is never rea
 still moving waits for the next round. When applying fails as a whole (the store unreachable,
 the disk full), the paths are tried again after a backoff (1 s doubling to 60 s) instead of
 waiting for another event on them; a file that cannot be read is reported, not retried.
-The watched folders themselves are checked every `ROOT_POLL_SECONDS`: one gone (or a mount point
+The watched folders themselves are checked every `watch.root_poll_seconds`: one gone (or a mount point
 with nothing mounted on it) is logged and keeps its documents; one back, or replaced by another
 folder, is logged, watched anew (the OS watcher's watches went with the old folder) and mirrored
 whole.
@@ -47,7 +47,6 @@ RETRY_MAX_SECONDS = 60.0
 OVERDUE_IDLE_PERIODS = 30
 RESTART_SECONDS = 1.0  # before the OS watcher is set up again after it failed; doubles while it keeps failing
 RESTART_MAX_SECONDS = 60.0
-ROOT_POLL_SECONDS = 2.0  # how often the watched folders themselves are checked (gone, back, replaced)
 
 
 def signature(path: Path) -> Signature:
@@ -115,6 +114,7 @@ class FolderWatcher:
         """Start watching, mirror every folder (reported through `task_status`), then follow events."""
         send, receive = anyio.create_memory_object_stream[set[Path]](max_buffer_size=math.inf)
         async with anyio.create_task_group() as tg:
+            tg.start_soon(self._stop_watching_when_cancelled)
             await tg.start(self._events, send.clone())
             tg.start_soon(self._roots, send)
             while True:
@@ -127,6 +127,14 @@ class FolderWatcher:
             self._applied(report, "start")
             task_status.started(report)
             await self._follow(receive)
+
+    async def _stop_watching_when_cancelled(self) -> None:
+        """The OS watcher's thread returns on events, on its stop event or after 5 s, and cancelling
+        waits for it: so the stop event is set as soon as this watcher is cancelled (it ends in a step)."""
+        try:
+            await anyio.sleep_forever()
+        finally:
+            self._rewatch.set()
 
     def _wanted(self, _change: object, raw: str) -> bool:
         found = relative_to_any(Path(raw), self.mirror.folders)
@@ -203,7 +211,7 @@ class FolderWatcher:
         async with send:
             known = await anyio.to_thread.run_sync(lambda: {f: self.mirror.identity(f) for f in folders})
             while True:
-                await anyio.sleep(ROOT_POLL_SECONDS)
+                await anyio.sleep(self.settings.root_poll_seconds)
                 now = await anyio.to_thread.run_sync(lambda: {f: self.mirror.identity(f) for f in folders})
                 changed = [f for f in folders if now[f] != known[f]]
                 for folder in changed:

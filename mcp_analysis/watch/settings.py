@@ -48,6 +48,13 @@ class WatchSettings(BaseModel):
         "folded into the indexes (search reads the rows written meanwhile unindexed; in a folder that never goes quiet "
         "compaction runs after 30 such periods anyway); `sync` compacts at its end.",
     )
+    root_poll_seconds: float = Field(
+        2.0,
+        gt=0,
+        le=600,
+        description="How often the watched folders themselves are checked: one gone (deleted, unmounted) is "
+        "noticed, and one back or replaced is mirrored whole, within this long.",
+    )
     lease_seconds: float = Field(
         30,
         ge=1,

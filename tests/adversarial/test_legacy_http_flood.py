@@ -25,7 +25,9 @@ pytestmark = pytest.mark.anyio
 VICTIM, ATTACKER, BYSTANDER = "10.0.0.1", "10.0.0.66", "10.0.0.2"
 PER_CLIENT = 20
 TOTAL = 60
-UNUSED_TTL = 20  # long enough that the dozen requests filling the server fit in it on a loaded machine
+# Long enough that the dozen requests filling the server fit in it on a loaded machine, once the
+# server has loaded its search (the victim searches first: a starting server warms it up meanwhile).
+UNUSED_TTL = 10
 HELD = 3600  # unused sessions outlive the test: what is measured is the bound, not their expiry
 
 
@@ -77,7 +79,10 @@ async def test_sessions_that_made_no_call_end_soon_and_make_room(sample_db: Path
         async with sdk_client(server, VICTIM, mode="legacy") as victim, httpx2.AsyncClient(timeout=60) as http:
             first = await victim.call_tool("execute_code", {"code": "victim_total = 12345"})
             assert first.structured_content["success"], text(first)
+            searched = await victim.call_tool("search", {"query": "revenue", "limit": 1})  # the search loaded
+            assert not searched.is_error, text(searched)
             unused, used = LegacyWire(server, http, ATTACKER), LegacyWire(server, http, ATTACKER)
+            opened = anyio.current_time()  # `unused` ends UNUSED_TTL after its opening, which comes later
             await unused.open()
             await used.open()
             assert (await used.post("tools/list")).status_code == 200  # a call: the session lives its full TTL
@@ -88,7 +93,7 @@ async def test_sessions_that_made_no_call_end_soon_and_make_room(sample_db: Path
             assert statuses.count(200) >= 8 and set(statuses) <= {200, 503}, statuses
             full = await bare_initialize(server, http, "10.3.0.1")
             assert full[0] == 503 and "sessions.max_sessions" in full[1], full
-            await anyio.sleep(UNUSED_TTL + 2.5)
+            await anyio.sleep_until(opened + UNUSED_TTL + 2.5)
             gone = await unused.post("tools/list")
             assert gone.status_code == 404, gone.text
             alive = await used.post("tools/list")

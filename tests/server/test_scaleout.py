@@ -66,6 +66,8 @@ class Cluster:
             "MCP_ANALYSIS_SESSIONS__LOCK_TIMEOUT": str(LOCK_TIMEOUT),
             "MCP_ANALYSIS_SERVER__WATCH_INTERVAL": "0.5",
             "MCP_ANALYSIS_SANDBOX__WORKERS": "1",
+            # An outage fails a call at once, not after 3 retries (~5 s a call): the store is on loopback.
+            "MCP_ANALYSIS_STORAGE_OPTIONS": '{"client_max_retries": "0"}',
         }
 
     def start_replica(self, index: int | None = None) -> HttpServer:

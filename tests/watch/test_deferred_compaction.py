@@ -108,9 +108,9 @@ async def test_a_folder_that_never_goes_quiet_is_compacted_all_the_same(tmp_path
     watcher idle: compaction still runs once changes have waited 30 idle periods."""
     env = {"XDG_DATA_HOME": str(tmp_path / "data"), "MCP_ANALYSIS_WATCH__SETTLE_SECONDS": "0.1"}
     folder, db = synced(tmp_path, env)
-    busy = {  # a new file every 0.15 s, each seen 0.05 s after it was written; overdue after 12 s
+    busy = {  # a new file every 0.1 s, each seen 0.05 s after it was written; overdue after 7.5 s
         **env,
-        "MCP_ANALYSIS_WATCH__OPTIMIZE_IDLE_SECONDS": "0.4",
+        "MCP_ANALYSIS_WATCH__OPTIMIZE_IDLE_SECONDS": "0.25",
         "MCP_ANALYSIS_WATCH__DEBOUNCE_SECONDS": "0.05",
     }
     (folder / "batch" / "n00.md").unlink()  # a change for the start-up mirror to log
@@ -124,7 +124,7 @@ async def test_a_folder_that_never_goes_quiet_is_compacted_all_the_same(tmp_path
                 while not compacted:
                     n += 1
                     note(folder / f"journal-{n}.md", "Journal", f"Entry {n}: the tide turned at {n % 12} o'clock.")
-                    await anyio.sleep(0.15)
+                    await anyio.sleep(0.1)
 
             group.start_soon(keep_saving)
             await eventually(lambda: _has_unindexed(db), "a saved file's rows, unindexed")

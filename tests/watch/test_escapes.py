@@ -22,7 +22,6 @@ import anyio
 import pytest
 
 from mcp_analysis.corpus import KnowledgeBase
-from mcp_analysis.watch.follow import ROOT_POLL_SECONDS
 from tests.conftest import REPO, make_settings, run_cli
 from tests.mcp_helpers import HttpServer, http_server
 from tests.watch.polling import eventually
@@ -30,6 +29,9 @@ from tests.watch.polling import eventually
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(900)]
 
 SECRET = "The vault code is 4711, never to be ingested."
+#: The servers check their watched folders this often (watch.root_poll_seconds; 2 s by default).
+ROOT_POLL_SECONDS = 0.5
+ROOT_POLL = {"MCP_ANALYSIS_WATCH__ROOT_POLL_SECONDS": str(ROOT_POLL_SECONDS)}
 
 
 def note(path: Path, title: str, body: str) -> Path:
@@ -169,6 +171,7 @@ def server(place: Path) -> Iterator[HttpServer]:
     env = {
         "XDG_DATA_HOME": str(place / "data"),
         "MCP_ANALYSIS_WATCH__SETTLE_SECONDS": "0.5",
+        **ROOT_POLL,
     }
     folders = ("--watch", str(place / "linked"), "--watch", str(place / "comes-and-goes"))
     folders += ("--watch", str(place / "unmounted"))
@@ -244,7 +247,7 @@ async def test_a_watched_folder_gone_for_a_while_keeps_its_documents(server: Htt
     gone = f"watched folder {folder} is gone; waiting for it (its documents are kept)"
     await eventually(logged(server, gone), "the folder noticed gone")
     note(away / "meanwhile.md", "Meanwhile", "Written while it was away: the tapir.")
-    await anyio.sleep(3 * ROOT_POLL_SECONDS)  # a watcher that removed a gone folder's documents has done so
+    await anyio.sleep(4 * ROOT_POLL_SECONDS)  # a watcher that removed a gone folder's documents has done so
     assert await _has(server, kept)
     away.rename(folder)
     await eventually(lambda: _has(server, folder / "meanwhile.md"), "what changed meanwhile, once back")
@@ -320,14 +323,14 @@ async def test_an_unmounted_share_keeps_its_documents(tmp_path: Path) -> None:
     await anyio.run_process(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(share)])
     try:
         kept = note(share / "kept.md", "Kept", "On the share: the numbat.")
-        env = {"XDG_DATA_HOME": str(tmp_path / "data"), "MCP_ANALYSIS_WATCH__SETTLE_SECONDS": "0.3"}
+        env = {"XDG_DATA_HOME": str(tmp_path / "data"), "MCP_ANALYSIS_WATCH__SETTLE_SECONDS": "0.3", **ROOT_POLL}
         with http_server(tmp_path / "kb.lancedb", "--watch", str(share), env=env, log_dir=tmp_path) as server:
             await eventually(lambda: _has(server, kept), "the start-up mirror")
             before = await ids(server)
             await anyio.run_process(["umount", str(share)])
             gone = f"watched folder {share} is gone; waiting for it (its documents are kept)"
             await eventually(logged(server, gone), "the unmount noticed")
-            await anyio.sleep(3 * ROOT_POLL_SECONDS)  # a watcher that mirrored the empty folder has done so
+            await anyio.sleep(4 * ROOT_POLL_SECONDS)  # a watcher that mirrored the empty folder has done so
             assert await ids(server) == before
             await anyio.run_process(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(share)])
             note(share / "kept.md", "Kept", "On the share: the numbat.")

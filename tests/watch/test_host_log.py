@@ -17,6 +17,9 @@ from tests.watch.polling import DEADLINE
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(600)]
 
+#: Files here are written whole: a short settle time and debounce apply each change soon.
+PROMPT = {"MCP_ANALYSIS_WATCH__SETTLE_SECONDS": "0.2", "MCP_ANALYSIS_WATCH__DEBOUNCE_SECONDS": "0.1"}
+
 SECRET_WORD = "okapi-7731"  # in a file's text: must never reach the log pane
 
 
@@ -67,7 +70,7 @@ async def watching_over_stdio(
 
 
 async def test_a_watched_folders_changes_reach_a_stdio_hosts_log(tmp_path: Path) -> None:
-    env = {"XDG_DATA_HOME": str(tmp_path / "data"), "MCP_ANALYSIS_WATCH__SETTLE_SECONDS": "0.5"}
+    env = {"XDG_DATA_HOME": str(tmp_path / "data"), **PROMPT}
     folder = tmp_path / "folder"
     messages: list[LoggingMessageNotificationParams] = []
     async with watching_over_stdio(folder, tmp_path, env, messages) as client:
@@ -75,7 +78,7 @@ async def test_a_watched_folders_changes_reach_a_stdio_hosts_log(tmp_path: Path)
 
 
 async def test_a_watched_folders_changes_reach_a_legacy_http_hosts_log(tmp_path: Path) -> None:
-    env = {"XDG_DATA_HOME": str(tmp_path / "data"), "MCP_ANALYSIS_WATCH__SETTLE_SECONDS": "0.5"}
+    env = {"XDG_DATA_HOME": str(tmp_path / "data"), **PROMPT}
     folder = tmp_path / "folder"
     kb = kb_of(folder, tmp_path, env)
     messages: list[LoggingMessageNotificationParams] = []
@@ -93,7 +96,7 @@ async def test_a_host_whose_callers_may_have_filters_hears_counts_not_names(tmp_
     files changed, never their names."""
     env = {
         "XDG_DATA_HOME": str(tmp_path / "data"),
-        "MCP_ANALYSIS_WATCH__SETTLE_SECONDS": "0.5",
+        **PROMPT,
         "MCP_ANALYSIS_SERVER__FILTER": "uri LIKE '%first%'",
     }
     folder = tmp_path / "folder"

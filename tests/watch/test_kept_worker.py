@@ -35,7 +35,13 @@ async def _until(condition: Callable[[], object], what: str, seconds: float = 24
 async def test_a_change_soon_after_another_uses_the_same_worker_and_idle_ends_it(tmp_path: Path) -> None:
     folder = tmp_path / "folder"
     folder.mkdir()
-    watch = {"settle_seconds": 0.2, "debounce_seconds": 0.1, "keep_worker_seconds": KEEP_SECONDS}
+    # The worker is kept KEEP_SECONDS once the tables are compacted, after `optimize_idle_seconds` (10 s by default).
+    watch = {
+        "settle_seconds": 0.2,
+        "debounce_seconds": 0.1,
+        "keep_worker_seconds": KEEP_SECONDS,
+        "optimize_idle_seconds": 0.5,
+    }
     settings = make_settings(tmp_path / "kb.lancedb", watch=watch)
     mirror = await open_mirror(settings, [folder])
     seen: list[str] = []
@@ -53,6 +59,8 @@ async def test_a_change_soon_after_another_uses_the_same_worker_and_idle_ends_it
             await _until(lambda: len(seen) >= 1, "the first change applied")
             [worker] = mirror.pool.pids()
             assert psutil.pid_exists(worker)
+            # Once the tables are compacted the watcher is idle: only keep_worker_seconds keeps the worker.
+            await _until(lambda: not mirror.uncompacted, "the tables compacted after the first change")
             (folder / "two.md").write_text("# Two\n\nThe gannet dives for fish.\n")
             await _until(lambda: len(seen) >= 2, "the second change applied")
             assert await documents() == {"one.md", "two.md"}

@@ -24,7 +24,7 @@ from tests.watch.polling import DEADLINE, eventually
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(600)]
 
 SECRET = "a-secret-of-32-characters-or-more-0123"
-LEASE = 3.0  # watch.lease_seconds: renewed every second
+LEASE = 2.0  # watch.lease_seconds: renewed every 2/3 s
 
 
 async def _names(client: Client) -> set[str]:

@@ -24,10 +24,12 @@ from tests.mcp_helpers import http_server, stdio_params
 from tests.watch.polling import DEADLINE
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(600)]
+#: Files here are written whole: a short settle time and debounce apply each change soon.
+PROMPT = {"MCP_ANALYSIS_WATCH__SETTLE_SECONDS": "0.2", "MCP_ANALYSIS_WATCH__DEBOUNCE_SECONDS": "0.1"}
 
 
 def watched(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
-    env = {"XDG_DATA_HOME": str(tmp_path / "data"), "MCP_ANALYSIS_WATCH__SETTLE_SECONDS": "0.5"}
+    env = {"XDG_DATA_HOME": str(tmp_path / "data"), **PROMPT}
     folder = tmp_path / "folder"
     folder.mkdir()
     (folder / "first.md").write_text("# First\n\nAbout pangolins, which the keeper counts every spring.\n")
