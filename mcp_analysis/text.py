@@ -61,3 +61,13 @@ def shared_dir(uris: list[str]) -> str:
         while prefix and not uri.startswith(prefix):
             prefix = prefix[: prefix.rstrip("/").rfind("/") + 1]
     return prefix if len(prefix) >= 16 else ""
+
+
+def summary_line(text: str, limit: int = 300) -> str:
+    """A message on one line: its first line and, when it goes on, its last, where a traceback
+    puts the cause (Ray's "Initialization failure from server:" ends its first line in a colon)."""
+    lines = [" ".join(line.split()) for line in text.splitlines()]
+    lines = [line[:limit] for line in lines if line]
+    if not lines:
+        return ""
+    return lines[0] if len(lines) == 1 else f"{lines[0]} {lines[-1]}"

@@ -53,6 +53,7 @@ from mcp_analysis.ingest.ray_tasks import Converted, Embedding, convert_file, pr
 from mcp_analysis.ingest.rows import PreparedDocument
 from mcp_analysis.ingest.sources import ObjectPath, SourcePath, check_readable, is_object_uri, refusal
 from mcp_analysis.store.models import DocumentMeta
+from mcp_analysis.text import summary_line
 from mcp_analysis.version import __version__
 
 log = logging.getLogger(__name__)
@@ -127,8 +128,7 @@ def _slices(pending: list[PreparedDocument], parts: int) -> list[list[PreparedDo
 
 
 def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return " ".join(text.split("\n", 1)[0].split())
+    return summary_line(str(exc)) or type(exc).__name__
 
 
 class Cluster:
