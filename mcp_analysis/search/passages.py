@@ -48,7 +48,13 @@ async def search_passages(
     )
     if not settings.rerank or vector is None:
         return await expand_hits(store, candidates[:head], visible.get, settings.max_context_chars, limit)
-    weights = Weights(settings.weight_vector, settings.weight_keyword, settings.weight_title, settings.weight_distinct)
+    weights = Weights(
+        settings.weight_vector,
+        settings.weight_keyword,
+        settings.weight_title,
+        settings.weight_distinct,
+        settings.weight_version,
+    )
     ranked = rerank(
         candidates,
         query,

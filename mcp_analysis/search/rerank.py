@@ -23,6 +23,7 @@ Costs no model call: the vectors and scores come with the query's rows.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections import Counter
@@ -41,7 +42,7 @@ class Weights:
     keyword: float = 0.25
     title: float = 0.2
     distinct: float = 0.06  # BM25 of the question over the best candidates themselves (see `distinctive`)
-    version: float = 0.25  # share of the title signal a title with another version than the query's loses
+    version: float = 0.75  # share of its title signal a title of another release than the query names loses
 
 
 WEIGHTS = Weights()
@@ -49,7 +50,9 @@ DISTINCT_AMONG = 20  # the distinctive-terms signal re-scores this many best can
 KEYWORD_SATURATION = 3.0  # the saturating half of the full-text signal is 1/2 at this many times the median
 DUPLICATE_OVERLAP = 0.5  # share of the shorter chunk's word 5-grams two chunks share: near-duplicates
 _TOKEN = re.compile(r"[a-z]+|\d+(?:\.\d+)*")
-_VERSIONED = re.compile(r"([a-z]{2,})v(\d)")  # "gplv3" -> "gpl 3"
+_VERSIONED = re.compile(r"\b([a-z]{2,})v(\d+(?:\.\d+)*)\b")  # "gplv3" -> "gpl 3", not "csv2json"
+_VERSION_WORDS = frozenset({"version", "v", "release", "rev", "revision"})  # "version 2 of the GPL"
+_YEAR_DIGITS = 4  # a number with this many digits before its first dot is a year or a count, no version
 _WORD = re.compile(r"[a-z]+")
 _K1, _B = 1.2, 0.75  # BM25's usual constants
 
@@ -96,18 +99,49 @@ def title_match(query: Names, title: Names, idf: Callable[[str], float]) -> floa
     return sum(idf(w) for w in named) / total if total else 0.0
 
 
-def _numbers(words: frozenset[str]) -> set[str]:
-    return {w for w in words if w[0].isdigit()}
+def _versions(words: frozenset[str]) -> set[str]:
+    return {w for w in words if w[0].isdigit() and len(w.split(".")[0]) < _YEAR_DIGITS}
 
 
-def version_conflicts(query: Names, titles: dict[str, Names]) -> set[str]:
-    """The documents whose title carries a version number but not the one the query names, when
-    some candidate's title carries the named one ("GPL 2": GPL-3 and LGPL-2.1 conflict; GPL-2 and a
-    title without numbers do not). A query naming no title's number conflicts with nothing."""
-    named = _numbers(query.words) & set().union(*(_numbers(t.words) for t in titles.values()))
-    if not named:
+def _within(named: str, version: str) -> bool:
+    """Whether `version` is a release of the line the query names: "3" takes in "3.12"; "2.1"
+    does not take in "2", nor "2" take in "21" or "2.7"... only "2.x"."""
+    return version == named or version.startswith(named + ".")
+
+
+def named_versions(query: str, titles: dict[str, Names]) -> set[tuple[str, str]]:
+    """(name, number) for each number the query puts right after a word that names a candidate's
+    title ("GPL 2", "Debian 12", "version 3"): "2 GPUs", "top 10" or a year name no version."""
+    naming = set(_VERSION_WORDS)
+    for title in titles.values():
+        naming |= title.words | title.acronyms.keys()
+    words = tokens(query)
+    return {
+        (word, number)
+        for word, number in itertools.pairwise(words)
+        if word in naming and not word[0].isdigit() and _versions(frozenset([number]))
+    }
+
+
+def _of_line(name: str, number: str, title: Names) -> bool:
+    """Whether `title` is a release of the line "`name` `number`": it names `name` (or `name` is a
+    word like "version") and carries a number of that line."""
+    names = name in _VERSION_WORDS or name in title.words or name in title.acronyms
+    return names and any(_within(number, v) for v in _versions(title.words))
+
+
+def version_conflicts(query: str, titles: dict[str, Names]) -> set[str]:
+    """The documents whose title carries a version but is no release of the line the query names,
+    when some candidate's title is ("GPL 2": GPL-3 and LGPL-2.1 conflict; GPL-2 and a title without
+    numbers do not; "Python 3": Python 3.12 is of the line, Python 2.7 is not)."""
+    lines = [(n, v) for n, v in named_versions(query, titles) if any(_of_line(n, v, t) for t in titles.values())]
+    if not lines:
         return set()
-    return {d for d, t in titles.items() if _numbers(t.words) and not _numbers(t.words) & named}
+    return {
+        d
+        for d, t in titles.items()
+        if _versions(t.words) and not any(_of_line(name, number, t) for name, number in lines)
+    }
 
 
 def distinctive(texts: Sequence[str], query: str) -> list[float]:
@@ -167,8 +201,8 @@ def rerank(
 
     names = Names.of(query)
     match = {doc_id: title_match(names, title, idf) for doc_id, title in titles.items()}
-    for doc_id in version_conflicts(names, titles):
-        match[doc_id] -= weights.version
+    for doc_id in version_conflicts(query, titles):
+        match[doc_id] *= 1.0 - weights.version
     keyword = keyword_scale([h.evidence.keyword or 0.0 for h in scored if h.evidence])
     for hit in scored:
         evidence = hit.evidence

@@ -68,6 +68,14 @@ class SearchSettings(BaseModel):
         "headings, title and file name with those candidates' own statistics (what tells near-duplicates apart; "
         "bench/rank_sweep.py chose 0.06).",
     )
+    weight_version: float = Field(
+        0.75,
+        ge=0,
+        le=1,
+        description="Re-ranking: share of its title signal a title loses when it carries a version but is no "
+        'release of the one the question names after a title\'s name ("GPL 2": GPL-3; 0 turns it off; '
+        "bench/rank_sweep.py and tests/search/test_passages.py chose 0.75).",
+    )
     duplicate_overlap: float = Field(
         0.5,
         ge=0,
