@@ -51,7 +51,7 @@ class Fixed:
         self.fetch = passages_module.hybrid_search
 
     async def __call__(self, store: Any, vector: Any, query: str, *args: Any, **kwargs: Any) -> Any:
-        key = (query, args, tuple(sorted(kwargs.items())))  # another search.candidates is another query
+        key = (id(store), query, args, tuple(sorted(kwargs.items())))  # another store or candidates: another query
         if key not in self.candidates:
             self.candidates[key] = await self.fetch(store, vector, query, *args, **kwargs)
         return copy.deepcopy(self.candidates[key])

@@ -109,6 +109,7 @@ class FolderWatcher:
         self.lease = lease
         self._rewatch = anyio.Event()  # set: a watched folder came back, the OS watcher is set up anew
         self._watching = anyio.Event()  # set once the OS watcher (anew) covers every folder present
+        self._closing = False  # set when cancelled: the stop event then means "stop", not "watch anew"
 
     async def run(self, *, task_status: TaskStatus[SyncReport] = anyio.TASK_STATUS_IGNORED) -> None:
         """Start watching, mirror every folder (reported through `task_status`), then follow events."""
@@ -134,6 +135,7 @@ class FolderWatcher:
         try:
             await anyio.sleep_forever()
         finally:
+            self._closing = True
             self._rewatch.set()
 
     def _wanted(self, _change: object, raw: str) -> bool:
@@ -185,9 +187,9 @@ class FolderWatcher:
                             resync, failures = False, 0
                         if batch:
                             await send.send({Path(raw) for _, raw in batch})
-                    if self._rewatch.is_set():
+                    if self._rewatch.is_set() and not self._closing:
                         continue  # a folder came back: watch it (the roots task mirrors it)
-                    return
+                    return  # cancelled: no stat of the folders, no new OS watcher on the way out
                 except* (WatchfilesRustInternalError, OSError) as failed:  # also from watchfiles' task group
                     lost += failed.exceptions
                 # The OS watcher gave up: on a batch it cannot report (a file name that is not UTF-8),
@@ -270,6 +272,9 @@ class FolderWatcher:
             if not overdue:
                 with anyio.move_on_after(self.settings.optimize_idle_seconds):
                     return await receive.receive()
+            else:
+                waited = now - self._uncompacted_since
+                log.info("watch: changes kept coming for %.0f s; compacting without a quiet moment", waited)
             await self._optimize()
             self._uncompacted_since = 0.0
         with anyio.move_on_after(self.settings.keep_worker_seconds):

@@ -50,7 +50,7 @@ class WatchSettings(BaseModel):
     )
     root_poll_seconds: float = Field(
         2.0,
-        gt=0,
+        ge=0.1,
         le=600,
         description="How often the watched folders themselves are checked: one gone (deleted, unmounted) is "
         "noticed, and one back or replaced is mirrored whole, within this long.",

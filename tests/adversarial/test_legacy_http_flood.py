@@ -82,8 +82,8 @@ async def test_sessions_that_made_no_call_end_soon_and_make_room(sample_db: Path
             searched = await victim.call_tool("search", {"query": "revenue", "limit": 1})  # the search loaded
             assert not searched.is_error, text(searched)
             unused, used = LegacyWire(server, http, ATTACKER), LegacyWire(server, http, ATTACKER)
-            opened = anyio.current_time()  # `unused` ends UNUSED_TTL after its opening, which comes later
             await unused.open()
+            opened = anyio.current_time()  # `unused` ends UNUSED_TTL after its opening, which came before
             await used.open()
             assert (await used.post("tools/list")).status_code == 200  # a call: the session lives its full TTL
             # 12 places: the victim's, the two above, and up to 9 more (8 were seen once on a CI run,

@@ -130,6 +130,8 @@ async def test_a_folder_that_never_goes_quiet_is_compacted_all_the_same(tmp_path
             await eventually(lambda: _has_unindexed(db), "a saved file's rows, unindexed")
             await eventually(lambda: _indexed(db), "compaction while the file is still being saved", seconds=120)
             compacted = True
+        # The overdue rule compacted (not a pause in the saving long enough to count as quiet).
+        assert b"compacting without a quiet moment" in server.log.read_bytes()
 
 
 async def _has_unindexed(db: Path) -> bool:

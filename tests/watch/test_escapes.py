@@ -248,6 +248,9 @@ async def test_a_watched_folder_gone_for_a_while_keeps_its_documents(server: Htt
     await eventually(logged(server, gone), "the folder noticed gone")
     note(away / "meanwhile.md", "Meanwhile", "Written while it was away: the tapir.")
     await anyio.sleep(4 * ROOT_POLL_SECONDS)  # a watcher that removed a gone folder's documents has done so
+    # A barrier: a change in another watched folder applied after that means the apply loop has run.
+    marker = note(place / "linked" / "marker-gone.md", "Marker", "Applied after the folder went: the tamandua.")
+    await eventually(lambda: _has(server, marker), "a later change elsewhere")
     assert await _has(server, kept)
     away.rename(folder)
     await eventually(lambda: _has(server, folder / "meanwhile.md"), "what changed meanwhile, once back")
@@ -330,7 +333,8 @@ async def test_an_unmounted_share_keeps_its_documents(tmp_path: Path) -> None:
             await anyio.run_process(["umount", str(share)])
             gone = f"watched folder {share} is gone; waiting for it (its documents are kept)"
             await eventually(logged(server, gone), "the unmount noticed")
-            await anyio.sleep(4 * ROOT_POLL_SECONDS)  # a watcher that mirrored the empty folder has done so
+            # A watcher that mirrored the empty folder has done so: polls, the settle time, an apply.
+            await anyio.sleep(max(4 * ROOT_POLL_SECONDS, 3.5))
             assert await ids(server) == before
             await anyio.run_process(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(share)])
             note(share / "kept.md", "Kept", "On the share: the numbat.")
