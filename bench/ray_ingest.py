@@ -9,6 +9,14 @@ the driver's resident memory and the largest Ray worker's (an embedding actor or
 task's worker with its conversion process) are sampled.
 
     python bench/ray_ingest.py [--files 2000] [--chunks-per-file 10] [--runs 3] [--configs local,ray1,ray2]
+
+A long series can be split into invocations (so a shared machine's other jobs can interleave):
+`--append FILE` adds each invocation's raw runs, with the load before and after, as one JSON line;
+`--report FILE...` combines the lines into one table (min-median-max over all runs) and refuses
+lines made on different folders, so every config's figure counts the same work.
+
+    python bench/ray_ingest.py --runs 1 --work DIR --append DIR/series.jsonl   # three times
+    python bench/ray_ingest.py --report DIR/series.jsonl
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ import sys
 import tempfile
 import threading
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -130,12 +139,15 @@ def run_add(folder: Path, db: Path, address: str | None, ray_tmpdir: str | None)
 
 
 def summarize(name: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    if len({(r["files"], r["chunks"]) for r in runs}) != 1:
+        raise SystemExit(f"{name}: the runs did not add the same files and chunks, no range over them")
     chunks_s = [r["chunks"] / r["wall"] for r in runs]
     files_s = [r["files"] / r["wall"] for r in runs]
     stages = {k: round(statistics.median(r["stages"][k] for r in runs), 2) for k in runs[0]["stages"]}
     worker = [r["worker_mb"] for r in runs if r["worker_mb"] is not None]
     return {
         "config": name,
+        "runs": len(runs),
         "files": runs[0]["files"],
         "chunks": runs[0]["chunks"],
         "nodes": runs[0]["nodes"],
@@ -148,25 +160,22 @@ def summarize(name: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--files", type=int, default=2000)
-    parser.add_argument("--chunks-per-file", type=int, default=10)
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--configs", default="local,ray1,ray2")
-    parser.add_argument("--work", type=Path, default=None, help="where the folder and knowledge bases go")
-    args = parser.parse_args()
-    # Stopped with SIGTERM (or Ctrl-C), the clusters started here are stopped too.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+def series(args: argparse.Namespace) -> dict[str, Any]:
+    """One series: each config `--runs` times on the folder, the raw runs and the machine's load around them."""
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-ray-"))
     folder = work / f"docs-{args.files}x{args.chunks_per_file}"
     make_folder(folder, args.files, args.chunks_per_file)
     print(describe(), file=sys.stderr)
-    results = []
+    record: dict[str, Any] = {
+        "started": datetime.now(UTC).isoformat(timespec="seconds"),
+        "folder": str(folder),
+        "load_before": machine()["load_1_5_15"],
+        "runs": {},
+    }
     for config in args.configs.split(","):
         nodes = 0 if config == "local" else int(config.removeprefix("ray"))
         cluster = RayCluster(work, nodes) if nodes else None
-        runs = []
+        runs = record["runs"].setdefault(config, [])
         try:
             if cluster:
                 os.environ["RAY_AUTH_MODE"] = "disabled"
@@ -180,8 +189,67 @@ def main() -> None:
         finally:
             if cluster:
                 cluster.stop()
-        results.append(summarize(config, runs))
-    print(json.dumps({"machine": machine(), "results": results}, indent=2))
+    record["machine"] = machine()
+    record["load_after"] = record["machine"]["load_1_5_15"]
+    return record
+
+
+def combine(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The summaries over every run of `records`, which must all have worked on one folder."""
+    folders = {r["folder"] for r in records}
+    if len(folders) != 1:
+        raise SystemExit(f"the series ran on different folders ({', '.join(sorted(folders))}): no common range")
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for record in records:
+        for config, config_runs in record["runs"].items():
+            runs.setdefault(config, []).extend(config_runs)
+    return {
+        "machine": records[-1]["machine"],
+        "series": [{k: r[k] for k in ("started", "load_before", "load_after")} for r in records],
+        "results": [summarize(config, config_runs) for config, config_runs in runs.items()],
+    }
+
+
+def table(combined: dict[str, Any]) -> str:
+    """The combined results as a Markdown table, one row per config."""
+    lines = [
+        "| Config | runs | chunks/s min-median-max | files/s min-median-max | wall s | stages (median s) |"
+        " driver / largest Ray worker peak MB |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in combined["results"]:
+        stages = ", ".join(f"{k} {v}" for k, v in r["stages_median_s"].items()) or "-"
+        lines.append(
+            f"| {r['config']} | {r['runs']} | {'-'.join(map(str, r['chunks_per_s']))}"
+            f" | {'-'.join(map(str, r['files_per_s']))} | {'-'.join(map(str, r['wall_s']))} | {stages}"
+            f" | {r['driver_peak_mb']} / {r['largest_ray_worker_peak_mb'] or '-'} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--files", type=int, default=2000)
+    parser.add_argument("--chunks-per-file", type=int, default=10)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--configs", default="local,ray1,ray2")
+    parser.add_argument("--work", type=Path, default=None, help="where the folder and knowledge bases go")
+    parser.add_argument("--append", type=Path, default=None, help="add this series' raw runs to FILE (JSON lines)")
+    parser.add_argument("--report", type=Path, nargs="+", default=None, help="combine the series in FILE... only")
+    args = parser.parse_args()
+    if args.report:
+        records = [json.loads(line) for path in args.report for line in path.read_text().splitlines() if line]
+        combined = combine(records)
+        print(table(combined), file=sys.stderr)
+        print(json.dumps(combined, indent=2))
+        return
+    # Stopped with SIGTERM (or Ctrl-C), the clusters started here are stopped too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    record = series(args)
+    if args.append:
+        with args.append.open("a") as results:
+            results.write(json.dumps(record) + "\n")
+    print(json.dumps(combine([record]), indent=2))
 
 
 if __name__ == "__main__":

@@ -163,6 +163,7 @@ SLOW_TESTS: dict[str, set[str]] = {
         "test_files_without_an_extension_are_text_when_their_content_is",
         "test_killed_ingest_leaves_no_half_document_and_rerun_completes",
         "test_readd_is_idempotent_and_changes_replace",
+        "test_the_report_lists_the_documents_as_written_after_several_batches",
     },
     "tests/sandbox/test_tables_vfs.py": {
         "test_tables_are_visible_only_through_the_document_filter",

@@ -211,7 +211,7 @@ class Ingestor:
             else:
                 await store.remove_orphans()
             stored = await store.all_meta()
-            by_uri = {m.uri: m for m in stored}
+            by_uri = {m.uri: m for m in stored}  # each file's outcome applied by `_one`: report.documents
             moves = MovedFiles(stored, within)
             pending: list[PreparedDocument] = []
             optimized_at = 0
@@ -227,13 +227,11 @@ class Ingestor:
                     or sum(len(p.chunks) for p in pending) >= _CHUNKS_PER_FLUSH
                 ):
                     await self._flush(pending, report, moves)
-                    by_uri.update((p.meta.uri, p.meta) for p in pending)
                     pending = []
                     if report.chunks - optimized_at >= _CHUNKS_PER_OPTIMIZE:
                         await self._update_indexes()
                         optimized_at = report.chunks
             await self._flush(pending, report, moves)
-            by_uri.update((p.meta.uri, p.meta) for p in pending)
             report.documents = list(by_uri.values())
             await self._finish(report)
             if report.added or report.replaced:
@@ -284,7 +282,9 @@ class Ingestor:
             by_uri[uri] = await self._update_metadata(existing, title, metadata, report)  # type: ignore[arg-type]
             return None
         report.warnings.extend((name, note) for note in prepared.warnings)
-        return _document(path, uri, digest, prepared, title, metadata, existing)
+        document = _document(path, uri, digest, prepared, title, metadata, existing)
+        by_uri[uri] = document.meta  # written with its batch (each uri comes once per add: collect_sources)
+        return document
 
     async def _convert(
         self, pool: ConversionPool, path: SourcePath, existing: DocumentMeta | None, moves: MovedFiles

@@ -129,6 +129,31 @@ async def test_readd_is_idempotent_and_changes_replace(tmp_path: Path) -> None:
     await kb.close()
 
 
+async def test_the_report_lists_the_documents_as_written_after_several_batches(tmp_path: Path) -> None:
+    """`IngestReport.documents` (what a folder watcher finds deleted files in) is the stored list,
+    whichever batch wrote a document and whatever happened to it: added, replaced, moved, unchanged."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for n, topic in enumerate(("tugs", "berths", "cargo", "dredging", "pilots")):
+        (docs / f"{n}-{topic}.md").write_text(f"# {topic.title()}\n\nThe {topic} note of the harbour office.\n")
+    kb = await _fresh_kb(tmp_path, ingest={"batch_documents": 2})
+
+    async def stored() -> dict[str, dict[str, object]]:
+        return {m.uri: m.model_dump() for m in await kb.store.all_meta()}
+
+    first = await Ingestor(kb).add([docs])
+    assert len(first.added) == 5
+    assert {m.uri: m.model_dump() for m in first.documents} == await stored()
+
+    (docs / "0-tugs.md").write_text("# Tugs\n\nThree tugs stand by for the tanker on Tuesday.\n")  # replaced
+    (docs / "1-berths.md").rename(docs / "1-berth-plan.md")  # moved
+    (docs / "5-locks.md").write_text("# Locks\n\nThe lock keeper opens at dawn.\n")  # added
+    second = await Ingestor(kb).add([docs])
+    assert len(second.replaced) == len(second.moved) == len(second.added) == 1 and len(second.unchanged) == 3
+    assert {m.uri: m.model_dump() for m in second.documents} == await stored()
+    await kb.close()
+
+
 def _meta(doc_id: str, name: str) -> DocumentMeta:
     return DocumentMeta(
         id=doc_id, uri=f"file:///docs/{name}", title=name, created_at="2025-01-01", updated_at="2025-01-01"
