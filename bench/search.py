@@ -59,7 +59,7 @@ def pct(values: list[float], q: float) -> float:
 
 
 async def recall_at_10(
-    table: Any, vectors: list[np.ndarray], ef: int, refine_factor: int, limit: int, where: str | None = None
+    table: Any, vectors: list[np.ndarray], ef: int, refine_factor: int, limit: int, where: Any = None
 ) -> float:
     """Mean share of the exact top 10 among the first 10 of an indexed search for `limit` rows
     (both under the prefilter `where`, when given)."""
@@ -137,6 +137,10 @@ async def measure(path: Path, queries: list[str], mode: str = "hybrid") -> dict[
         leg_recall = await recall_at_10(table, vectors, ef, refine, search_settings.candidates)
         if filtered_ef is not None:
             where = await kb.prefilter(filtered.filter)
+            if where is not None and not isinstance(where, str):  # the documents' ids (older code: SQL text)
+                from mcp_analysis.store.candidates import prefilter_expression
+
+                where = prefilter_expression(where)
             filtered_recall = await recall_at_10(table, vectors, filtered_ef, refine, search_settings.candidates, where)
     breakdown = await phases(kb, corpus, embedder, queries[:30], LIMIT, with_vector_leg=mode != "keyword")
     filtered_breakdown = await phases(kb, filtered, embedder, queries[:20], LIMIT, with_vector_leg=mode != "keyword")

@@ -20,6 +20,7 @@ from mcp_analysis.search.hybrid import hybrid_search
 from mcp_analysis.search.models import SearchResult
 from mcp_analysis.search.rerank import Weights, distinct, rerank
 from mcp_analysis.search.settings import SearchSettings
+from mcp_analysis.store.candidates import VisibleDocuments
 from mcp_analysis.store.database import Store
 from mcp_analysis.store.models import DocumentMeta
 
@@ -29,7 +30,7 @@ async def search_passages(
     vector: np.ndarray | None,
     query: str,
     limit: int,
-    prefilter: str | None,
+    prefilter: VisibleDocuments | None,
     visible: Mapping[str, DocumentMeta],
     settings: SearchSettings,
 ) -> list[SearchResult]:
