@@ -48,7 +48,7 @@ async def hybrid_search(
     per_leg: int,
     prefilter: VisibleDocuments | None,
     *,
-    ef: int = 512,
+    ef: int = 1024,
     refine_factor: int = 4,
     bare_heading_words: int = 3,
 ) -> list[Hit]:

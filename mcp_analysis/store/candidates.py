@@ -107,7 +107,7 @@ class StoreCandidates(StoreReads):
         per_leg: int,
         prefilter: VisibleDocuments | None,
         *,
-        ef: int = 512,
+        ef: int = 1024,
         refine_factor: int = 4,
         bare_heading_words: int = 3,
     ) -> list[Candidate]:
