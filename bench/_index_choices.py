@@ -119,11 +119,17 @@ async def vectors_copy(kb_path: Path, name: str, config: Any) -> tuple[Any, floa
 
 
 async def index_choices(
-    kb_path: Path, kb_table: Any, units: list[np.ndarray], limit: int, builds: bool
+    kb_path: Path,
+    kb_table: Any,
+    units: list[np.ndarray],
+    limit: int,
+    builds: bool,
+    truth: list[set[str]] | None = None,
 ) -> list[dict[str, Any]]:
-    """Recall@10 and p50 of every variant and query setting, in one list of rows."""
+    """Recall@10 and p50 of every variant and query setting, in one list of rows (`truth`: the exact
+    top 10 of each of `units`, when already scanned)."""
     rows_count = await kb_table.count_rows()
-    truth = await exact_top10(kb_table, units)
+    truth = truth if truth is not None else await exact_top10(kb_table, units)
     out = []
     for variant in variants(rows_count, builds):
         if variant.config is None:

@@ -58,20 +58,43 @@ def pct(values: list[float], q: float) -> float:
     return float(np.percentile(values, q))
 
 
+# The exact 10 nearest chunks of each query (a flat scan of every vector: seconds at 1M), kept for
+# the run: the recalls of `measure` and the index choices share them.
+TRUTH: dict[tuple[str, str], set[str]] = {}
+
+
+async def exact_10(table: Any, vector: np.ndarray, where: Any = None) -> set[str]:
+    exact = table.query().nearest_to(vector).distance_type("cosine").bypass_vector_index().select(["id"])
+    return {r["id"] for r in await (exact.where(where) if where is not None else exact).limit(10).to_list()}
+
+
+async def truth_for(table: Any, path: Path, queries: list[str], vectors: list[np.ndarray]) -> list[set[str]]:
+    """The exact top 10 of each query (unfiltered), scanned once per run and knowledge base."""
+    for q, v in zip(queries, vectors, strict=True):
+        if (str(path), q) not in TRUTH:
+            TRUTH[(str(path), q)] = await exact_10(table, v)
+    return [TRUTH[(str(path), q)] for q in queries]
+
+
 async def recall_at_10(
-    table: Any, vectors: list[np.ndarray], ef: int, refine_factor: int, limit: int, where: str | None = None
+    table: Any,
+    vectors: list[np.ndarray],
+    ef: int,
+    refine_factor: int,
+    limit: int,
+    where: Any = None,
+    truth: list[set[str]] | None = None,
 ) -> float:
-    """Mean share of the exact top 10 among the first 10 of an indexed search for `limit` rows
-    (both under the prefilter `where`, when given)."""
+    """Mean share of the exact top 10 (`truth`, when given: unfiltered) among the first 10 of an
+    indexed search for `limit` rows (both under the prefilter `where`, when given)."""
     found = []
-    for v in vectors:
+    for i, v in enumerate(vectors):
         ann = table.query().nearest_to(v).distance_type("cosine").ef(ef).refine_factor(refine_factor).select(["id"])
-        exact = table.query().nearest_to(v).distance_type("cosine").bypass_vector_index().select(["id"])
-        if where:
-            ann, exact = ann.where(where), exact.where(where)
+        if where is not None:
+            ann = ann.where(where)
         ann = await ann.limit(limit).to_list()
-        exact = await exact.limit(10).to_list()
-        found.append(len({r["id"] for r in ann[:10]} & {r["id"] for r in exact}) / 10)
+        exact = truth[i] if truth is not None and where is None else await exact_10(table, v, where)
+        found.append(len({r["id"] for r in ann[:10]} & exact) / 10)
     return statistics.mean(found)
 
 
@@ -133,10 +156,15 @@ async def measure(path: Path, queries: list[str], mode: str = "hybrid") -> dict[
     filtered_ef = kb.search_settings(filtered.filter).ann_ef if hasattr(kb, "search_settings") else None
     if has_vector_index:
         ef, refine = search_settings.ann_ef, search_settings.ann_refine_factor
-        recall = await recall_at_10(table, vectors, max(ef, 10 * refine), refine, 10)
-        leg_recall = await recall_at_10(table, vectors, ef, refine, search_settings.candidates)
+        truth = await truth_for(table, path, queries, vectors)
+        recall = await recall_at_10(table, vectors, max(ef, 10 * refine), refine, 10, truth=truth)
+        leg_recall = await recall_at_10(table, vectors, ef, refine, search_settings.candidates, truth=truth)
         if filtered_ef is not None:
             where = await kb.prefilter(filtered.filter)
+            if where is not None and not isinstance(where, str):  # the documents' ids (older code: SQL text)
+                from mcp_analysis.store.candidates import prefilter_expression
+
+                where = prefilter_expression(where)
             filtered_recall = await recall_at_10(table, vectors, filtered_ef, refine, search_settings.candidates, where)
     breakdown = await phases(kb, corpus, embedder, queries[:30], LIMIT, with_vector_leg=mode != "keyword")
     filtered_breakdown = await phases(kb, filtered, embedder, queries[:20], LIMIT, with_vector_leg=mode != "keyword")
@@ -253,7 +281,8 @@ async def measure_index_choices(path: Path, queries: list[str], builds: bool) ->
     vectors = [await embedder.embed_query(q) for q in queries]
     try:
         table = kb.store.table(schema.CHUNKS)
-        return await index_choices(path, table, vectors, kb.settings.search.candidates, builds)
+        truth = await truth_for(table, path, queries, vectors)
+        return await index_choices(path, table, vectors, kb.settings.search.candidates, builds, truth)
     finally:
         await kb.close()
 

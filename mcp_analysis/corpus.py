@@ -30,6 +30,7 @@ from mcp_analysis.errors import AnalysisError, DocumentNotFoundError, EmbedderEr
 from mcp_analysis.search.models import SearchResult
 from mcp_analysis.search.passages import search_passages
 from mcp_analysis.search.settings import SearchSettings
+from mcp_analysis.store.candidates import VisibleDocuments
 from mcp_analysis.store.database import Store
 from mcp_analysis.store.filters import combine_filters, sql_in
 from mcp_analysis.store.models import ChunkRecord, DocumentItem, DocumentMeta
@@ -63,8 +64,8 @@ class _FilterView:
     docs: dict[str, DocumentMeta]
     order: list[str] = field(default_factory=list)
     position: dict[str, int] = field(default_factory=dict)
-    prefilter: str | None = None  # built on first search; "" = every document passes
-    share: float = 1.0  # of all documents, this view's (set with the prefilter)
+    prefilter: VisibleDocuments | None = None  # set on first search (`built`); None = every document passes
+    built: bool = False
 
 
 MAX_QUERY_CHARS = 4000
@@ -191,19 +192,20 @@ class KnowledgeBase:
             self._views[document_filter] = view
         return view.docs
 
-    async def prefilter(self, document_filter: str | None) -> str | None:
-        """The chunks' prefilter of a filtered view (``document_id IN (...)``), None when every
-        document passes; built once per table version: a filter letting thousands of documents
-        through makes an expression of hundreds of kB, too costly to build on every search."""
+    async def prefilter(self, document_filter: str | None) -> VisibleDocuments | None:
+        """The documents a filtered view passes, as the store's search prefilter (it builds the
+        expression from the ids), None when every document passes; one object per table version:
+        the store builds the expression of thousands of ids once per object."""
         if document_filter is None:
             return None
         visible = await self.visible(document_filter)
         view = self._views[document_filter]
-        if view.prefilter is None:
+        if not view.built:
             everything = await self.visible(None)
-            view.prefilter = "" if len(visible) >= len(everything) else sql_in("document_id", visible.keys())
-            view.share = len(visible) / max(len(everything), 1)
-        return view.prefilter or None
+            if len(visible) < len(everything):
+                view.prefilter = VisibleDocuments.of(visible, len(visible) / max(len(everything), 1))
+            view.built = True
+        return view.prefilter
 
     def search_settings(self, document_filter: str | None) -> SearchSettings:
         """The search settings of a view whose prefilter is built: under a prefilter, LanceDB's HNSW search
@@ -212,10 +214,11 @@ class KnowledgeBase:
         the view passes, never below the rows the vector leg refines (candidates x refine factor)."""
         settings = self.settings.search
         view = self._views.get(document_filter)
-        if view is None or not view.prefilter:
+        if view is None or view.prefilter is None:
             return settings
         floor = settings.candidates * settings.ann_refine_factor
-        return settings.model_copy(update={"ann_ef": max(floor, math.ceil(settings.ann_ef * view.share))})
+        share = view.prefilter.share
+        return settings.model_copy(update={"ann_ef": max(floor, math.ceil(settings.ann_ef * share))})
 
     def corpus(self, document_filter: str | None = None) -> Corpus:
         """A filtered view. The filter must already be validated (see `open_corpus`)."""

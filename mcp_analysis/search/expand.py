@@ -79,10 +79,24 @@ async def expand_hits(
         return []
     if max_chars <= 0:
         return [_plain(h, m, rank) for rank, (h, m) in enumerate(visible[:limit], start=1)]
+    scored = [*(h for h, _ in visible), *evidence]
+    visible = _leading_documents(visible, limit)
     items = await _fetch(store, [h for h, _ in visible])
     spans = _separate(visible, items, max_chars) if separate else _merge(visible, items, max_chars)
-    scored = [*(h for h, _ in visible), *evidence]
     return [_result(span, items, rank, scored if evidence else []) for rank, span in enumerate(spans[:limit], start=1)]
+
+
+def _leading_documents(visible: list[tuple[Hit, DocumentMeta]], limit: int) -> list[tuple[Hit, DocumentMeta]]:
+    """The hits of the first `limit` documents in hit order: the only ones the first `limit` results
+    can hold. Each document makes at least one result (merged or not), results come in the order of
+    their first hit, and hits of different documents never join, so a document first hit after
+    `limit` others makes only later results and cannot change theirs; its window is not read."""
+    leading: set[str] = set()
+    for hit, _ in visible:
+        if len(leading) == limit:
+            break
+        leading.add(hit.chunk.document_id)
+    return [(h, m) for h, m in visible if h.chunk.document_id in leading]
 
 
 async def _fetch(store: Store, hits: list[Hit]) -> _Items:

@@ -1,8 +1,8 @@
 """Hybrid retrieval: the store's vector and full-text candidates, fused by reciprocal rank (RRF).
 
 The store runs both legs as separate queries, `per_leg` rows each, under the document
-prefilter (``document_id IN (...)``), so filtered-out documents never take a slot
-(store/candidates.py). Every hit carries what the legs measured (its vector's cosine to the
+prefilter (the documents a filtered view passes), so filtered-out documents never take a
+slot (store/candidates.py). Every hit carries what the legs measured (its vector's cosine to the
 query's, its full-text score), which re-ranking (rerank.py) fuses by value, not by rank.
 """
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mcp_analysis.store.candidates import Candidate
+from mcp_analysis.store.candidates import Candidate, VisibleDocuments
 from mcp_analysis.store.database import Store
 from mcp_analysis.store.models import ChunkRecord
 
@@ -46,9 +46,9 @@ async def hybrid_search(
     vector: np.ndarray | None,
     query: str,
     per_leg: int,
-    prefilter: str | None,
+    prefilter: VisibleDocuments | None,
     *,
-    ef: int = 512,
+    ef: int = 1024,
     refine_factor: int = 4,
     bare_heading_words: int = 3,
 ) -> list[Hit]:

@@ -16,10 +16,11 @@ import numpy as np
 
 from mcp_analysis.search.budget import rank_share
 from mcp_analysis.search.expand import expand_hits
-from mcp_analysis.search.hybrid import hybrid_search
+from mcp_analysis.search.hybrid import Hit, hybrid_search
 from mcp_analysis.search.models import SearchResult
 from mcp_analysis.search.rerank import Weights, distinct, rerank
 from mcp_analysis.search.settings import SearchSettings
+from mcp_analysis.store.candidates import VisibleDocuments
 from mcp_analysis.store.database import Store
 from mcp_analysis.store.models import DocumentMeta
 
@@ -29,23 +30,14 @@ async def search_passages(
     vector: np.ndarray | None,
     query: str,
     limit: int,
-    prefilter: str | None,
+    prefilter: VisibleDocuments | None,
     visible: Mapping[str, DocumentMeta],
     settings: SearchSettings,
 ) -> list[SearchResult]:
     """The `limit` best passages for `query` among the `visible` documents."""
     # Over-fetch a little: merged neighbours and unfinished documents drop out in expansion.
     head = 2 * limit + 5
-    candidates = await hybrid_search(
-        store,
-        vector,
-        query,
-        max(settings.candidates, head),
-        prefilter,
-        ef=settings.ann_ef,
-        refine_factor=settings.ann_refine_factor,
-        bare_heading_words=settings.bare_heading_words,
-    )
+    candidates = await _candidates(store, vector, query, head, prefilter, settings)
     if not settings.rerank or vector is None:
         return await expand_hits(store, candidates[:head], visible.get, settings.max_context_chars, limit)
     weights = Weights(
@@ -74,3 +66,35 @@ async def search_passages(
     for result in results:
         result.share = rank_share(result.rank)
     return results
+
+
+async def _candidates(
+    store: Store,
+    vector: np.ndarray | None,
+    query: str,
+    head: int,
+    prefilter: VisibleDocuments | None,
+    settings: SearchSettings,
+) -> list[Hit]:
+    """Each leg's `search.candidates` best chunks, fused. In keyword mode (no `vector`) nothing
+    re-ranks them: the hits are the full-text leg's first `head` in its order, so the leg is asked
+    for `head` rows (a longer posting-list walk and read costs what LanceDB's whole query does at a
+    million chunks), and for all of them only when bare headings joining their sections left fewer."""
+
+    async def fetch(per_leg: int) -> list[Hit]:
+        return await hybrid_search(
+            store,
+            vector,
+            query,
+            per_leg,
+            prefilter,
+            ef=settings.ann_ef,
+            refine_factor=settings.ann_refine_factor,
+            bare_heading_words=settings.bare_heading_words,
+        )
+
+    if vector is None and head < settings.candidates:
+        hits = await fetch(head)
+        if len(hits) >= head:
+            return hits
+    return await fetch(max(settings.candidates, head))

@@ -28,12 +28,12 @@ class SearchSettings(BaseModel):
         50_000, ge=0, description="Build an HNSW vector index once there are this many chunks (0 = never)."
     )
     ann_ef: int = Field(
-        512,
+        1024,
         ge=10,
         le=4096,
         description="HNSW search breadth when a vector index exists (at least candidates x ann_refine_factor; "
-        "bench/search.py chose it by recall@10 and p50); a filtered view uses it times the share of documents it "
-        "passes (bench/prefilter.py).",
+        "bench/search.py chose it by recall@10 and p50 at a million chunks); a filtered view uses it times the "
+        "share of documents it passes (bench/prefilter.py).",
     )
     ann_refine_factor: int = Field(4, ge=1, le=100, description="Re-rank this many times more ANN candidates exactly.")
     mode: Literal["hybrid", "keyword"] = Field(

@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +29,7 @@ import anyio
 import numpy as np
 
 from mcp_analysis.store import schema
-from mcp_analysis.store.filters import sql_in, sql_quote
+from mcp_analysis.store.filters import sql_quote
 from mcp_analysis.store.lance import col
 from mcp_analysis.store.reads import StoreReads
 from mcp_analysis.structure import HEADING_LABELS
@@ -37,8 +37,22 @@ from mcp_analysis.structure import HEADING_LABELS
 CHUNK_COLUMNS = ("id", "document_id", "content", "metadata", "order")
 _FOLLOWERS = 3  # chunks looked at after a bare heading (a heading over sub-headings over text)
 _WORD = re.compile(r"\w+")
-_LITERAL = re.compile(r"'((?:[^']|'')*)'")
 _LONGEST_BARE = 600  # characters: a longer chunk is never only headings and a few words (skips parsing it)
+
+
+@dataclass(frozen=True, eq=False)
+class VisibleDocuments:
+    """The documents a filtered view passes: a search's prefilter. The store turns the ids into a
+    LanceDB expression itself (each id a literal, never SQL text), once per object: a view builds
+    one per metadata version (corpus.py), and thousands of ids are hundreds of kB as SQL, which
+    LanceDB would parse for each leg of every search (bench/prefilter.py)."""
+
+    ids: frozenset[str]
+    share: float = 1.0  # of all documents of the knowledge base
+
+    @classmethod
+    def of(cls, ids: Iterable[str], share: float = 1.0) -> VisibleDocuments:
+        return cls(frozenset(ids), share)
 
 
 @dataclass(eq=False)
@@ -91,32 +105,32 @@ class StoreCandidates(StoreReads):
         query: str,
         vector: np.ndarray | None,
         per_leg: int,
-        prefilter: str | None,
+        prefilter: VisibleDocuments | None,
         *,
-        ef: int = 512,
+        ef: int = 1024,
         refine_factor: int = 4,
         bare_heading_words: int = 3,
     ) -> list[Candidate]:
         """Up to `per_leg` chunks from each leg (fewer once bare headings joined their sections),
         vector leg first, then the full-text leg's others, each in its leg's order.
 
-        `prefilter` (SQL over chunk columns, e.g. ``document_id IN (...)``) is applied inside both
-        legs before they rank, so a chunk outside it is never a candidate. With an HNSW index,
+        `prefilter` (the documents a filtered view passes) is applied inside both legs before they
+        rank, so a chunk outside it is never a candidate. With an HNSW index,
         `ef` widens the graph search (to at least the `per_leg` x `refine_factor` rows it refines,
         which LanceDB requires) and `refine_factor` re-ranks with exact distances."""
-        if schema.CHUNKS not in self.tables:
+        if schema.CHUNKS not in self.tables or (prefilter is not None and not prefilter.ids):
             return []
         table = self.tables[schema.CHUNKS]
         unit = None if vector is None else _unit(vector)
         keyword = table.query().nearest_to_text(query, columns=["content_fts"])
         keyword = keyword.select([*CHUNK_COLUMNS, *(["vector"] if unit is not None else [])]).limit(per_leg)
-        if prefilter:
+        if prefilter is not None:
             keyword = keyword.where(prefilter_expression(prefilter))
         nearest = None
         if unit is not None:
             nearest = table.query().nearest_to(unit).distance_type("cosine").select(list(CHUNK_COLUMNS))
             nearest = nearest.limit(per_leg).ef(max(ef, per_leg * refine_factor)).refine_factor(refine_factor)
-            if prefilter:
+            if prefilter is not None:
                 nearest = nearest.where(prefilter_expression(prefilter))
         legs: dict[str, Any] = {"vector": [], "keyword": None}
 
@@ -143,16 +157,16 @@ class StoreCandidates(StoreReads):
         completed = await self.complete_chunks([c.row for c in listed])
         for candidate, row in zip(listed, completed, strict=True):
             candidate.row = row
-        return await self._join_bare_headings(listed, unit, prefilter, bare_heading_words)
+        return await self._join_bare_headings(listed, unit, bare_heading_words)
 
     async def _join_bare_headings(
-        self, listed: list[Candidate], unit: np.ndarray | None, prefilter: str | None, max_words: int
+        self, listed: list[Candidate], unit: np.ndarray | None, max_words: int
     ) -> list[Candidate]:
         """Each bare heading joins the first chunk after it in its section (see module docs)."""
         bare = {c.key for c in listed if is_bare_heading(c.row, max_words)}
         if not bare:
             return listed
-        followers = await self._followers([c for c in listed if c.key in bare], unit, prefilter)
+        followers = await self._followers([c for c in listed if c.key in bare], unit)
         by_id = {c.key: c for c in listed if c.key not in bare}
         out: list[Candidate] = []
         for candidate in listed:
@@ -168,17 +182,15 @@ class StoreCandidates(StoreReads):
                 out.append(joined)
         return out
 
-    async def _followers(
-        self, bare: Sequence[Candidate], unit: np.ndarray | None, prefilter: str | None
-    ) -> dict[tuple[str, int], Candidate]:
-        """(document id, order) -> the chunks just after each bare heading, in one query."""
+    async def _followers(self, bare: Sequence[Candidate], unit: np.ndarray | None) -> dict[tuple[str, int], Candidate]:
+        """(document id, order) -> the chunks just after each bare heading, in one query (of the
+        headings' own documents, which passed the prefilter)."""
         spans = " OR ".join(
             f"(document_id = {sql_quote(str(c.row['document_id']))} AND `order` > {int(c.row['order'] or 0)} "
             f"AND `order` <= {int(c.row['order'] or 0) + _FOLLOWERS})"
             for c in bare
         )
-        where = f"({spans})" + (f" AND ({prefilter})" if prefilter else "")
-        query = self.tables[schema.CHUNKS].query().where(where)
+        query = self.tables[schema.CHUNKS].query().where(spans)
         table = await query.select([*CHUNK_COLUMNS, *(["vector"] if unit is not None else [])]).to_arrow()
         rows, cosines = _rows_and_cosines(table, unit)
         rows = await self.complete_chunks(rows)
@@ -218,18 +230,10 @@ def _best(a: Any, b: Any, pick: Any) -> Any:
 
 
 @functools.lru_cache(maxsize=16)
-def prefilter_expression(prefilter: str) -> Any:
-    """A filtered view's ``document_id IN (...)`` as a LanceDB expression, which LanceDB takes without
-    parsing SQL text (an IN list of thousands of ids is hundreds of kB, parsed by each leg of every
-    search: bench/prefilter.py); any other prefilter as the SQL it is. Cached: a view's prefilter is
-    one string per metadata version (corpus.py)."""
-    head = "document_id IN ("
-    if not (prefilter.startswith(head) and prefilter.endswith(")")):
-        return prefilter
-    ids = [value.replace("''", "'") for value in _LITERAL.findall(prefilter, len(head))]
-    if sql_in("document_id", ids) != prefilter:  # not exactly an IN list of literals: keep the SQL
-        return prefilter
-    return col("document_id").isin(ids)
+def prefilter_expression(visible: VisibleDocuments) -> Any:
+    """The view's documents as ``document_id`` isin its ids, a LanceDB expression of literals (no SQL
+    text to quote or to parse). Cached per view object."""
+    return col("document_id").isin(sorted(visible.ids))
 
 
 def _unit(vector: np.ndarray) -> np.ndarray:

@@ -51,3 +51,41 @@ async def test_expansion_reads_only_each_hits_window(tmp_path: Path) -> None:
     assert [r.document_id for r in results] == ["early", "late"]
     assert "early item 40" in results[0].content and "early item 41" not in results[0].content
     assert "late item 110" in results[1].content and "late item 109" not in results[1].content
+
+
+def _second_hit(doc_id: str, at: int) -> Hit:
+    """A hit on another chunk of `doc_id` (its item `at`), outside the first hit's window."""
+    _, chunk = document_rows(doc_id, at)
+    return Hit(chunk.model_copy(update={"id": f"{doc_id}-chunk-{at}"}), 0.1)
+
+
+@pytest.mark.parametrize("separate", [True, False])
+async def test_expansion_reads_only_the_documents_the_first_results_can_hold(tmp_path: Path, separate: bool) -> None:
+    """Results come in the order of their first hit and each document makes at least one, so with
+    `limit` 2 only the first two documents' hits can be in them: the others' windows are not read,
+    and the two results are those a search for more results starts with."""
+    store = await Store.open(tmp_path / "kb.lancedb", create=True)
+    await store.initialize("test", 4)
+    written = {name: document_rows(name, 100) for name in ("a", "b", "c", "d")}
+    await store.write_documents([rows for rows, _ in written.values()])
+    metas = {name: rows.meta for name, (rows, _) in written.items()}
+    hits = [Hit(written[name][1], 1.0 - i / 10) for i, name in enumerate("abc")]
+    hits += [_second_hit("a", 10), Hit(written["d"][1], 0.2)]
+    found = {}
+    for limit in (2, 5):
+        reads = _CountingReads(store)
+        results = await expand_hits(
+            reads,  # type: ignore[arg-type]
+            hits,
+            metas.get,
+            max_chars=100_000,
+            limit=limit,
+            evidence=hits[3:],
+            separate=separate,
+        )
+        found[limit] = ({r["document_id"] for r in reads.read}, [r.model_dump() for r in results])
+    store.close()
+    assert found[2][0] == {"a", "b"}  # c and d come after two documents: never in the first two results
+    assert found[5][0] == {"a", "b", "c", "d"}
+    assert found[2][1] == found[5][1][:2]
+    assert [r["document_id"] for r in found[2][1]] == ["a", "b"]

@@ -23,14 +23,14 @@ async def test_prefilter_is_built_once_per_metadata_version(tmp_path: Path) -> N
     kb = await KnowledgeBase.open(make_settings(db, sessions={"dir": tmp_path / "s"}))
     try:
         first = await kb.prefilter("title != 'gamma'")
-        assert first == "document_id IN ('alpha', 'beta')"
+        assert first is not None and first.ids == {"alpha", "beta"}
         assert await kb.prefilter("title != 'gamma'") is first  # not rebuilt on the next search
         assert await kb.prefilter("title != 'nothing'") is None  # every document passes
         assert await kb.prefilter(None) is None
         await kb.store.write_documents([document_rows("delta", 0)[0]])
         await kb.refresh(latest=True)
         later = await kb.prefilter("title != 'gamma'")
-        assert later == "document_id IN ('alpha', 'beta', 'delta')"  # a new version: built again
+        assert later is not None and later.ids == {"alpha", "beta", "delta"}  # a new version: built again
     finally:
         await kb.close()
 
@@ -46,14 +46,14 @@ async def test_a_filtered_view_scales_hnsw_breadth_by_the_share_it_passes(tmp_pa
     store.close()
     kb = await KnowledgeBase.open(make_settings(db, sessions={"dir": tmp_path / "s"}, search={"candidates": 5}))
     try:
-        assert kb.search_settings(None).ann_ef == 512
-        assert kb.search_settings("title = 'd3'").ann_ef == 512  # its prefilter is not built yet
+        assert kb.search_settings(None).ann_ef == 1024
+        assert kb.search_settings("title = 'd3'").ann_ef == 1024  # its prefilter is not built yet
         await kb.prefilter("title = 'd3'")
-        assert kb.search_settings("title = 'd3'").ann_ef == 52  # 512 x 1/10, rounded up
+        assert kb.search_settings("title = 'd3'").ann_ef == 103  # 1024 x 1/10, rounded up
         await kb.prefilter("title != 'd3'")
-        assert kb.search_settings("title != 'd3'").ann_ef == 461  # 512 x 9/10
+        assert kb.search_settings("title != 'd3'").ann_ef == 922  # 1024 x 9/10, rounded up
         await kb.prefilter("title != 'nothing'")
-        assert kb.search_settings("title != 'nothing'").ann_ef == 512  # no prefilter: every document passes
+        assert kb.search_settings("title != 'nothing'").ann_ef == 1024  # no prefilter: every document passes
     finally:
         await kb.close()
     kb = await KnowledgeBase.open(make_settings(db, sessions={"dir": tmp_path / "s"}, search={"candidates": 50}))

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from mcp_analysis.corpus import KnowledgeBase
-from mcp_analysis.store.filters import sql_in
+from mcp_analysis.store.candidates import VisibleDocuments
 from mcp_analysis.store.lance import FTS, lancedb
 
 pytestmark = pytest.mark.anyio
@@ -64,7 +64,7 @@ async def test_a_filtered_search_finds_no_chunk_outside_the_filter_in_either_leg
     vector = await _vector(kb, query)
     unfiltered = await kb.store.candidates(query, vector, 10, None)
     assert {c.row["document_id"] for c in unfiltered[:5]} - advisories
-    found = await kb.store.candidates(query, vector, 1000, sql_in("document_id", advisories))
+    found = await kb.store.candidates(query, vector, 1000, VisibleDocuments.of(advisories))
     assert found and {c.row["document_id"] for c in found} <= advisories
     assert any(c.keyword_rank for c in found) and any(c.vector_rank for c in found)
-    assert await kb.store.candidates(query, vector, 1000, sql_in("document_id", [])) == []
+    assert await kb.store.candidates(query, vector, 1000, VisibleDocuments.of([])) == []

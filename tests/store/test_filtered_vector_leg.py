@@ -32,7 +32,7 @@ async def test_a_tenth_of_the_documents_at_a_tenth_of_ef(tmp_path: Path) -> None
         document_filter = "id IN ('doc-3', 'doc-13', 'doc-23', 'doc-33', 'doc-43', 'doc-53')"
         prefilter = await kb.prefilter(document_filter)
         search = kb.search_settings(document_filter)
-        assert search.ann_ef == 52  # 512 x 6/60, rounded up (above the 10 x 4 rows refined)
+        assert search.ann_ef == 103  # 1024 x 6/60, rounded up (above the 10 x 4 rows refined)
         query = rng.normal(size=DIMENSION).astype(np.float32)
         found = await kb.store.candidates(
             "harbour crane",

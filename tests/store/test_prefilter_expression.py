@@ -1,46 +1,80 @@
-"""A filtered view's prefilter reaches LanceDB as an expression, not as SQL text to parse.
+"""A filtered view's prefilter reaches the store as the ids of the documents it passes.
 
-An IN list of thousands of document ids is hundreds of kB of SQL, which LanceDB parsed for
-each leg of every search (bench/prefilter.py). The view's ``document_id IN (...)`` becomes an
-``isin`` expression with exactly the same ids; anything else stays the SQL it is.
+The store builds the LanceDB expression itself: each id a literal of an ``isin``, never SQL text
+to quote, parse or take apart again, and one expression per view object (an IN list of thousands
+of ids is hundreds of kB as SQL, which LanceDB parsed for each leg of every search:
+bench/prefilter.py). An id with quotes, SQL or LIKE wildcards in it matches that id only.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from mcp_analysis.store.candidates import prefilter_expression
-from mcp_analysis.store.filters import sql_in
+from mcp_analysis.store.candidates import VisibleDocuments, prefilter_expression
+from mcp_analysis.store.database import Store
 from mcp_analysis.store.lance import col
-from tests.store.test_vector_leg import indexed_store
+from mcp_analysis.store.writes import DocumentRows
+from tests.search.long_sections import rows_of
+from tests.store.test_vector_leg import DIMENSION, _document, indexed_store
 
 pytestmark = pytest.mark.anyio
 
+HOSTILE = [
+    "o'neil",
+    "x') OR ('1'='1",
+    "doc-1' OR document_id != '",
+    "a'; DROP TABLE chunks; --",
+    'say "hi"',
+    "%",
+    "doc-_",
+    "back\\slash')",
+]
 
-def test_a_views_in_list_becomes_an_expression_anything_else_stays_sql() -> None:
-    ids = [f"doc-{i}" for i in range(3)] + ["o'neil"]
-    expression = prefilter_expression(sql_in("document_id", ids))
-    assert not isinstance(expression, str)
-    assert expression.to_sql() == col("document_id").isin(ids).to_sql()
-    assert prefilter_expression(sql_in("document_id", ids)) is expression  # built once per prefilter
-    for other in (
-        "document_id IN ('a') OR 1 = 1",
-        "document_id IN ('a'), document_id IN ('b')",
-        "title = 'x'",
-        "FALSE",
-    ):
-        assert prefilter_expression(other) == other
+
+def test_the_store_builds_the_expression_from_the_ids_once_per_view() -> None:
+    visible = VisibleDocuments.of(["doc-2", "o'neil", "doc-1"], 0.3)
+    expression = prefilter_expression(visible)
+    assert expression.to_sql() == col("document_id").isin(["doc-1", "doc-2", "o'neil"]).to_sql()
+    assert prefilter_expression(visible) is expression  # built once per view object
 
 
 async def test_both_legs_keep_to_the_documents_of_the_view(tmp_path: Path) -> None:
     store, vectors = await indexed_store(tmp_path / "kb.lancedb", seed=3)
     visible = {"doc-2", "doc-17", "doc-29"}
     try:
-        found = await store.candidates("harbour crane", vectors[0], 30, sql_in("document_id", sorted(visible)))
+        found = await store.candidates("harbour crane", vectors[0], 30, VisibleDocuments.of(visible))
     finally:
         store.close()
     assert {c.row["document_id"] for c in found} == visible
     assert sum(c.vector_rank is not None for c in found) == 30
     assert sum(c.keyword_rank is not None for c in found) == 30
+
+
+def _hostile(doc_id: str, index: int, vectors: np.ndarray) -> DocumentRows:
+    """A document whose id is `doc_id`, with chunks like `_document`'s."""
+    plain = _document(index, vectors)
+    chunks = [{**c, "id": f"{doc_id}#{c['order']}", "document_id": doc_id} for c in plain.chunks]
+    return rows_of(doc_id, [], chunks)
+
+
+async def test_an_id_with_quotes_sql_or_wildcards_is_matched_literally(tmp_path: Path) -> None:
+    vectors = np.random.default_rng(4).normal(size=(20 * (len(HOSTILE) + 3), DIMENSION)).astype(np.float32)
+    store = await Store.open(tmp_path / "kb.lancedb", create=True)
+    await store.initialize("test", DIMENSION)
+    plain = [_document(i, vectors[i * 20 : (i + 1) * 20]) for i in range(3)]  # doc-0, doc-1, doc-2
+    hostile = [_hostile(d, 3 + i, vectors[(3 + i) * 20 : (4 + i) * 20]) for i, d in enumerate(HOSTILE)]
+    await store.write_documents([*plain, *hostile])
+    try:
+        for doc_id in HOSTILE:
+            found = await store.candidates("harbour crane", vectors[0], 200, VisibleDocuments.of([doc_id]))
+            assert {c.row["document_id"] for c in found} == {doc_id}, doc_id
+            assert len(found) == 20 and all(json.loads(c.row["metadata"])["labels"] == ["text"] for c in found)
+        both = VisibleDocuments.of(["doc-1", "%"])
+        found = await store.candidates("harbour crane", vectors[0], 200, both)
+        assert {c.row["document_id"] for c in found} == {"doc-1", "%"}
+    finally:
+        store.close()
