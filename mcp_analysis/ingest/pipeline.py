@@ -273,8 +273,10 @@ class Ingestor:
             report.skipped.append((name, str(exc)))
             return None
         if moved is not None:  # the bytes of a stored document whose file is gone: moved here
-            # Its old path, should it come back later in this add, is a new document, not this one.
-            by_uri.pop(moved.uri, None)
+            # Its old path, should it come back later in this add, is a new document, not this one;
+            # one this add already wrote there (its file changed, then went) stays listed.
+            if by_uri.get(moved.uri) is moved:
+                del by_uri[moved.uri]
             by_uri[uri] = moves.relocate(moved, path, uri, title, metadata)  # written before the next batch
             report.moved.append((moved.uri, uri))
             return None

@@ -154,6 +154,42 @@ async def test_the_report_lists_the_documents_as_written_after_several_batches(t
     await kb.close()
 
 
+class _DeleteBefore:
+    """A progress sink that deletes `victim` as the add reaches `label`: a file gone mid-add."""
+
+    def __init__(self, victim: Path, label: str) -> None:
+        self.victim, self.label = victim, label
+
+    def start(self, total: int) -> None: ...
+
+    def advance(self, label: str) -> None:
+        if label.startswith(self.label):
+            self.victim.unlink(missing_ok=True)
+
+    def phase(self, label: str) -> None: ...
+
+    def finish(self) -> None: ...
+
+
+async def test_a_file_changed_then_moved_away_mid_add_stays_in_the_report(tmp_path: Path) -> None:
+    """a.md changed (written anew by this add), then its old bytes show up as b.md while a.md is
+    deleted: b.md is the stored document moved, and the new a.md, stored, is still reported."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    old = "# Tugs\n\nThe tugs note of the harbour office.\n"
+    (docs / "a.md").write_text(old)
+    kb = await _fresh_kb(tmp_path)
+    await Ingestor(kb).add([docs])
+    (docs / "a.md").write_text("# Tugs\n\nThree tugs stand by for the tanker.\n")
+    (docs / "b.md").write_text(old)
+    report = await Ingestor(kb, progress=_DeleteBefore(docs / "a.md", "b")).add([docs])
+    assert report.moved == [((docs / "a.md").as_uri(), (docs / "b.md").as_uri())], report
+    stored = {m.uri: m.id for m in await kb.store.all_meta()}
+    assert {m.uri: m.id for m in report.documents} == stored
+    assert set(stored) == {(docs / "a.md").as_uri(), (docs / "b.md").as_uri()}
+    await kb.close()
+
+
 def _meta(doc_id: str, name: str) -> DocumentMeta:
     return DocumentMeta(
         id=doc_id, uri=f"file:///docs/{name}", title=name, created_at="2025-01-01", updated_at="2025-01-01"
