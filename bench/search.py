@@ -162,9 +162,7 @@ async def measure(path: Path, queries: list[str], mode: str = "hybrid") -> dict[
         if filtered_ef is not None:
             where = await kb.prefilter(filtered.filter)
             if where is not None and not isinstance(where, str):  # the documents' ids (older code: SQL text)
-                from mcp_analysis.store.candidates import prefilter_expression
-
-                where = prefilter_expression(where)
+                where = where.expression
             filtered_recall = await recall_at_10(table, vectors, filtered_ef, refine, search_settings.candidates, where)
     breakdown = await phases(kb, corpus, embedder, queries[:30], LIMIT, with_vector_leg=mode != "keyword")
     filtered_breakdown = await phases(kb, filtered, embedder, queries[:20], LIMIT, with_vector_leg=mode != "keyword")

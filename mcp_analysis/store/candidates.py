@@ -54,6 +54,12 @@ class VisibleDocuments:
     def of(cls, ids: Iterable[str], share: float = 1.0) -> VisibleDocuments:
         return cls(frozenset(ids), share)
 
+    @functools.cached_property
+    def expression(self) -> Any:
+        """The documents as ``document_id`` isin their ids, a LanceDB expression of literals (no SQL
+        text to quote or to parse), built once per object."""
+        return col("document_id").isin(sorted(self.ids))
+
 
 @dataclass(eq=False)
 class Candidate:
@@ -125,13 +131,13 @@ class StoreCandidates(StoreReads):
         keyword = table.query().nearest_to_text(query, columns=["content_fts"])
         keyword = keyword.select([*CHUNK_COLUMNS, *(["vector"] if unit is not None else [])]).limit(per_leg)
         if prefilter is not None:
-            keyword = keyword.where(prefilter_expression(prefilter))
+            keyword = keyword.where(prefilter.expression)
         nearest = None
         if unit is not None:
             nearest = table.query().nearest_to(unit).distance_type("cosine").select(list(CHUNK_COLUMNS))
             nearest = nearest.limit(per_leg).ef(max(ef, per_leg * refine_factor)).refine_factor(refine_factor)
             if prefilter is not None:
-                nearest = nearest.where(prefilter_expression(prefilter))
+                nearest = nearest.where(prefilter.expression)
         legs: dict[str, Any] = {"vector": [], "keyword": None}
 
         async def run(name: str, leg: Any) -> None:
@@ -227,13 +233,6 @@ def _absorb(into: Candidate, heading: Candidate) -> None:
 def _best(a: Any, b: Any, pick: Any) -> Any:
     values = [v for v in (a, b) if v is not None]
     return pick(values) if values else None
-
-
-@functools.lru_cache(maxsize=16)
-def prefilter_expression(visible: VisibleDocuments) -> Any:
-    """The view's documents as ``document_id`` isin its ids, a LanceDB expression of literals (no SQL
-    text to quote or to parse). Cached per view object."""
-    return col("document_id").isin(sorted(visible.ids))
 
 
 def _unit(vector: np.ndarray) -> np.ndarray:

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mcp_analysis.store.candidates import VisibleDocuments, prefilter_expression
+from mcp_analysis.store.candidates import VisibleDocuments
 from mcp_analysis.store.database import Store
 from mcp_analysis.store.lance import col
 from mcp_analysis.store.writes import DocumentRows
@@ -37,9 +37,9 @@ HOSTILE = [
 
 def test_the_store_builds_the_expression_from_the_ids_once_per_view() -> None:
     visible = VisibleDocuments.of(["doc-2", "o'neil", "doc-1"], 0.3)
-    expression = prefilter_expression(visible)
+    expression = visible.expression
     assert expression.to_sql() == col("document_id").isin(["doc-1", "doc-2", "o'neil"]).to_sql()
-    assert prefilter_expression(visible) is expression  # built once per view object
+    assert visible.expression is expression  # built once per view object
 
 
 async def test_both_legs_keep_to_the_documents_of_the_view(tmp_path: Path) -> None:
