@@ -35,8 +35,8 @@ from mcp_analysis.search.hybrid import Hit
 
 @dataclass(frozen=True)
 class Weights:
-    """How much each signal counts in the fused score (settings search.weight_*; `version` has no
-    setting). Chosen with bench/rank_sweep.py on the tuning question sets (docs/ranking.md)."""
+    """How much each signal counts in the fused score (settings search.weight_*; `version` is
+    search.weight_version). Chosen with bench/rank_sweep.py on the tuning question sets (docs/ranking.md)."""
 
     vector: float = 0.5
     keyword: float = 0.25
@@ -99,8 +99,12 @@ def title_match(query: Names, title: Names, idf: Callable[[str], float]) -> floa
     return sum(idf(w) for w in named) / total if total else 0.0
 
 
+def _is_version(token: str) -> bool:
+    return token[0].isdigit() and len(token.split(".")[0]) < _YEAR_DIGITS
+
+
 def _versions(words: frozenset[str]) -> set[str]:
-    return {w for w in words if w[0].isdigit() and len(w.split(".")[0]) < _YEAR_DIGITS}
+    return {w for w in words if _is_version(w)}
 
 
 def _within(named: str, version: str) -> bool:
@@ -119,7 +123,7 @@ def named_versions(query: str, titles: dict[str, Names]) -> set[tuple[str, str]]
     return {
         (word, number)
         for word, number in itertools.pairwise(words)
-        if word in naming and not word[0].isdigit() and _versions(frozenset([number]))
+        if word in naming and not word[0].isdigit() and _is_version(number)
     }
 
 
