@@ -113,8 +113,8 @@ class StoreCandidates(StoreReads):
         per_leg: int,
         prefilter: VisibleDocuments | None,
         *,
-        ef: int = 1024,
-        refine_factor: int = 4,
+        ef: int,
+        refine_factor: int,
         bare_heading_words: int = 3,
     ) -> list[Candidate]:
         """Up to `per_leg` chunks from each leg (fewer once bare headings joined their sections),
@@ -123,7 +123,8 @@ class StoreCandidates(StoreReads):
         `prefilter` (the documents a filtered view passes) is applied inside both legs before they
         rank, so a chunk outside it is never a candidate. With an HNSW index,
         `ef` widens the graph search (to at least the `per_leg` x `refine_factor` rows it refines,
-        which LanceDB requires) and `refine_factor` re-ranks with exact distances."""
+        which LanceDB requires) and `refine_factor` re-ranks with exact distances (both always the
+        caller's: search.ann_ef and search.ann_refine_factor are their one source)."""
         if schema.CHUNKS not in self.tables or (prefilter is not None and not prefilter.ids):
             return []
         table = self.tables[schema.CHUNKS]

@@ -14,12 +14,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mcp_analysis.search.settings import SearchSettings
 from mcp_analysis.store.candidates import VisibleDocuments
 from mcp_analysis.store.database import Store
 from mcp_analysis.store.lance import col
 from mcp_analysis.store.writes import DocumentRows
 from tests.search.long_sections import rows_of
 from tests.store.test_vector_leg import DIMENSION, _document, indexed_store
+
+ANN = {"ef": SearchSettings().ann_ef, "refine_factor": SearchSettings().ann_refine_factor}  # as a search sends them
 
 pytestmark = pytest.mark.anyio
 
@@ -46,7 +49,7 @@ async def test_both_legs_keep_to_the_documents_of_the_view(tmp_path: Path) -> No
     store, vectors = await indexed_store(tmp_path / "kb.lancedb", seed=3)
     visible = {"doc-2", "doc-17", "doc-29"}
     try:
-        found = await store.candidates("harbour crane", vectors[0], 30, VisibleDocuments.of(visible))
+        found = await store.candidates("harbour crane", vectors[0], 30, VisibleDocuments.of(visible), **ANN)
     finally:
         store.close()
     assert {c.row["document_id"] for c in found} == visible
@@ -70,11 +73,11 @@ async def test_an_id_with_quotes_sql_or_wildcards_is_matched_literally(tmp_path:
     await store.write_documents([*plain, *hostile])
     try:
         for doc_id in HOSTILE:
-            found = await store.candidates("harbour crane", vectors[0], 200, VisibleDocuments.of([doc_id]))
+            found = await store.candidates("harbour crane", vectors[0], 200, VisibleDocuments.of([doc_id]), **ANN)
             assert {c.row["document_id"] for c in found} == {doc_id}, doc_id
             assert len(found) == 20 and all(json.loads(c.row["metadata"])["labels"] == ["text"] for c in found)
         both = VisibleDocuments.of(["doc-1", "%"])
-        found = await store.candidates("harbour crane", vectors[0], 200, both)
+        found = await store.candidates("harbour crane", vectors[0], 200, both, **ANN)
         assert {c.row["document_id"] for c in found} == {"doc-1", "%"}
     finally:
         store.close()
