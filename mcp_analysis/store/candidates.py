@@ -45,20 +45,32 @@ class VisibleDocuments:
     """The documents a filtered view passes: a search's prefilter. The store turns the ids into a
     LanceDB expression itself (each id a literal, never SQL text), once per object: a view builds
     one per metadata version (corpus.py), and thousands of ids are hundreds of kB as SQL, which
-    LanceDB would parse for each leg of every search (bench/prefilter.py)."""
+    LanceDB would parse for each leg of every search (bench/prefilter.py).
+
+    LanceDB plans each leg's expression anew, at a cost that grows with its literals (bench/search.py
+    times views passing a tenth and nine tenths of the documents): a view passing most documents is
+    written as ``NOT IN`` the few it hides. That form would also pass a document
+    written after the view was read (in neither set), so the store keeps only candidates whose
+    document is in `ids`, whichever form the legs ran with."""
 
     ids: frozenset[str]
     share: float = 1.0  # of all documents of the knowledge base
+    hidden: frozenset[str] | None = None  # the others of the view's version; None: not known (IN form)
 
     @classmethod
-    def of(cls, ids: Iterable[str], share: float = 1.0) -> VisibleDocuments:
-        return cls(frozenset(ids), share)
+    def of(cls, ids: Iterable[str], share: float = 1.0, hidden: Iterable[str] | None = None) -> VisibleDocuments:
+        return cls(frozenset(ids), share, None if hidden is None else frozenset(hidden))
 
     @functools.cached_property
     def expression(self) -> Any:
-        """The documents as ``document_id`` isin their ids, a LanceDB expression of literals (no SQL
-        text to quote or to parse), built once per object."""
+        """``document_id`` in the ids, or not in the hidden ones when they are fewer: a LanceDB
+        expression of literals (no SQL text to quote or to parse), built once per object."""
+        if self.hidden is not None and len(self.hidden) < len(self.ids):
+            return ~col("document_id").isin(sorted(self.hidden))
         return col("document_id").isin(sorted(self.ids))
+
+    def passes(self, document_id: Any) -> bool:
+        return document_id in self.ids
 
 
 @dataclass(eq=False)
@@ -148,6 +160,9 @@ class StoreCandidates(StoreReads):
             group.start_soon(run, "keyword", keyword)
             if nearest is not None:
                 group.start_soon(run, "vector", nearest)
+        if prefilter is not None:  # exactly the view's documents, whichever form the legs ran with
+            legs["vector"] = [row for row in legs["vector"] if prefilter.passes(row["document_id"])]
+            legs["keyword"] = _passing(legs["keyword"], prefilter)
         found: dict[str, Candidate] = {}
         for rank, row in enumerate(legs["vector"], start=1):
             cosine = 1.0 - float(row.pop("_distance"))
@@ -234,6 +249,14 @@ def _absorb(into: Candidate, heading: Candidate) -> None:
 def _best(a: Any, b: Any, pick: Any) -> Any:
     values = [v for v in (a, b) if v is not None]
     return pick(values) if values else None
+
+
+def _passing(table: Any, prefilter: VisibleDocuments) -> Any:
+    """The rows of an Arrow table whose document the prefilter passes."""
+    if table is None or table.num_rows == 0:
+        return table
+    keep = [prefilter.passes(d) for d in table.column("document_id").to_pylist()]
+    return table if all(keep) else table.filter(keep)
 
 
 def _unit(vector: np.ndarray) -> np.ndarray:
