@@ -246,7 +246,11 @@ def main() -> None:
     )
     parser.add_argument("--add-docs", type=int, default=1000, help="Documents added to the largest size (maintenance).")
     parser.add_argument(
-        "--rebuild", action="store_true", help="Also time building each index of the chunks table again after the add."
+        "--rebuild",
+        nargs="*",
+        default=[],
+        choices=["scalar", "vector"],
+        help="After the add, also time building these indexes of the chunks table again (vector: a build's time).",
     )
     parser.add_argument(
         "--mode",
