@@ -11,6 +11,10 @@ nine tenths of the documents (p50, and the median per-query ratio to the unfilte
 Recall@10 of the vector leg (HNSW with the configured ef and refine factor against an exact
 scan of all vectors as ground truth), where the table has a vector index (>= 50k chunks).
 
+Then (unless `--skip maintenance`) 1,000 documents are added to a hard-linked copy of the largest
+knowledge base and folded into its indexes, with search p50 and recall after each step
+(bench/_maintenance.py).
+
 With `--baseline REV` each run measures the code of git revision REV and this tree, in turns
 (who goes first alternates per run), each in its own process over the same tables.
 
