@@ -8,7 +8,9 @@ On a copy of the benchmark's knowledge base (hard links; removed afterwards):
    ``optimize_indices(num_indices_to_merge=0)``: a new index segment over the new rows, searched
    beside the old one; nothing retrained or merged).
 3. write as many documents again and run ``Store.optimize`` (what an ingest runs: compaction,
-   then lancedb's default index update, which folds the new rows into the index).
+   then lancedb's default index update, which folds the new rows into the index); then `more`
+   adds of a tenth as many documents, each followed by ``Store.optimize`` (index segments and
+   search p50 after each: what many small adds leave).
 4. with `rebuild` (``scalar``, ``vector``): each such index built again from all rows: the vector
    index retrained (``optimize_indices(retrain=True)``; lancedb's own ``optimize(retrain=...)``
    is a deprecated no-op in 0.40), the scalar and full-text ones created anew.
@@ -73,7 +75,12 @@ async def _found_new(table: Any, probes: list[tuple[str, np.ndarray]], ef: int) 
 
 
 async def add_documents(
-    kb_path: Path, docs: int, state: Callable[[Path], Awaitable[dict[str, float]]], rebuild: list[str], ef: int
+    kb_path: Path,
+    docs: int,
+    state: Callable[[Path], Awaitable[dict[str, float]]],
+    rebuild: list[str],
+    ef: int,
+    more: int = 0,
 ) -> dict[str, Any]:
     """Seconds to write `docs` documents and to fold them into the indexes, and the search between."""
     copy = kb_path.parent / f"{kb_path.stem}-maintenance"
@@ -122,6 +129,14 @@ async def add_documents(
         await store.optimize()
         out["Store.optimize s"] = time.perf_counter() - started
         await step("after Store.optimize")
+        for k in range(1, more + 1):  # small adds, each followed by what an ingest runs
+            begin = first + (1 + k) * docs
+            await write(store, documents(vectors, words, range(begin, begin + max(docs // 10, 1)), 20, seed=3 + k))
+            started = time.perf_counter()
+            await store.optimize()
+            out[f"add {k} of {more}: Store.optimize s"] = time.perf_counter() - started
+            out[f"add {k} of {more}: indexes"] = await _unindexed(chunks)
+            out[f"add {k} of {more}: p50 ms"] = (await state(copy))["p50 ms"]
         if rebuild:
             dataset = lance.dataset(str(copy / f"{schema.CHUNKS}.lance"))
             for ix in await chunks.list_indices():

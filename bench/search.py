@@ -25,6 +25,7 @@ Targets (2 cores): p50 <= 25 ms at 10k, <= 60 ms at 100k.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -250,6 +251,9 @@ def main() -> None:
     )
     parser.add_argument("--add-docs", type=int, default=1000, help="Documents added to the largest size (maintenance).")
     parser.add_argument(
+        "--more-adds", type=int, default=0, help="Then this many adds of a tenth as many documents, each optimized."
+    )
+    parser.add_argument(
         "--rebuild",
         nargs="*",
         default=[],
@@ -291,7 +295,8 @@ def main() -> None:
 
         largest = args.dir / f"synthetic-{max(args.sizes)}.lancedb"
         ef = settings_for(largest).search.ann_ef
-        added = anyio.run(add_documents, largest, args.add_docs, lambda p: search_state(p, queries), args.rebuild, ef)
+        state = functools.partial(search_state, queries=queries)
+        added = anyio.run(add_documents, largest, args.add_docs, state, args.rebuild, ef, args.more_adds)
     if args.code:
         print(json.dumps(rows))
         return
