@@ -10,7 +10,9 @@ On a copy of the benchmark's knowledge base (hard links; removed afterwards):
 3. write as many documents again and run ``Store.optimize`` (what an ingest runs: compaction,
    then lancedb's default index update, which folds the new rows into the index); then `more`
    adds of a tenth as many documents, each followed by ``Store.optimize`` (index segments and
-   search p50 after each: what many small adds leave).
+   search p50 after each: what many small adds leave). Each ``Store.optimize`` merges the vector
+   index's segments after the first past `max_segments` (``search.vector_index_max_segments``; 0:
+   never, LanceDB's optimize alone).
 4. with `rebuild` (``scalar``, ``vector``): each such index built again from all rows: the vector
    index retrained (``optimize_indices(retrain=True)``; lancedb's own ``optimize(retrain=...)``
    is a deprecated no-op in 0.40), the scalar and full-text ones created anew.
@@ -81,6 +83,7 @@ async def add_documents(
     rebuild: list[str],
     ef: int,
     more: int = 0,
+    max_segments: int = 0,
 ) -> dict[str, Any]:
     """Seconds to write `docs` documents and to fold them into the indexes, and the search between."""
     copy = kb_path.parent / f"{kb_path.stem}-maintenance"
@@ -126,14 +129,14 @@ async def add_documents(
         out["second write s"] = time.perf_counter() - started
         out["after second write: indexes"] = await _unindexed(chunks)
         started = time.perf_counter()
-        await store.optimize()
+        await store.optimize(max_segments)
         out["Store.optimize s"] = time.perf_counter() - started
         await step("after Store.optimize")
         for k in range(1, more + 1):  # small adds, each followed by what an ingest runs
             begin = first + (1 + k) * docs
             await write(store, documents(vectors, words, range(begin, begin + max(docs // 10, 1)), 20, seed=3 + k))
             started = time.perf_counter()
-            await store.optimize()
+            await store.optimize(max_segments)
             out[f"add {k} of {more}: Store.optimize s"] = time.perf_counter() - started
             out[f"add {k} of {more}: indexes"] = await _unindexed(chunks)
             out[f"add {k} of {more}: p50 ms"] = (await state(copy))["p50 ms"]

@@ -49,6 +49,7 @@ from _search_report import report_details
 from _synthetic import build, settings_for, vocabulary
 
 from mcp_analysis.corpus import KnowledgeBase
+from mcp_analysis.search.settings import SearchSettings
 from mcp_analysis.store import schema
 
 LIMIT = 5
@@ -254,6 +255,12 @@ def main() -> None:
         "--more-adds", type=int, default=0, help="Then this many adds of a tenth as many documents, each optimized."
     )
     parser.add_argument(
+        "--max-segments",
+        type=int,
+        default=SearchSettings().vector_index_max_segments,
+        help="search.vector_index_max_segments for each Store.optimize of the add (0: LanceDB's optimize alone).",
+    )
+    parser.add_argument(
         "--rebuild",
         nargs="*",
         default=[],
@@ -296,7 +303,9 @@ def main() -> None:
         largest = args.dir / f"synthetic-{max(args.sizes)}.lancedb"
         ef = settings_for(largest).search.ann_ef
         state = functools.partial(search_state, queries=queries)
-        added = anyio.run(add_documents, largest, args.add_docs, state, args.rebuild, ef, args.more_adds)
+        added = anyio.run(
+            add_documents, largest, args.add_docs, state, args.rebuild, ef, args.more_adds, args.max_segments
+        )
     if args.code:
         print(json.dumps(rows))
         return
