@@ -203,7 +203,8 @@ class KnowledgeBase:
         if not view.built:
             everything = await self.visible(None)
             if len(visible) < len(everything):
-                view.prefilter = VisibleDocuments.of(visible, len(visible) / max(len(everything), 1))
+                share = len(visible) / max(len(everything), 1)
+                view.prefilter = VisibleDocuments.of(visible, share, everything.keys() - visible.keys())
             view.built = True
         return view.prefilter
 

@@ -243,7 +243,7 @@ class Ingestor:
         only missing indexes are made: full-text and vector search read unindexed rows too."""
         await self.kb.store.ensure_indexes(self.kb.settings.search.vector_index_min_rows)
         if compact:
-            await self.kb.store.optimize()
+            await self.kb.store.optimize(self.kb.settings.search.vector_index_max_segments)
 
     def _phase(self, label: str) -> None:
         if self.progress:

@@ -48,15 +48,16 @@ async def hybrid_search(
     per_leg: int,
     prefilter: VisibleDocuments | None,
     *,
-    ef: int = 1024,
-    refine_factor: int = 4,
+    ef: int,
+    refine_factor: int,
     bare_heading_words: int = 3,
 ) -> list[Hit]:
     """Every candidate of both legs (up to 2 x `per_leg`), best RRF first, with its evidence.
 
     With an HNSW index (large knowledge bases), `ef` widens the graph search and
     `refine_factor` re-ranks candidates with exact distances; without one the vector leg
-    is an exact scan and both are ignored. Without a `vector` (keyword mode) only the
+    is an exact scan and both are ignored (the settings search.ann_ef and search.ann_refine_factor
+    are their only defaults). Without a `vector` (keyword mode) only the
     full-text leg runs, and hits carry no evidence."""
     found = await store.candidates(
         query, vector, per_leg, prefilter, ef=ef, refine_factor=refine_factor, bare_heading_words=bare_heading_words

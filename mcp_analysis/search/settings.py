@@ -27,6 +27,12 @@ class SearchSettings(BaseModel):
     vector_index_min_rows: int = Field(
         50_000, ge=0, description="Build an HNSW vector index once there are this many chunks (0 = never)."
     )
+    vector_index_max_segments: int = Field(
+        4,
+        ge=0,
+        description="Past this many vector index segments (one per optimize after an add), an optimize merges "
+        "those after the first into one (0 = never; bench/search.py --more-adds).",
+    )
     ann_ef: int = Field(
         1024,
         ge=10,

@@ -45,20 +45,32 @@ class VisibleDocuments:
     """The documents a filtered view passes: a search's prefilter. The store turns the ids into a
     LanceDB expression itself (each id a literal, never SQL text), once per object: a view builds
     one per metadata version (corpus.py), and thousands of ids are hundreds of kB as SQL, which
-    LanceDB would parse for each leg of every search (bench/prefilter.py)."""
+    LanceDB would parse for each leg of every search (bench/prefilter.py).
+
+    LanceDB plans each leg's expression anew, at a cost that grows with its literals (bench/search.py
+    times views passing a tenth and nine tenths of the documents): a view passing most documents is
+    written as ``NOT IN`` the few it hides. That form would also pass a document
+    written after the view was read (in neither set), so the store keeps only candidates whose
+    document is in `ids`, whichever form the legs ran with."""
 
     ids: frozenset[str]
     share: float = 1.0  # of all documents of the knowledge base
+    hidden: frozenset[str] | None = None  # the others of the view's version; None: not known (IN form)
 
     @classmethod
-    def of(cls, ids: Iterable[str], share: float = 1.0) -> VisibleDocuments:
-        return cls(frozenset(ids), share)
+    def of(cls, ids: Iterable[str], share: float = 1.0, hidden: Iterable[str] | None = None) -> VisibleDocuments:
+        return cls(frozenset(ids), share, None if hidden is None else frozenset(hidden))
 
     @functools.cached_property
     def expression(self) -> Any:
-        """The documents as ``document_id`` isin their ids, a LanceDB expression of literals (no SQL
-        text to quote or to parse), built once per object."""
+        """``document_id`` in the ids, or not in the hidden ones when they are fewer: a LanceDB
+        expression of literals (no SQL text to quote or to parse), built once per object."""
+        if self.hidden is not None and len(self.hidden) < len(self.ids):
+            return ~col("document_id").isin(sorted(self.hidden))
         return col("document_id").isin(sorted(self.ids))
+
+    def passes(self, document_id: Any) -> bool:
+        return document_id in self.ids
 
 
 @dataclass(eq=False)
@@ -113,8 +125,8 @@ class StoreCandidates(StoreReads):
         per_leg: int,
         prefilter: VisibleDocuments | None,
         *,
-        ef: int = 1024,
-        refine_factor: int = 4,
+        ef: int,
+        refine_factor: int,
         bare_heading_words: int = 3,
     ) -> list[Candidate]:
         """Up to `per_leg` chunks from each leg (fewer once bare headings joined their sections),
@@ -123,7 +135,8 @@ class StoreCandidates(StoreReads):
         `prefilter` (the documents a filtered view passes) is applied inside both legs before they
         rank, so a chunk outside it is never a candidate. With an HNSW index,
         `ef` widens the graph search (to at least the `per_leg` x `refine_factor` rows it refines,
-        which LanceDB requires) and `refine_factor` re-ranks with exact distances."""
+        which LanceDB requires) and `refine_factor` re-ranks with exact distances (both always the
+        caller's: search.ann_ef and search.ann_refine_factor are their one source)."""
         if schema.CHUNKS not in self.tables or (prefilter is not None and not prefilter.ids):
             return []
         table = self.tables[schema.CHUNKS]
@@ -147,6 +160,9 @@ class StoreCandidates(StoreReads):
             group.start_soon(run, "keyword", keyword)
             if nearest is not None:
                 group.start_soon(run, "vector", nearest)
+        if prefilter is not None:  # exactly the view's documents, whichever form the legs ran with
+            legs["vector"] = [row for row in legs["vector"] if prefilter.passes(row["document_id"])]
+            legs["keyword"] = _passing(legs["keyword"], prefilter)
         found: dict[str, Candidate] = {}
         for rank, row in enumerate(legs["vector"], start=1):
             cosine = 1.0 - float(row.pop("_distance"))
@@ -233,6 +249,14 @@ def _absorb(into: Candidate, heading: Candidate) -> None:
 def _best(a: Any, b: Any, pick: Any) -> Any:
     values = [v for v in (a, b) if v is not None]
     return pick(values) if values else None
+
+
+def _passing(table: Any, prefilter: VisibleDocuments) -> Any:
+    """The rows of an Arrow table whose document the prefilter passes."""
+    if table is None or table.num_rows == 0:
+        return table
+    keep = [prefilter.passes(d) for d in table.column("document_id").to_pylist()]
+    return table if all(keep) else table.filter(keep)
 
 
 def _unit(vector: np.ndarray) -> np.ndarray:

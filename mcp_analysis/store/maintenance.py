@@ -9,6 +9,8 @@ import logging
 from datetime import timedelta
 from typing import Any
 
+import anyio
+
 from mcp_analysis.store import schema
 from mcp_analysis.store.base import StoreBase
 from mcp_analysis.store.lance import FTS, Bitmap, BTree, HnswSq
@@ -74,8 +76,12 @@ class StoreMaintenance(StoreBase):
             out[name] = [f"{ix.index_type}({', '.join(ix.columns)})" for ix in await table.list_indices()]
         return out
 
-    async def optimize(self) -> None:
-        """Compact files and fold new rows into the indexes (keeps hybrid search fast)."""
+    async def optimize(self, vector_index_max_segments: int = 0) -> None:
+        """Compact files and fold new rows into the indexes (keeps hybrid search fast).
+
+        LanceDB's optimize folds an add's rows into the vector index as one more segment, each
+        searched per query: past `vector_index_max_segments` (0 = never) the segments after the
+        first (the one built over the whole table) are merged into one (`merge_vector_segments`)."""
         self.check_writable()
         for name in (
             schema.CHUNKS,
@@ -86,3 +92,37 @@ class StoreMaintenance(StoreBase):
         ):
             if name in self.tables:
                 await self.tables[name].optimize(cleanup_older_than=_CLEANUP_AFTER)
+        if vector_index_max_segments and await self.vector_segments() > vector_index_max_segments:
+            await self.merge_vector_segments()
+
+    async def _vector_index(self) -> Any:
+        chunks = self.tables[schema.CHUNKS]
+        return next((ix for ix in await chunks.list_indices() if ix.columns == ["vector"]), None)
+
+    async def vector_segments(self) -> int:
+        """Segments of the chunks' vector index (0 without one)."""
+        index = await self._vector_index()
+        if index is None:
+            return 0
+        return int((await self.tables[schema.CHUNKS].index_stats(index.name)).num_indices)
+
+    async def merge_vector_segments(self) -> None:
+        """Merge the vector index's segments after the first into one, the first left as it is.
+
+        lance's ``optimize_indices(num_indices_to_merge=k)`` merges the newest k segments (and any
+        unindexed rows) into one: with k = all but one, the first segment, built over the whole
+        table, is neither read nor retrained, so the merge costs what the added rows cost
+        (lancedb's own optimize offers no merge)."""
+        import lance
+
+        self.check_writable()
+        index = await self._vector_index()
+        segments = await self.vector_segments()
+        if index is None or segments < 3:
+            return
+        chunks = self.tables[schema.CHUNKS]
+        dataset = lance.dataset(await chunks.uri(), storage_options=self.lance_options())
+        merge = dataset.optimize.optimize_indices
+        await anyio.to_thread.run_sync(lambda: merge(index_names=[index.name], num_indices_to_merge=segments - 1))
+        await chunks.checkout_latest()
+        log.info("Merged %d vector index segments after the first into one", segments - 1)

@@ -161,7 +161,7 @@ class FolderMirror:
             return
         async with self._writing() as store:
             await store.ensure_indexes(self.kb.settings.search.vector_index_min_rows)
-            await store.optimize()
+            await store.optimize(self.kb.settings.search.vector_index_max_segments)
         self.uncompacted = 0
 
     @asynccontextmanager

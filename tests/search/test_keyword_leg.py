@@ -94,7 +94,15 @@ async def test_keyword_mode_fetches_the_rows_it_shows(tmp_path: Path, bare_headi
     legs = _Legs(store)
     try:
         found = await search_passages(legs, None, "gantry crane", 5, None, visible, settings)  # type: ignore[arg-type]
-        hits = await hybrid_search(store, None, "gantry crane", settings.candidates, None)
+        hits = await hybrid_search(
+            store,
+            None,
+            "gantry crane",
+            settings.candidates,
+            None,
+            ef=settings.ann_ef,
+            refine_factor=settings.ann_refine_factor,
+        )
         expected = await expand_hits(store, hits[:15], visible.get, settings.max_context_chars, 5)
     finally:
         store.close()

@@ -13,8 +13,11 @@ import numpy as np
 import pytest
 
 from mcp_analysis.corpus import KnowledgeBase
+from mcp_analysis.search.settings import SearchSettings
 from mcp_analysis.store.candidates import VisibleDocuments
 from mcp_analysis.store.lance import FTS, lancedb
+
+ANN = {"ef": SearchSettings().ann_ef, "refine_factor": SearchSettings().ann_refine_factor}  # as a search sends them
 
 pytestmark = pytest.mark.anyio
 
@@ -47,7 +50,7 @@ async def _vector(kb: KnowledgeBase, query: str) -> np.ndarray:
 
 async def test_candidates_are_each_legs_rows_with_both_scores(kb: KnowledgeBase) -> None:
     query = "CVE-2025-30412 firmware update"
-    found = await kb.store.candidates(query, await _vector(kb, query), 20, None)
+    found = await kb.store.candidates(query, await _vector(kb, query), 20, None, **ANN)
     vector_leg = [c for c in found if c.vector_rank is not None]
     keyword_leg = [c for c in found if c.keyword_rank is not None]
     assert len(vector_leg) == 20 and len(keyword_leg) >= 10
@@ -62,9 +65,9 @@ async def test_a_filtered_search_finds_no_chunk_outside_the_filter_in_either_leg
     advisories = {d.id for d in await (await kb.open_corpus("uri LIKE '%advisory%'")).documents()}
     query = "quarterly revenue by region total"  # both legs prefer the financial reports
     vector = await _vector(kb, query)
-    unfiltered = await kb.store.candidates(query, vector, 10, None)
+    unfiltered = await kb.store.candidates(query, vector, 10, None, **ANN)
     assert {c.row["document_id"] for c in unfiltered[:5]} - advisories
-    found = await kb.store.candidates(query, vector, 1000, VisibleDocuments.of(advisories))
+    found = await kb.store.candidates(query, vector, 1000, VisibleDocuments.of(advisories), **ANN)
     assert found and {c.row["document_id"] for c in found} <= advisories
     assert any(c.keyword_rank for c in found) and any(c.vector_rank for c in found)
-    assert await kb.store.candidates(query, vector, 1000, VisibleDocuments.of([])) == []
+    assert await kb.store.candidates(query, vector, 1000, VisibleDocuments.of([]), **ANN) == []

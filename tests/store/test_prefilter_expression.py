@@ -14,12 +14,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mcp_analysis.search.settings import SearchSettings
 from mcp_analysis.store.candidates import VisibleDocuments
 from mcp_analysis.store.database import Store
 from mcp_analysis.store.lance import col
 from mcp_analysis.store.writes import DocumentRows
 from tests.search.long_sections import rows_of
 from tests.store.test_vector_leg import DIMENSION, _document, indexed_store
+
+ANN = {"ef": SearchSettings().ann_ef, "refine_factor": SearchSettings().ann_refine_factor}  # as a search sends them
 
 pytestmark = pytest.mark.anyio
 
@@ -42,11 +45,33 @@ def test_the_store_builds_the_expression_from_the_ids_once_per_view() -> None:
     assert visible.expression is expression  # built once per view object
 
 
+def test_a_view_passing_most_documents_is_not_in_the_few_it_hides() -> None:
+    most = VisibleDocuments.of(["doc-1", "doc-2", "doc-3"], 0.75, ["o'neil"])
+    assert most.expression.to_sql() == (~col("document_id").isin(["o'neil"])).to_sql()
+    few = VisibleDocuments.of(["doc-1"], 0.25, ["doc-2", "doc-3", "o'neil"])
+    assert few.expression.to_sql() == col("document_id").isin(["doc-1"]).to_sql()
+
+
+async def test_a_document_written_after_the_view_never_passes_its_not_in_form(tmp_path: Path) -> None:
+    """doc-5 is in neither set (written after the view read its documents): the legs' NOT IN passes
+    it, the store's check of each candidate's document does not."""
+    store, vectors = await indexed_store(tmp_path / "kb.lancedb", seed=3)
+    visible = {f"doc-{i}" for i in range(30)} - {"doc-2", "doc-5"}
+    view = VisibleDocuments.of(visible, 28 / 29, ["doc-2"])
+    try:
+        found = await store.candidates("harbour crane", vectors[5 * 20], 100, view, **ANN)
+        assert view.expression.to_sql() == (~col("document_id").isin(["doc-2"])).to_sql()
+    finally:
+        store.close()
+    assert found and {c.row["document_id"] for c in found} <= visible
+    assert sum(c.vector_rank is not None for c in found) >= 80  # doc-5's 20 chunks took slots, then left
+
+
 async def test_both_legs_keep_to_the_documents_of_the_view(tmp_path: Path) -> None:
     store, vectors = await indexed_store(tmp_path / "kb.lancedb", seed=3)
     visible = {"doc-2", "doc-17", "doc-29"}
     try:
-        found = await store.candidates("harbour crane", vectors[0], 30, VisibleDocuments.of(visible))
+        found = await store.candidates("harbour crane", vectors[0], 30, VisibleDocuments.of(visible), **ANN)
     finally:
         store.close()
     assert {c.row["document_id"] for c in found} == visible
@@ -70,11 +95,16 @@ async def test_an_id_with_quotes_sql_or_wildcards_is_matched_literally(tmp_path:
     await store.write_documents([*plain, *hostile])
     try:
         for doc_id in HOSTILE:
-            found = await store.candidates("harbour crane", vectors[0], 200, VisibleDocuments.of([doc_id]))
+            found = await store.candidates("harbour crane", vectors[0], 200, VisibleDocuments.of([doc_id]), **ANN)
             assert {c.row["document_id"] for c in found} == {doc_id}, doc_id
             assert len(found) == 20 and all(json.loads(c.row["metadata"])["labels"] == ["text"] for c in found)
         both = VisibleDocuments.of(["doc-1", "%"])
-        found = await store.candidates("harbour crane", vectors[0], 200, both)
+        found = await store.candidates("harbour crane", vectors[0], 200, both, **ANN)
         assert {c.row["document_id"] for c in found} == {"doc-1", "%"}
+        everything = {"doc-0", "doc-1", "doc-2", *HOSTILE}
+        for doc_id in HOSTILE:  # a view hiding only `doc_id`: NOT IN that one literal
+            view = VisibleDocuments.of(everything - {doc_id}, 0.9, [doc_id])
+            found = await store.candidates("harbour crane", vectors[0], 400, view, **ANN)
+            assert {c.row["document_id"] for c in found} == everything - {doc_id}, doc_id
     finally:
         store.close()
