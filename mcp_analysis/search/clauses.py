@@ -47,9 +47,7 @@ def clause_scores(bags: Sequence[set[str]], terms: Sequence[str], rarity: Sequen
     return [sum(w for t, w in zip(terms, weights, strict=True) if t in bag) / total for bag in bags]
 
 
-def within_documents(
-    ranked: Sequence[Hit], query: str, title_of: Callable[[str], str], weight: float
-) -> list[Hit]:
+def within_documents(ranked: Sequence[Hit], query: str, title_of: Callable[[str], str], weight: float) -> list[Hit]:
     """`ranked` with the chunks of each of its first LEADING_DOCUMENTS documents re-ordered among that
     document's places by score + `weight` x their clause score; each place keeps its score."""
     out = list(ranked)
