@@ -153,7 +153,11 @@ async def test_the_setting_off_keeps_reciprocal_rank_fusion(licences: Any) -> No
             "in an aggregate does not cause this license to apply",
             2,
         ),
-        ("GPL 3: is an entry in my program's menu enough to show the legal notices?", "a prominent item in the list", 2),
+        (
+            "GPL 3: is an entry in my program's menu enough to show the legal notices?",
+            "a prominent item in the list",
+            2,
+        ),
     ],
 )
 async def test_the_clause_that_answers_comes_first_among_its_documents_hits(
