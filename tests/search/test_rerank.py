@@ -5,6 +5,7 @@ from __future__ import annotations
 from mcp_analysis.search.clauses import clause_scores, within_documents
 from mcp_analysis.search.hybrid import Evidence, Hit
 from mcp_analysis.search.rerank import (
+    CACHED_TITLE_CHARS,
     Names,
     Weights,
     distinct,
@@ -12,6 +13,7 @@ from mcp_analysis.search.rerank import (
     keyword_scale,
     rerank,
     title_match,
+    title_names,
     version_conflicts,
 )
 from mcp_analysis.store.models import ChunkRecord
@@ -160,3 +162,10 @@ def test_a_word_every_chunk_of_a_document_holds_counts_for_nothing_and_a_rare_on
     bags = [{"licens", "menu"}, {"licens", "program"}, {"licens"}]
     scores = clause_scores(bags, ["licens", "menu"], [1.0, 1.0])
     assert scores[0] > 0.5 > scores[1] == scores[2]
+
+
+def test_a_titles_names_are_cached_and_a_huge_title_is_not_kept() -> None:
+    short = "license-GPL-3 for the cache test"
+    assert title_names(short) is title_names(short)  # the same documents' titles come back query after query
+    huge = "GPL " * CACHED_TITLE_CHARS
+    assert title_names(huge) is not title_names(huge) and title_names(huge).words == Names.of(huge).words
