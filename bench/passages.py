@@ -21,7 +21,8 @@ file, each hard question's "split"; both old splits have been looked at more tha
 tuning data now); with --context45 also the 45 queries of bench/context.py over 51 manuals (a
 second knowledge base). `--split fresh` adds the questions of bench/data/fresh_queries.json
 (plain and paraphrased, over the same 36 documents; held out for one run, tuning data since);
-`--split fresh2` those of bench/data/fresh2_queries.json, the held-out split now: run once, after
+`--split fresh2` those of bench/data/fresh2_queries.json (held out for one run, tuning data since);
+`--split fresh3` those of bench/data/fresh3_queries.json, the held-out split now: run once, after
 tuning, with the final code, never to choose a setting.
 For each: hit@1, hit@5 and MRR@5 by document, answer@5 (the text the model is shown for a
 relevant hit contains the answer phrase), bare headings (hits whose text is a heading plus at
@@ -30,7 +31,7 @@ WordPiece tokens). With --curve, answer@5 against the `context` argument; then s
 interleaved calls (several rounds) and each server's RSS at the end.
 
     python bench/passages.py [--baseline REV] [--variant NAME:K=V,...] [--held-out] [--context45]
-                             [--split fresh|fresh2] [--curve] [--rounds 3] [--rebuild] [--out bench/results]
+                             [--split fresh|fresh2|fresh3] [--curve] [--rounds 3] [--rebuild] [--out bench/results]
 
 Targets: hard answer@5 >= 0.92, hit@5 1.0 and MRR >= 0.93; easy MRR@5 >= 0.97, hit@1 >= 0.93;
 median result text <= 6,000 characters; 0 bare headings; search p50 at most 1.2x the baseline's.
@@ -75,7 +76,8 @@ DATA = ROOT / "bench" / "data" / "passages_queries.json"
 CONTEXT45 = ROOT / "bench" / "data" / "context_queries.json"
 FRESH = ROOT / "bench" / "data" / "fresh_queries.json"
 FRESH2 = ROOT / "bench" / "data" / "fresh2_queries.json"
-SPLITS = {"fresh": FRESH, "fresh2": FRESH2}
+FRESH3 = ROOT / "bench" / "data" / "fresh3_queries.json"
+SPLITS = {"fresh": FRESH, "fresh2": FRESH2, "fresh3": FRESH3}
 DEFAULT_SIDES = {"rrf": {"MCP_ANALYSIS_SEARCH__RERANK": "false"}, "rerank": {}}
 CONTEXTS = (300, 600, 900, 1200, 2000, 4000)
 # Result size in tokens too, counted by the bundled WordPiece tokenizer (no truncation): a proxy for
@@ -285,8 +287,8 @@ def main() -> None:
     parser.add_argument(
         "--split",
         choices=list(SPLITS),
-        help="also a fresh split's questions: fresh (bench/data/fresh_queries.json, tuning data since its one run) "
-        "or fresh2 (bench/data/fresh2_queries.json: held out, once, after tuning, with the final code)",
+        help="also a fresh split's questions: fresh or fresh2 (bench/data/fresh*_queries.json, tuning data since "
+        "their one run) or fresh3 (bench/data/fresh3_queries.json: held out, once, after tuning, with the final code)",
     )
     parser.add_argument("--curve", action="store_true", help="answer@5 against the context argument")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the cached knowledge bases")
