@@ -168,3 +168,13 @@ async def test_the_clause_that_answers_comes_first_among_its_documents_hits(
     assert any(answer in excerpt for excerpt in shown(results, question, "license-GPL-3"))
     first = next(r.rank for r in results if answer in squash(r.content))
     assert first <= within, [r.rank for r in results if answer in squash(r.content)]
+
+
+async def test_search_weight_passage_zero_turns_the_clause_stage_off(licences: Any) -> None:
+    question = "GPL 3: is an entry in my program's menu enough to show the legal notices?"
+    answer = "a prominent item in the list"
+    for weight, places in ((0.5, [1, 2]), (0.0, [3, 4, 5])):
+        results = await (await licences(weight_passage=weight)).corpus().search(question, 5)
+        assert results[0].document_title == "license-GPL-3"
+        first = next(r.rank for r in results if answer in squash(r.content))
+        assert first in places, (weight, [r.rank for r in results if answer in squash(r.content)])
