@@ -85,11 +85,12 @@ class SearchSettings(BaseModel):
         "chose 0.5).",
     )
     passage_candidates: int = Field(
-        8,
+        16,
         ge=0,
         le=100,
         description="Re-ranking: chunks each leg fetches again within the first two documents, so the second stage "
-        "can choose a clause neither leg's search of the whole knowledge base fetched (0 = no such fetch).",
+        "can choose a clause neither leg's search of the whole knowledge base fetched (0 = no such fetch; "
+        "bench/rank_sweep.py chose 16).",
     )
     duplicate_overlap: float = Field(
         0.5,

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.anyio
 async def test_a_clause_neither_leg_fetched_is_fetched_within_its_document_and_shown(licences: Any) -> None:
     question = "GPL 3: is what my program prints out covered by the licence?"
     answer = "only if the output, given its content, constitutes a covered work"
-    kb = await licences(candidates=10, passage_candidates=32)
+    kb = await licences(candidates=10)
     vector = await (await kb.embedder()).embed_query(question)
     fetched = await kb.store.candidates(question, vector, 10, None)
     assert not any(answer in squash(c.row["content"]) for c in fetched), "neither leg's 10 best hold the clause"
