@@ -85,12 +85,13 @@ class SearchSettings(BaseModel):
         "chose 0.5).",
     )
     passage_candidates: int = Field(
-        16,
+        0,
         ge=0,
         le=100,
         description="Re-ranking: chunks each leg fetches again within the first two documents, so the second stage "
-        "can choose a clause neither leg's search of the whole knowledge base fetched (0 = no such fetch; "
-        "bench/rank_sweep.py chose 16).",
+        "can choose a clause neither leg's search of the whole knowledge base fetched (0 = no such fetch, the "
+        "default: at 16, the best size bench/rank_sweep.py found, bench/passages.py measured search p50 x1.26 for "
+        "one answer more in the 388 tuning questions).",
     )
     duplicate_overlap: float = Field(
         0.5,
