@@ -12,8 +12,9 @@ the held-out split of bench/data/fresh3_queries.json.
 
     python bench/rank_sweep.py [--variant NAME:KEY=VALUE,...] [--misses] [--out bench/results]
 
-KEY is a search setting (weight_keyword=0.3) or, prefixed with "rerank.", a field of
-search/rerank.py's Weights that has no setting (rerank.version=0). Figures per set: hit@1,
+KEY is a search setting (weight_keyword=0.3, weight_passage=0, passage_candidates=16) or, prefixed
+with "rerank.", a field of search/rerank.py's Weights that has no setting (every field has one now:
+search/passages.py passes each, so the prefix names none). Figures per set: hit@1,
 MRR@5, hit@5 by document, answer@5 (a relevant hit's text, as the tool shows it, holds the
 answer phrase), bare headings, median result text; the first variant is the defaults.
 """

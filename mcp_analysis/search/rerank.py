@@ -40,7 +40,8 @@ from mcp_analysis.search.hybrid import Hit
 @dataclass(frozen=True)
 class Weights:
     """How much each signal counts in the fused score (settings search.weight_*; `version` is
-    search.weight_version). Chosen with bench/rank_sweep.py on the tuning question sets (docs/ranking.md)."""
+    search.weight_version, `passage` search.weight_passage). Chosen with bench/rank_sweep.py on the
+    tuning question sets (docs/ranking.md)."""
 
     vector: float = 0.5
     keyword: float = 0.25
