@@ -6,12 +6,15 @@ needs dozens of settings. This script opens the two knowledge bases bench/passag
 question's candidates once (`search.candidates` per leg, the store's query) and ranks them under
 every setting given, through the same code as the search tool (search_passages, then the tool's
 text for limit 5, context 900). Sets: easy, hard tune, hard held-out (tuning data since it was
-looked at twice) and context45; never the fresh split of bench/data/fresh_queries.json.
+looked at twice), context45, fresh plain and fresh hard (bench/data/fresh_queries.json) and fresh2
+plain and fresh2 hard (bench/data/fresh2_queries.json), both tuning data since their one run; never
+the held-out split of bench/data/fresh3_queries.json.
 
     python bench/rank_sweep.py [--variant NAME:KEY=VALUE,...] [--misses] [--out bench/results]
 
-KEY is a search setting (weight_keyword=0.3) or, prefixed with "rerank.", a field of
-search/rerank.py's Weights that has no setting (rerank.version=0). Figures per set: hit@1,
+KEY is a search setting (weight_keyword=0.3, weight_passage=0, passage_candidates=16) or, prefixed
+with "rerank.", a field of search/rerank.py's Weights that has no setting (every field has one now:
+search/passages.py passes each, so the prefix names none). Figures per set: hit@1,
 MRR@5, hit@5 by document, answer@5 (a relevant hit's text, as the tool shows it, holds the
 answer phrase), bare headings, median result text; the first variant is the defaults.
 """
@@ -30,7 +33,7 @@ from typing import Any
 
 from _machine import describe, machine
 from context import bare_heading, build_kb, code_digest, contains_answer, hit_blocks, write_corpus
-from passages import CONTEXT45, DATA, ROOT, copy_corpus, variant
+from passages import CONTEXT45, DATA, FRESH, FRESH2, ROOT, copy_corpus, variant
 
 import mcp_analysis.search.passages as passages_module
 from mcp_analysis.config import load_settings
@@ -107,11 +110,16 @@ def knowledge_bases(cache: Path) -> dict[str, Path]:
 
 async def measure(dbs: dict[str, Path], variants: list[tuple[str, dict[str, str]]]) -> dict[str, Any]:
     spec, spec45 = json.loads(DATA.read_text()), json.loads(CONTEXT45.read_text())
+    fresh, fresh2 = json.loads(FRESH.read_text()), json.loads(FRESH2.read_text())
     sets = {
         "kb": {
             "easy": spec["easy"],
             "hard tune": [q for q in spec["hard"] if q["split"] == "tune"],
             "hard held-out": [q for q in spec["hard"] if q["split"] == "held_out"],
+            "fresh plain": fresh["easy"],
+            "fresh hard": fresh["hard"],
+            "fresh2 plain": fresh2["easy"],
+            "fresh2 hard": fresh2["hard"],
         },
         "kb45": {"context45": spec45["queries"]},
     }

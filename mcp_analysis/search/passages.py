@@ -17,6 +17,7 @@ import numpy as np
 from mcp_analysis.search.budget import rank_share
 from mcp_analysis.search.expand import expand_hits
 from mcp_analysis.search.hybrid import Hit, hybrid_search
+from mcp_analysis.search.leading import rank_with_leading
 from mcp_analysis.search.models import SearchResult
 from mcp_analysis.search.rerank import Weights, distinct, rerank
 from mcp_analysis.search.settings import SearchSettings
@@ -46,13 +47,22 @@ async def search_passages(
         settings.weight_title,
         settings.weight_distinct,
         settings.weight_version,
+        settings.weight_passage,
     )
-    ranked = rerank(
-        candidates,
+    ranked = await rank_with_leading(
+        store,
+        vector,
         query,
-        lambda doc_id: meta.title if (meta := visible.get(doc_id)) else "",
-        weights,
-        lambda doc_id: meta.uri.rsplit("/", 1)[-1] if (meta := visible.get(doc_id)) else "",
+        candidates,
+        lambda hits: rerank(
+            hits,
+            query,
+            lambda doc_id: meta.title if (meta := visible.get(doc_id)) else "",
+            weights,
+            lambda doc_id: meta.uri.rsplit("/", 1)[-1] if (meta := visible.get(doc_id)) else "",
+        ),
+        prefilter,
+        settings,
     )
     results = await expand_hits(
         store,

@@ -16,13 +16,16 @@ v1 and v2 of a manual) rank by chance. The fused score here weighs, for each can
 - with `distinct`, the query's words scored (BM25) over the best candidates themselves, so a word
   every near-duplicate shares counts for nothing and one that tells them apart for much.
 
-Candidates whose text repeats a better one of another document almost word for word are
-moved after the others, so the first hits are distinct passages, each under its own title.
-Costs no model call: the vectors and scores come with the query's rows.
+Then, with `passage`, the chunks of each of the first documents are re-ordered among that
+document's places by the question's words over its own chunks (clauses.py), so the clause that
+answers stands first. Candidates whose text repeats a better one of another document almost word
+for word are moved after the others (`distinct`), so the first hits are distinct passages, each
+under its own title. Costs no model call: the vectors and scores come with the query's rows.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import re
@@ -30,24 +33,28 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from mcp_analysis.search.clauses import within_documents
 from mcp_analysis.search.hybrid import Hit
 
 
 @dataclass(frozen=True)
 class Weights:
     """How much each signal counts in the fused score (settings search.weight_*; `version` is
-    search.weight_version). Chosen with bench/rank_sweep.py on the tuning question sets (docs/ranking.md)."""
+    search.weight_version, `passage` search.weight_passage). Chosen with bench/rank_sweep.py on the
+    tuning question sets (docs/ranking.md)."""
 
     vector: float = 0.5
     keyword: float = 0.25
     title: float = 0.2
     distinct: float = 0.06  # BM25 of the question over the best candidates themselves (see `distinctive`)
     version: float = 0.75  # share of its title signal a title of another release than the query names loses
+    passage: float = 0.5  # second stage: the question's words over a document's own chunks (clauses.py)
 
 
 WEIGHTS = Weights()
 DISTINCT_AMONG = 20  # the distinctive-terms signal re-scores this many best candidates (bounds its cost)
 KEYWORD_SATURATION = 3.0  # the saturating half of the full-text signal is 1/2 at this many times the median
+CACHED_TITLE_CHARS = 1000  # longer titles are named anew each time (the cache's memory stays small)
 DUPLICATE_OVERLAP = 0.5  # share of the shorter chunk's word 5-grams two chunks share: near-duplicates
 _TOKEN = re.compile(r"[a-z]+|\d+(?:\.\d+)*")
 _VERSIONED = re.compile(r"\b([a-z]{2,})v(\d+(?:\.\d+)*)\b")  # "gplv3" -> "gpl 3", not "csv2json"
@@ -86,6 +93,17 @@ class Names:
             for i in range(len(plain) - n + 1)
         }
         return cls(frozenset(words), acronyms)
+
+
+def title_names(title: str) -> Names:
+    """`Names.of` a title, cached (titles of up to CACHED_TITLE_CHARS): the same documents' titles come
+    back query after query."""
+    return _cached_names(title) if len(title) <= CACHED_TITLE_CHARS else Names.of(title)
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_names(title: str) -> Names:
+    return Names.of(title)
 
 
 def title_match(query: Names, title: Names, idf: Callable[[str], float]) -> float:
@@ -194,7 +212,7 @@ def rerank(
     scored = [h for h in hits if h.evidence is not None]
     if not scored:
         return list(hits)
-    titles = {doc_id: Names.of(title_of(doc_id)) for doc_id in {h.chunk.document_id for h in scored}}
+    titles = {doc_id: title_names(title_of(doc_id)) for doc_id in {h.chunk.document_id for h in scored}}
     frequency: dict[str, int] = {}
     for title in titles.values():
         for word in title.words:
@@ -223,7 +241,7 @@ def rerank(
         for hit, distinct_terms in zip(best, distinctive(fields, query), strict=True):
             hit.score += weights.distinct * distinct_terms
     order = sorted(range(len(scored)), key=lambda i: (-scored[i].score, i))
-    return [scored[i] for i in order]
+    return within_documents([scored[i] for i in order], query, title_of, weights.passage)
 
 
 def _shingles(text: str) -> set[tuple[str, ...]]:

@@ -82,6 +82,23 @@ class SearchSettings(BaseModel):
         'release of the one the question names after a title\'s name ("GPL 2": GPL-3; 0 turns it off; '
         "bench/rank_sweep.py and tests/search/test_passages.py chose 0.75).",
     )
+    weight_passage: float = Field(
+        0.5,
+        ge=0,
+        le=10,
+        description="Re-ranking, second stage: weight of the question's words over a leading document's own "
+        "chunks, which re-orders that document's chunks among its places (0 turns it off; bench/rank_sweep.py "
+        "chose 0.5).",
+    )
+    passage_candidates: int = Field(
+        0,
+        ge=0,
+        le=100,
+        description="Re-ranking: chunks each leg fetches again within the first two documents, so the second stage "
+        "can choose a clause neither leg's search of the whole knowledge base fetched (0 = no such fetch, the "
+        "default: at 16, the best size bench/rank_sweep.py found, bench/passages.py measured search p50 x1.26 for "
+        "one answer more in the 388 tuning questions).",
+    )
     duplicate_overlap: float = Field(
         0.5,
         ge=0,

@@ -141,3 +141,40 @@ async def test_the_setting_off_keeps_reciprocal_rank_fusion(licences: Any) -> No
     assert all(r.score <= 2 / 61 for r in plain)  # RRF with k=60: at most 1/61 per leg
     reranked = await (await licences()).corpus().search(question, 5)
     assert reranked[0].score > 2 / 61
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "within"),
+    [
+        # The aggregate clause ranks fourth among GPL-3's chunks by the fused score alone, where its
+        # passage's share of the budget shows another part of it.
+        (
+            "GPLv3: does shipping the program on a disc with independent programs bring those under the GPL?",
+            "in an aggregate does not cause this license to apply",
+            2,
+        ),
+        (
+            "GPL 3: is an entry in my program's menu enough to show the legal notices?",
+            "a prominent item in the list",
+            2,
+        ),
+    ],
+)
+async def test_the_clause_that_answers_comes_first_among_its_documents_hits(
+    licences: Any, question: str, answer: str, within: int
+) -> None:
+    results = await (await licences()).corpus().search(question, 5)
+    assert results[0].document_title == "license-GPL-3"
+    assert any(answer in excerpt for excerpt in shown(results, question, "license-GPL-3"))
+    first = next(r.rank for r in results if answer in squash(r.content))
+    assert first <= within, [r.rank for r in results if answer in squash(r.content)]
+
+
+async def test_search_weight_passage_zero_turns_the_clause_stage_off(licences: Any) -> None:
+    question = "GPL 3: is an entry in my program's menu enough to show the legal notices?"
+    answer = "a prominent item in the list"
+    for weight, places in ((0.5, [1, 2]), (0.0, [3, 4, 5])):
+        results = await (await licences(weight_passage=weight)).corpus().search(question, 5)
+        assert results[0].document_title == "license-GPL-3"
+        first = next(r.rank for r in results if answer in squash(r.content))
+        assert first in places, (weight, [r.rank for r in results if answer in squash(r.content)])

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from mcp_analysis.search.clauses import clause_scores, within_documents
 from mcp_analysis.search.hybrid import Evidence, Hit
 from mcp_analysis.search.rerank import (
+    CACHED_TITLE_CHARS,
     Names,
     Weights,
     distinct,
@@ -11,6 +13,7 @@ from mcp_analysis.search.rerank import (
     keyword_scale,
     rerank,
     title_match,
+    title_names,
     version_conflicts,
 )
 from mcp_analysis.store.models import ChunkRecord
@@ -132,3 +135,37 @@ def test_a_conflicting_title_never_ranks_below_a_title_that_matches_nothing() ->
     ranked = rerank([*hits, hit("gpl2", 0.6, 10.0)], "GPL 2 fees", titles)
     order = [h.chunk.document_id for h in ranked]
     assert order.index("gpl3") < order.index("style") and order[0] == "gpl2"
+
+
+def test_the_clause_holding_the_questions_rare_words_takes_its_documents_first_place() -> None:
+    preamble = "the licenses for most software are designed to take away your freedom to share and change it"
+    clause = "if the interface presents a list of user commands or options, such as a menu, a prominent item"
+    ranked = [
+        hit("gpl3", 0.7, 9.0, f"GPL 3 {preamble}"),
+        hit("mpl2", 0.65, 8.0, "the license steward may publish new versions of this license, that is enough"),
+        hit("gpl3", 0.6, 7.0, f"{clause} in the list meets this criterion: it displays the notices"),
+        hit("gpl3", 0.5, 6.0, f"GPL 3 appropriate legal notices {preamble}"),
+    ]
+    for place, h in enumerate(ranked):
+        h.score = 1.0 - place / 20
+    titles = {"gpl3": "GPL 3 legal", "mpl2": "Mozilla Public License"}.__getitem__
+    question = "GPL 3: is a menu enough for the legal notices?"
+    before = [(h.chunk.document_id, h.score) for h in ranked]
+    reordered = within_documents(ranked, question, titles, 0.5)
+    # Documents keep their places and each place its score; the menu clause takes gpl3's first place.
+    assert [(h.chunk.document_id, h.score) for h in reordered] == before
+    assert [h.chunk.id for h in reordered] == [ranked[i].chunk.id for i in (2, 1, 0, 3)]
+    assert within_documents(ranked, question, titles, 0.0) == ranked
+
+
+def test_a_word_every_chunk_of_a_document_holds_counts_for_nothing_and_a_rare_one_for_much() -> None:
+    bags = [{"licens", "menu"}, {"licens", "program"}, {"licens"}]
+    scores = clause_scores(bags, ["licens", "menu"], [1.0, 1.0])
+    assert scores[0] > 0.5 > scores[1] == scores[2]
+
+
+def test_a_titles_names_are_cached_and_a_huge_title_is_not_kept() -> None:
+    short = "license-GPL-3 for the cache test"
+    assert title_names(short) is title_names(short)  # the same documents' titles come back query after query
+    huge = "GPL " * CACHED_TITLE_CHARS
+    assert title_names(huge) is not title_names(huge) and title_names(huge).words == Names.of(huge).words

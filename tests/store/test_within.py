@@ -1,0 +1,26 @@
+"""The within-document fetch's prefilter: the named documents the view passes, never one it hides."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcp_analysis.corpus import KnowledgeBase
+from mcp_analysis.store.candidates import VisibleDocuments
+from mcp_analysis.store.within import documents_within
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_document_the_view_hides_is_never_fetched_even_when_named(kb: KnowledgeBase) -> None:
+    advisories = {d.id for d in await (await kb.open_corpus("uri LIKE '%advisory%'")).documents()}
+    everything = {d.id for d in await kb.corpus().documents()}
+    hidden, shown = sorted(everything - advisories)[0], sorted(advisories)[0]
+    view = VisibleDocuments.of(advisories)
+    query = "quarterly revenue by region total"  # both legs prefer the financial reports, outside the view
+    vector = await (await kb.embedder()).embed_query(query)
+    found = await kb.store.candidates(query, vector, 50, documents_within(view, [hidden, shown]))
+    assert found and {c.row["document_id"] for c in found} == {shown}
+    assert await kb.store.candidates(query, vector, 50, documents_within(view, [hidden])) == []
+    # Without a view every named document is read, and only those.
+    both = await kb.store.candidates(query, vector, 50, documents_within(None, [hidden, shown]))
+    assert {c.row["document_id"] for c in both} == {hidden, shown}
