@@ -62,33 +62,47 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 SHOWN = 30  # the longest modules the summary names
-_started = time.monotonic()
-_module_seconds: defaultdict[str, float] = defaultdict(float)
-_worker_seconds: defaultdict[str, float] = defaultdict(float)
-_worker_last: dict[str, float] = {}
+
+
+class Timeline:
+    """Where a run's time went: each module's setups, calls and teardowns, and each process's."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.modules: defaultdict[str, float] = defaultdict(float)
+        self.workers: defaultdict[str, float] = defaultdict(float)
+        self.last: dict[str, float] = {}  # each process's last report, seconds after the start
+
+    def add(self, report: pytest.TestReport) -> None:
+        gateway = getattr(getattr(report, "node", None), "gateway", None)  # xdist: the worker it ran on
+        worker = str(getattr(gateway, "id", "main"))
+        self.modules[report.nodeid.split("::", 1)[0]] += report.duration
+        self.workers[worker] += report.duration
+        self.last[worker] = time.monotonic() - self.started
+
+    def lines(self, shown: int = SHOWN) -> list[str]:
+        longest = sorted(self.modules.items(), key=lambda kv: -kv[1])[:shown]
+        processes = [
+            f"{worker}: its tests took {seconds:.1f}s, its last ended {self.last[worker]:.1f}s after the start"
+            for worker, seconds in sorted(self.workers.items())
+        ]
+        return [f"{seconds:8.1f}s {module}" for module, seconds in longest] + processes
+
+
+_timeline = Timeline()
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    global _started
-    _started = time.monotonic()
+    _timeline.started = time.monotonic()
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """Add up each module's and each process's time (in the controller: the xdist reports name their worker)."""
-    gateway = getattr(getattr(report, "node", None), "gateway", None)
-    worker = str(getattr(gateway, "id", "main"))
-    _module_seconds[report.nodeid.split("::", 1)[0]] += report.duration
-    _worker_seconds[worker] += report.duration
-    _worker_last[worker] = time.monotonic() - _started
+    _timeline.add(report)  # in the controller too: xdist hands it every worker's reports
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
-    if hasattr(config, "workerinput") or len(_module_seconds) < 2:  # an xdist worker, or one module
+    if hasattr(config, "workerinput") or len(_timeline.modules) < 2:  # an xdist worker, or one module
         return
-    write = terminalreporter.write_line
     terminalreporter.write_sep("=", f"the {SHOWN} longest modules (setups, calls and teardowns)")
-    for module, seconds in sorted(_module_seconds.items(), key=lambda kv: -kv[1])[:SHOWN]:
-        write(f"{seconds:8.1f}s {module}")
-    for worker in sorted(_worker_seconds):
-        tests, last = _worker_seconds[worker], _worker_last[worker]
-        write(f"{worker}: its tests took {tests:.1f}s, its last ended {last:.1f}s after the start")
+    for line in _timeline.lines():
+        terminalreporter.write_line(line)
