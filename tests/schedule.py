@@ -5,46 +5,49 @@ makes xdist hand the modules out in collection order (its default orders them by
 which says little: one conformance test outlasts a hundred sandbox cases). A long module handed
 out last keeps one worker busy while the other idles; started first, the short modules fill the
 other worker around it. So the modules below, longest first, go before all others, which keep
-their order. The list comes from `--durations` (each module's setup, calls and teardowns, alone
-on one worker); a module missing from it costs only balance, never a result.
+their order. A module missing from the list costs only balance, never a result.
+
+Every run with more than one module prints, at its end, where its time went: each module's
+setups, calls and teardowns summed (the list is re-derived from these), and for each xdist
+process the time its tests took and when its last one ended (two far apart: the schedule left
+one process idle at the end).
 """
 
 from __future__ import annotations
 
+import time
+from collections import defaultdict
+
 import pytest
 
-#: The modules over ~60 s alone on one process at load average 6-21 (2 cores, 2026-12-01), longest first.
+#: The modules over 10 s in a full run on two processes (`bash .ci/run`, 2 cores, beside other jobs' tests,
+#: 2026-12-02: the summary at its end), longest first. A module's total there includes the sample knowledge
+#: base's build when it is the first to need it.
 LONGEST_FIRST: tuple[str, ...] = (
     "tests/ingest/ray/test_ray_ingest.py",
-    "tests/adversarial/test_ingest_files.py",
-    "tests/ingest/test_moves.py",
+    "tests/server/test_scaleout.py",
     "tests/watch/test_escapes.py",
-    "tests/adversarial/test_hostile_workbooks.py",
     "tests/server/test_transports.py",
-    "tests/agent/test_agent.py",
-    "tests/session/test_memory.py",
-    "tests/session/test_state_chunks.py",
-    "tests/adversarial/test_hostile_formats.py",
     "tests/ingest/test_pipeline.py",
-    "tests/watch/test_subscriptions.py",
+    "tests/ingest/test_moves.py",
+    "tests/watch/test_deferred_compaction.py",
     "tests/cli/test_commands.py",
     "tests/watch/test_served_folder.py",
-    "tests/cli/test_batch_removal.py",
-    "tests/server/test_scaleout.py",
-    "tests/agent/test_model_errors.py",
-    "tests/server/test_table_exports.py",
-    "tests/adversarial/test_chart_memory.py",
-    "tests/ingest/test_formats_cli.py",
+    "tests/server/test_view_cell.py",
+    "tests/adversarial/test_ingest_files.py",
+    "tests/session/test_memory.py",
+    "tests/session/test_state_chunks.py",
+    "tests/watch/test_subscriptions.py",
+    "tests/adversarial/test_sessions_dir.py",
     "tests/adversarial/test_legacy_http_flood.py",
     "tests/watch/test_host_log.py",
     "tests/ingest/test_object_sources.py",
-    "tests/ingest/test_pool.py",
+    "tests/server/test_table_exports.py",
+    "tests/adversarial/test_chart_memory.py",
+    "tests/charts/test_render.py",
+    "tests/adversarial/test_hostile_workbooks.py",
     "tests/adversarial/test_redis_store.py",
-    "tests/test_logging_setup.py",
-    "tests/adversarial/test_host_calls.py",
-    "tests/watch/test_deferred_compaction.py",
-    "tests/server/test_view_cell.py",
-    "tests/haiku/test_mcp.py",
+    "tests/watch/test_lease.py",
 )
 
 
@@ -52,3 +55,50 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Move the listed modules to the front, longest first; a module's own tests keep their order."""
     rank = {module: place for place, module in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
+
+
+SHOWN = 30  # the longest modules the summary names
+
+
+class Timeline:
+    """Where a run's time went: each module's setups, calls and teardowns, and each process's."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.modules: defaultdict[str, float] = defaultdict(float)
+        self.workers: defaultdict[str, float] = defaultdict(float)
+        self.last: dict[str, float] = {}  # each process's last report, seconds after the start
+
+    def add(self, report: pytest.TestReport) -> None:
+        gateway = getattr(getattr(report, "node", None), "gateway", None)  # xdist: the worker it ran on
+        worker = str(getattr(gateway, "id", "main"))
+        self.modules[report.nodeid.split("::", 1)[0]] += report.duration
+        self.workers[worker] += report.duration
+        self.last[worker] = time.monotonic() - self.started
+
+    def lines(self, shown: int = SHOWN) -> list[str]:
+        longest = sorted(self.modules.items(), key=lambda kv: -kv[1])[:shown]
+        processes = [
+            f"{worker}: its tests took {seconds:.1f}s, its last ended {self.last[worker]:.1f}s after the start"
+            for worker, seconds in sorted(self.workers.items())
+        ]
+        return [f"{seconds:8.1f}s {module}" for module, seconds in longest] + processes
+
+
+_timeline = Timeline()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _timeline.started = time.monotonic()
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _timeline.add(report)  # in the controller too: xdist hands it every worker's reports
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    if hasattr(config, "workerinput") or len(_timeline.modules) < 2:  # an xdist worker, or one module
+        return
+    terminalreporter.write_sep("=", f"the {SHOWN} longest modules (setups, calls and teardowns)")
+    for line in _timeline.lines():
+        terminalreporter.write_line(line)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from tests.schedule import LONGEST_FIRST, pytest_collection_modifyitems
+from tests.schedule import LONGEST_FIRST, Timeline, pytest_collection_modifyitems
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -28,3 +29,20 @@ def test_the_listed_modules_go_first_and_every_module_keeps_its_own_order() -> N
     pytest_collection_modifyitems(items)
     expected = [f"{first}::w", f"{second}::y", f"{second}::v", "tests/a.py::x", "tests/a.py::z"]
     assert [i.nodeid for i in items] == expected
+
+
+def test_the_timeline_sums_each_module_and_each_process_longest_first() -> None:
+    timeline = Timeline()
+    for nodeid, worker, seconds in [
+        ("tests/a.py::x", "gw0", 1.0),
+        ("tests/b.py::y", "gw1", 2.5),
+        ("tests/a.py::z", "gw0", 2.0),
+        ("tests/c.py::w", None, 0.5),  # no xdist: the main process
+    ]:
+        node = SimpleNamespace(gateway=SimpleNamespace(id=worker)) if worker else None
+        timeline.add(SimpleNamespace(nodeid=nodeid, duration=seconds, node=node))  # type: ignore[arg-type]
+    lines = timeline.lines(shown=2)
+    assert [line.split()[1] for line in lines[:2]] == ["tests/a.py", "tests/b.py"]  # 3.0 s, 2.5 s; c.py not shown
+    assert lines[0].startswith("     3.0s") and len(lines) == 5
+    assert [line.split(":")[0] for line in lines[2:]] == ["gw0", "gw1", "main"]
+    assert "its tests took 3.0s" in lines[2] and "its tests took 0.5s" in lines[4]

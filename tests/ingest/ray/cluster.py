@@ -139,7 +139,9 @@ class RayCluster:
         for group in self.groups:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(group.pid, signal.SIGTERM)
-        deadline = time.monotonic() + 5  # gcs_server may ignore SIGTERM: the group is then killed
+        # A moment for what ends on SIGTERM; the rest is killed: `ray start --block`, its raylet and
+        # agents were all still alive 8 s after it (Ray 2.60), so a longer wait only delayed the kill.
+        deadline = time.monotonic() + 1
         for group in self.groups:
             while _group_alive(group.pid) and time.monotonic() < deadline:  # Ray's servers outlive `ray start`
                 group.poll()
