@@ -1,0 +1,138 @@
+"""docling's HTML backend, made to keep the text it drops around nested lists and in sections.
+
+docling reads a list item (`<li>`, `<dt>`, `<dd>`) as one text, everything but its nested lists
+and tables, followed by those: text after a nested list moved before it. Worse, a `<dd>` holding
+a `<dl>` of its own (Texinfo's nested tables: every function's argument list) lost all its
+other text, a `<dt>` lost its nested lists, and a `<dl>` lost whatever sits beside its
+`<dt>`/`<dd>` elements. This subclass reads an item's text up to its first nested list or table
+only, and emits what follows each of them in its place, under the item. It also keeps the text
+docling marks as page furniture while a reader sees it as content: everything before the first
+heading (`infer_furniture`), and a `<footer>` that closes an article, a section or a quote
+rather than the page.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from bs4 import BeautifulSoup, Tag
+from docling.backend.html_backend import AnnotatedTextList, HTMLDocumentBackend
+from docling.datamodel.backend_options import HTMLBackendOptions
+
+if TYPE_CHECKING:
+    from bs4.element import PageElement
+    from docling_core.types.doc import DoclingDocument, RefItem
+
+OPTIONS = HTMLBackendOptions(infer_furniture=False)
+
+_BREAKS = ("ul", "ol", "dl", "table")  # what docling lifts out of a list item's text
+_LIST_ITEMS = ("li", "dt", "dd")
+# A <footer> belongs to its nearest sectioning element: only the body's is the page's footer.
+_SECTIONING = ("article", "aside", "nav", "section", "blockquote", "details", "dialog", "fieldset", "figure", "td")
+
+
+def _has_text(node: PageElement) -> bool:
+    return bool(node.get_text(strip=True)) if isinstance(node, Tag) else bool(str(node).strip())
+
+
+def _holds_break(node: PageElement) -> bool:
+    return isinstance(node, Tag) and (node.name in _BREAKS or node.find(_BREAKS) is not None)
+
+
+def _reshape(soup: BeautifulSoup) -> None:
+    """Rewrite the shapes docling reads text out of into equivalent ones it reads whole."""
+    for dl in soup.find_all("dl"):
+        _wrap_loose_children(soup, dl)
+    for dd in soup.find_all("dd"):
+        nested = dd.find_all("dl", recursive=False)
+        # docling emits only the nested lists of a <dd> with a <dl> child: wrapped, it is a plain item.
+        if nested and any(_has_text(child) for child in dd.children if child not in nested):
+            for dl in nested:
+                dl.wrap(soup.new_tag("div"))
+    for footer in soup.find_all("footer"):
+        if footer.find_parent(_SECTIONING) is not None:
+            footer.name = "div"
+
+
+def _wrap_loose_children(soup: BeautifulSoup, dl: Tag) -> None:
+    """Put each run of text or other elements beside a <dl>'s <dt>/<dd>/<div> children in a <dd>."""
+    run: list[PageElement] = []
+    for child in [*dl.children, None]:
+        if child is not None and not (isinstance(child, Tag) and child.name in ("dt", "dd", "div")):
+            run.append(child)
+            continue
+        if any(_has_text(node) for node in run):
+            holder = soup.new_tag("dd")
+            run[0].insert_before(holder)
+            for node in run:
+                holder.append(node.extract())
+        run = []
+        if isinstance(child, Tag) and child.name == "div":
+            _wrap_loose_children(soup, child)
+
+
+class HTMLBackend(HTMLDocumentBackend):
+    """HTMLDocumentBackend keeping each list item's text in document order (see the module's docstring)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._reading_item: bool = False  # reading a list item's own text: stop at its first break
+        self._past_break: bool = False
+        self._items_past_break: set[int] = set()  # ids of the list items whose first break was emitted
+        if self.soup is not None:
+            HTMLDocumentBackend._close_implied_end_tags(self.soup)  # as convert() does; it is idempotent
+            _reshape(self.soup)
+
+    def _extract_text_and_hyperlink_recursively(
+        self,
+        item: PageElement,
+        ignore_list: bool = False,
+        find_parent_annotation: bool = False,
+        keep_newlines: bool = False,
+    ) -> AnnotatedTextList:
+        if self._reading_item and ignore_list:
+            if isinstance(item, Tag) and item.name in _BREAKS:
+                self._past_break = True
+            if self._past_break:
+                return AnnotatedTextList()
+        return super()._extract_text_and_hyperlink_recursively(item, ignore_list, find_parent_annotation, keep_newlines)
+
+    def _add_list_item_with_content(
+        self, tag: Tag, doc: DoclingDocument, parent: RefItem, enumerated: bool = False, marker: str = "", **extra: Any
+    ) -> RefItem | None:
+        self._reading_item, self._past_break = True, False
+        try:
+            item = super()._add_list_item_with_content(tag, doc, parent, enumerated, marker, **extra)
+            cut = self._past_break
+        finally:
+            self._reading_item = False
+        if item is None and cut and self._text_after_break(tag):
+            # The item's text all follows a nested list: an empty item holds it, as docling's own
+            # items without text hold their table or image.
+            prov = self._make_text_prov(text="", tag=tag)
+            layer = self.content_layer
+            item = doc.add_list_item(
+                text="", enumerated=enumerated, marker=marker, parent=parent, content_layer=layer, prov=prov
+            )
+        if tag.name == "dt" and tag.find(_BREAKS) is not None:  # docling emits nothing nested in a term
+            with self._use_list_item_context(item or parent):
+                self._process_list_item_nested_content(tag, doc, set())
+        return item
+
+    def _text_after_break(self, tag: Tag) -> bool:
+        parts = super()._extract_text_and_hyperlink_recursively(tag, ignore_list=True)
+        return any(part.text.strip() for part in parts)
+
+    def _process_nested_element(
+        self, elem: PageElement, li: Tag, doc: DoclingDocument, processed_elements: set[int]
+    ) -> None:
+        """As docling does, and past the item's first nested list or table, its text too, in place."""
+        if id(elem) in processed_elements:
+            return
+        if id(li) in self._items_past_break and not _holds_break(elem):
+            processed_elements.add(id(elem))
+            self._walk_nodes(li, [elem], doc)
+            return
+        super()._process_nested_element(elem, li, doc, processed_elements)
+        if isinstance(elem, Tag) and elem.name in _BREAKS:
+            self._items_past_break.add(id(li))
