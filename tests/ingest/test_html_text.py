@@ -161,3 +161,16 @@ def test_a_texinfo_function_keeps_the_paragraphs_around_its_argument_table() -> 
         ],
         text,
     )
+
+
+def test_the_menus_before_the_first_heading_stay_out_while_the_introduction_comes_in(tmp_path: Path) -> None:
+    page = tmp_path / "page.html"
+    page.write_text(
+        "<html><body><nav><a href='/'>Homepage</a> <a href='/a'>Archive</a></nav>"
+        "<div role='navigation'><ul><li>Sitemap</li></ul></div><p>Lead 1.</p><h1>Title 2.</h1><p>Body 3.</p>"
+        "<nav><a href='#x'>Contents 4.</a></nav></body></html>",
+        "utf-8",
+    )
+    text = page_text(page)
+    assert_in_order(["Lead 1.", "Title 2.", "Body 3.", "Contents 4."], text)
+    assert not {"Homepage", "Archive", "Sitemap"} & set(text.split())

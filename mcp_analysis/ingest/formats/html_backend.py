@@ -7,8 +7,9 @@ other text, a `<dt>` lost its nested lists, and a `<dl>` lost whatever sits besi
 `<dt>`/`<dd>` elements. This subclass reads an item's text up to its first nested list or table
 only, and emits what follows each of them in its place, under the item. It also keeps the text
 docling marks as page furniture while a reader sees it as content: everything before the first
-heading (`infer_furniture`), and a `<footer>` that closes an article, a section or a quote
-rather than the page.
+heading (`infer_furniture`: an introduction, a page without headings up top), and a `<footer>`
+that closes an article, a section or a quote rather than the page. What that rule was for, the
+page's menus, stays furniture by name: a `<nav>` (or `role="navigation"`) before the first heading.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 OPTIONS = HTMLBackendOptions(infer_furniture=False)
 
 _BREAKS = ("ul", "ol", "dl", "table")  # what docling lifts out of a list item's text
-_LIST_ITEMS = ("li", "dt", "dd")
+_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 # A <footer> belongs to its nearest sectioning element: only the body's is the page's footer.
 _SECTIONING = ("article", "aside", "nav", "section", "blockquote", "details", "dialog", "fieldset", "figure", "td")
 
@@ -52,6 +53,19 @@ def _reshape(soup: BeautifulSoup) -> None:
     for footer in soup.find_all("footer"):
         if footer.find_parent(_SECTIONING) is not None:
             footer.name = "div"
+    for menu in _menus_before_heading(soup):
+        menu.name = "footer"  # furniture, as docling reads the page's footer
+
+
+def _menus_before_heading(soup: BeautifulSoup) -> list[Tag]:
+    """The page's navigation (`<nav>`, `role="navigation"`) before its first heading."""
+    menus = []
+    for tag in soup.find_all(True):
+        if tag.name in _HEADINGS:
+            break
+        if (tag.name == "nav" or tag.get("role") == "navigation") and tag.find_parent(_SECTIONING) is None:
+            menus.append(tag)
+    return menus
 
 
 def _wrap_loose_children(soup: BeautifulSoup, dl: Tag) -> None:
