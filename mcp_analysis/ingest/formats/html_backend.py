@@ -9,7 +9,7 @@ only, and emits what follows each of them in its place, under the item. It also 
 docling marks as page furniture while a reader sees it as content: everything before the first
 heading (`infer_furniture`: an introduction, a page without headings up top), and a `<footer>`
 that closes an article, a section or a quote rather than the page. What that rule was for, the
-page's menus, stays furniture by name: a `<nav>` (or `role="navigation"`) before the first heading.
+page's menus, is left out by name: a `<nav>` (or `role="navigation"`) before the first heading.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def _reshape(soup: BeautifulSoup) -> None:
         if footer.find_parent(_SECTIONING) is not None:
             footer.name = "div"
     for menu in _menus_before_heading(soup):
-        menu.name = "footer"  # furniture, as docling reads the page's footer
+        menu.decompose()
 
 
 def _menus_before_heading(soup: BeautifulSoup) -> list[Tag]:
