@@ -14,6 +14,9 @@ page's menus, is left out by name: a `<nav>` (or `role="navigation"`) before the
 
 from __future__ import annotations
 
+import logging
+import re
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from bs4 import BeautifulSoup, Tag
@@ -24,7 +27,14 @@ if TYPE_CHECKING:
     from bs4.element import PageElement
     from docling_core.types.doc import DoclingDocument, RefItem
 
+log = logging.getLogger(__name__)
+
 OPTIONS = HTMLBackendOptions(infer_furniture=False)
+# The check after conversion: a warning when more letters and digits of the page's text than
+# this (and than this share of them) are missing from the document.
+MISSING_LETTERS = 200
+MISSING_SHARE = 0.02
+_NOT_LETTERS = re.compile(r"[\W_]+")
 
 _BREAKS = ("ul", "ol", "dl", "table")  # what docling lifts out of a list item's text
 _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
@@ -85,6 +95,18 @@ def _wrap_loose_children(soup: BeautifulSoup, dl: Tag) -> None:
             _wrap_loose_children(soup, child)
 
 
+def missing_letters(text: str, doc: DoclingDocument) -> tuple[int, int]:
+    """How many letters and digits of `text` no text of `doc` (any layer, table cells too) has, of how many."""
+    source = Counter(_NOT_LETTERS.sub("", text))
+    found: Counter[str] = Counter()
+    for item in doc.texts:
+        found.update(_NOT_LETTERS.sub("", item.text))
+    for table in doc.tables:
+        for cell in table.data.table_cells:
+            found.update(_NOT_LETTERS.sub("", cell.text))
+    return sum((source - found).values()), sum(source.values())
+
+
 class HTMLBackend(HTMLDocumentBackend):
     """HTMLDocumentBackend keeping each list item's text in document order (see the module's docstring)."""
 
@@ -96,6 +118,20 @@ class HTMLBackend(HTMLDocumentBackend):
         if self.soup is not None:
             HTMLDocumentBackend._close_implied_end_tags(self.soup)  # as convert() does; it is idempotent
             _reshape(self.soup)
+
+    def convert(self) -> DoclingDocument:
+        doc = super().convert()
+        if self.soup is not None:  # what convert() left of it: no scripts, no hidden elements
+            missing, total = missing_letters((self.soup.body or self.soup).get_text(), doc)
+            if missing > max(MISSING_LETTERS, MISSING_SHARE * total):
+                log.warning(
+                    "%s: %s of the %s letters and digits of its text are not in the converted document "
+                    "(a shape of HTML the converter does not read)",
+                    self.file.name,
+                    f"{missing:,}",
+                    f"{total:,}",
+                )
+        return doc
 
     def _extract_text_and_hyperlink_recursively(
         self,
