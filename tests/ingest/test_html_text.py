@@ -75,6 +75,10 @@ LOST = [
         id="dd>dl then text only",
     ),
     pytest.param(
+        "<dl><dt>Term 1.</dt><dd><p>Intro 2.<dl><dt>Arg 3.</dt><dd>Desc 4.</dd></dl>Outro 5.</p></dd></dl>",
+        id="dd>p>dl (the <p> left open)",
+    ),
+    pytest.param(
         "<dl><dt>Term 1.</dt><dd><div><p>Intro 2.</p><dl><dt>Arg 3.</dt><dd>Desc 4.</dd></dl>"
         "<p>Outro 5.</p></div><p>Outro 6.</p></dd></dl>",
         id="dd>div>dl",

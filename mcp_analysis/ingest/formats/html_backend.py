@@ -116,7 +116,9 @@ class HTMLBackend(HTMLDocumentBackend):
         self._past_break: bool = False
         self._items_past_break: set[int] = set()  # ids of the list items whose first break was emitted
         if self.soup is not None:
-            HTMLDocumentBackend._close_implied_end_tags(self.soup)  # as convert() does; it is idempotent
+            # convert() runs both repairs again; they hold no state, and a repaired tree stays as it is
+            self._close_implied_end_tags(self.soup)
+            self._fix_invalid_paragraph_structure(self.soup)  # a <dl> inside a <p> moves out of it
             _reshape(self.soup)
 
     def convert(self) -> DoclingDocument:
