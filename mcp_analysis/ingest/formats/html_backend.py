@@ -115,11 +115,14 @@ class HTMLBackend(HTMLDocumentBackend):
         self._reading_item: bool = False  # reading a list item's own text: stop at its first break
         self._past_break: bool = False
         self._items_past_break: set[int] = set()  # ids of the list items whose first break was emitted
-        if self.soup is not None:
-            # convert() runs both repairs again; they hold no state, and a repaired tree stays as it is
-            self._close_implied_end_tags(self.soup)
-            self._fix_invalid_paragraph_structure(self.soup)  # a <dl> inside a <p> moves out of it
+        self._reshaped = False
+
+    def _walk(self, element: Tag, doc: DoclingDocument, skip_tags: frozenset[str] = frozenset()) -> list[RefItem]:
+        if not self._reshaped and self.soup is not None:
+            # convert()'s walk of the page, after its repairs (implied end tags, blocks inside <p>)
+            self._reshaped = True
             _reshape(self.soup)
+        return super()._walk(element, doc, skip_tags)
 
     def convert(self) -> DoclingDocument:
         doc = super().convert()
