@@ -19,7 +19,8 @@ import re
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from bs4 import BeautifulSoup, Tag
+from bs4 import BeautifulSoup, NavigableString, Tag
+from bs4.element import PreformattedString
 from docling.backend.html_backend import AnnotatedTextList, HTMLDocumentBackend
 from docling.datamodel.backend_options import HTMLBackendOptions
 
@@ -43,7 +44,10 @@ _SECTIONING = ("article", "aside", "nav", "section", "blockquote", "details", "d
 
 
 def _has_text(node: PageElement) -> bool:
-    return bool(node.get_text(strip=True)) if isinstance(node, Tag) else bool(str(node).strip())
+    """Whether `node` shows text (a comment, a CDATA section does not)."""
+    if isinstance(node, Tag):
+        return bool(node.get_text(strip=True))
+    return isinstance(node, NavigableString) and not isinstance(node, PreformattedString) and bool(node.strip())
 
 
 def _holds_break(node: PageElement) -> bool:
@@ -57,7 +61,7 @@ def _reshape(soup: BeautifulSoup) -> None:
     for dd in soup.find_all("dd"):
         nested = dd.find_all("dl", recursive=False)
         # docling emits only the nested lists of a <dd> with a <dl> child: wrapped, it is a plain item.
-        if nested and any(_has_text(child) for child in dd.children if child not in nested):
+        if nested and any(_has_text(child) for child in dd.children if getattr(child, "name", None) != "dl"):
             for dl in nested:
                 dl.wrap(soup.new_tag("div"))
     for footer in soup.find_all("footer"):
@@ -70,7 +74,9 @@ def _reshape(soup: BeautifulSoup) -> None:
 def _menus_before_heading(soup: BeautifulSoup) -> list[Tag]:
     """The page's navigation (`<nav>`, `role="navigation"`) before its first heading."""
     menus = []
-    for tag in soup.find_all(True):
+    for tag in soup.descendants:
+        if not isinstance(tag, Tag):
+            continue
         if tag.name in _HEADINGS:
             break
         if (tag.name == "nav" or tag.get("role") == "navigation") and tag.find_parent(_SECTIONING) is None:
