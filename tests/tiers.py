@@ -73,6 +73,7 @@ SLOW_MODULES: dict[str, tuple[str, ...]] = {
     "tests/haiku/test_skill.py": SUBPROCESS,
     "tests/ingest/ray/test_ray_ingest.py": SERVICE,
     "tests/ingest/test_formats_cli.py": SUBPROCESS,
+    "tests/ingest/test_html_cli.py": SUBPROCESS,
     "tests/ingest/test_lock.py": SUBPROCESS,
     "tests/ingest/test_object_sources.py": SERVICE,
     "tests/ingest/test_pool.py": SUBPROCESS,

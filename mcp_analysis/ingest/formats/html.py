@@ -95,8 +95,9 @@ def nesting_depth(source: Source) -> int:
 
 
 def convert(source: Source) -> Converted:
-    from docling.backend.html_backend import HTMLDocumentBackend
     from docling.datamodel.base_models import InputFormat
 
+    from mcp_analysis.ingest.formats.html_backend import OPTIONS, HTMLBackend
+
     check_depth(source, nesting_depth(source))
-    return Converted(run_backend(source, InputFormat.HTML, HTMLDocumentBackend, "html"), "html")
+    return Converted(run_backend(source, InputFormat.HTML, HTMLBackend, "html", OPTIONS), "html")
