@@ -9,6 +9,7 @@ keeps the text docling's drops around nested lists (see html_backend.py).
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from io import BytesIO
@@ -25,6 +26,7 @@ log = logging.getLogger(__name__)
 _BODY = re.compile(r"<body[^>]*>(.*?)</body>", re.DOTALL | re.IGNORECASE)  # as docling finds a chapter's body
 
 
+@functools.cache
 def _backend() -> type:
     """The EPUB backend reading its chapters with our HTML backend (a function: docling loads lazily)."""
     from docling.backend.epub_backend import EpubDocumentBackend
