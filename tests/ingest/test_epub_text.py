@@ -77,3 +77,14 @@ def test_chapters_come_in_spine_order_with_their_links_reduced_to_anchors(tmp_pa
         ],
     )
     assert_in_order(["First 1.", "Note 2.", "Second 3.", "Body 4."], page_text(book))
+
+
+def test_a_chapter_nested_deeper_than_the_limit_is_refused_naming_the_setting(tmp_path: Path) -> None:
+    """As an HTML page is (html.py): the parser's cost grows with the depth."""
+    from mcp_analysis.errors import IngestError
+    from tests.format_files import convert_file
+
+    book = write_book(tmp_path / "deep.epub", ["<p>Opening 0.</p>", "<div>" * 40 + "Deep 1." + "</div>" * 40])
+    assert_in_order(["Opening 0.", "Deep 1."], page_text(book))  # within the default limit
+    with pytest.raises(IngestError, match=r"nested \d+ levels deep, over the limit of 32 \(raise ingest\.max_depth"):
+        convert_file(book, max_depth=32)

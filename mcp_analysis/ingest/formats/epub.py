@@ -4,7 +4,8 @@ The backend bounds what it reads from the archive (per member and in total) and
 refuses unsafe member paths; images are not fetched. docling's EPUB backend reads the
 chapters, joined, with its own HTML backend, which it names inside `convert()`: `_Backend`
 redoes that one method (without fetching images) and reads them with ours, so a chapter
-keeps the text docling's drops around nested lists (see html_backend.py).
+keeps the text docling's drops around nested lists (see html_backend.py). Each chapter is
+refused, as an HTML page is, when its elements nest deeper than `ingest.max_depth`.
 """
 
 from __future__ import annotations
@@ -16,19 +17,23 @@ from io import BytesIO
 from typing import TYPE_CHECKING
 
 from mcp_analysis.ingest.formats._docling import run_backend
-from mcp_analysis.ingest.formats.base import Converted, Source
+from mcp_analysis.ingest.formats.base import Converted, Source, check_depth
+from mcp_analysis.ingest.formats.html import nesting_depth
 from mcp_analysis.ingest.formats.office import check_unpacked
 
 if TYPE_CHECKING:
     from docling_core.types.doc import DoclingDocument
+
+    from mcp_analysis.ingest.limits import Limits
 
 log = logging.getLogger(__name__)
 _BODY = re.compile(r"<body[^>]*>(.*?)</body>", re.DOTALL | re.IGNORECASE)  # as docling finds a chapter's body
 
 
 @functools.cache
-def _backend() -> type:
-    """The EPUB backend reading its chapters with our HTML backend (a function: docling loads lazily)."""
+def _backend(limits: Limits) -> type:
+    """The EPUB backend reading its chapters, each nested no deeper than `limits.max_depth` (see
+    html.py), with our HTML backend (a function: docling is imported when first used)."""
     from docling.backend.epub_backend import EpubDocumentBackend
     from docling.backend.utils.archive_limits import ArchiveLimitError, read_member
     from docling.datamodel.backend_options import HTMLBackendOptions
@@ -53,7 +58,10 @@ def _backend() -> type:
                     log.warning("%s: chapter %s not read: %s", self.file.name, name, exc)
                     continue
                 body = _BODY.search(text)
-                parts.append(self._fix_internal_links(body.group(1) if body else text))
+                html = body.group(1) if body else text
+                chapter = Source(html.encode(), name, limits)
+                check_depth(chapter, nesting_depth(chapter))  # before the HTML parser: html.py says why
+                parts.append(self._fix_internal_links(html))
             parts.append("</body></html>")
             stream = BytesIO("\n".join(parts).encode("utf-8"))
             options = HTMLBackendOptions(fetch_images=False, infer_furniture=False, add_title=False)
@@ -73,4 +81,4 @@ def convert(source: Source) -> Converted:
 
     check_unpacked(source)
     options = EpubBackendOptions(fetch_images=False)
-    return Converted(run_backend(source, InputFormat.EPUB, _backend(), "e-book", options), "epub")
+    return Converted(run_backend(source, InputFormat.EPUB, _backend(source.limits), "e-book", options), "epub")
