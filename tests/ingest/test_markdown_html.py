@@ -60,3 +60,22 @@ def test_markdown_without_html_blocks_converts_as_doclings_own_backend_does(tmp_
     )
     theirs = run_backend(Source(page.read_bytes(), page.name), InputFormat.MD, MarkdownDocumentBackend, "markdown")
     assert page_text(page) == re.sub(r"\s+", " ", render_content(extract_items(theirs)))
+
+
+def test_an_html_block_nested_deeper_than_the_limit_is_refused_naming_the_setting(tmp_path: Path) -> None:
+    """As an HTML page is (html.py): the HTML parser's cost grows with the depth. The limit bounds
+    each block, not the document serialised to HTML (where a Markdown list is two levels a step)."""
+    from mcp_analysis.errors import IngestError
+    from mcp_analysis.ingest.items import extract_items, render_content
+    from tests.format_files import convert_file
+
+    page = tmp_path / "deep.md"
+    page.write_text("# Opening 0.\n\n" + "<div>" * 40 + "Deep 1." + "</div>" * 40 + "\n", "utf-8")
+    assert_in_order(["Opening 0.", "Deep 1."], page_text(page))  # within the default limit
+    with pytest.raises(IngestError, match=r"nested \d+ levels deep, over the limit of 32 \(raise ingest\.max_depth"):
+        convert_file(page, max_depth=32)
+    listed = tmp_path / "listed.md"
+    steps = "".join(f"{'  ' * n}- Step {n}.\n" for n in range(20))
+    listed.write_text(f"{steps}\n<div><div>Block 1.</div></div>\n", "utf-8")
+    text = re.sub(r"\s+", " ", render_content(extract_items(convert_file(listed, max_depth=32).document)))
+    assert_in_order([*(f"Step {n}." for n in range(20)), "Block 1."], text)

@@ -7,7 +7,8 @@ first (its `>` markers plus its indentation in list steps) and a document nested
 
 docling reads a document with HTML blocks a second time, serialised to HTML, with its HTML
 backend, which it names inside `convert()`: `_backend()` has it read with ours instead, which
-keeps the text docling's drops around nested lists (see html_backend.py).
+keeps the text docling's drops around nested lists (see html_backend.py); an HTML block nested
+deeper than `ingest.max_depth` is refused as an HTML page is.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from mcp_analysis.ingest.formats.base import Converted, Source, check_depth
 
 if TYPE_CHECKING:
     from docling_core.types.doc import DoclingDocument
+
+    from mcp_analysis.ingest.limits import Limits
 
 
 def nesting_depth(data: bytes, limit: int) -> int:
@@ -40,7 +43,7 @@ def nesting_depth(data: bytes, limit: int) -> int:
 
 
 @functools.cache
-def _backend() -> type:
+def _backend(limits: Limits) -> type:
     """docling's Markdown backend handing its HTML blocks to our HTML backend.
 
     docling's `convert()` parses the Markdown, counting HTML blocks in `_html_blocks`, then, if it
@@ -54,6 +57,7 @@ def _backend() -> type:
     from docling.datamodel.base_models import InputFormat
     from docling.datamodel.document import InputDocument
 
+    from mcp_analysis.ingest.formats.html import nesting_depth as html_depth
     from mcp_analysis.ingest.formats.html_backend import HTMLBackend
 
     class _HTML(HTMLBackend, MarkdownHTMLDocumentBackend):
@@ -72,11 +76,17 @@ def _backend() -> type:
                 self._html_found, self._html_blocks = self._html_blocks, 0
 
         def convert(self) -> DoclingDocument:
+            def _bounded(html: str) -> str:
+                """An HTML block, refused as an HTML page is when nested deeper than `ingest.max_depth`."""
+                block = Source(html.encode(), self.file.name, limits)
+                check_depth(block, html_depth(block))
+                return html
+
             doc = super().convert()
             if not self._html_found:
                 return doc
             payload = serialize_markdown_for_html(doc, source_hash=self.document_hash)
-            text, count = blocks.subn(lambda match: unescape(match.group(1)), payload.text)
+            text, count = blocks.subn(lambda match: _bounded(unescape(match.group(1))), payload.text)
             if count != self._html_found:
                 raise RuntimeError(f"{count} of the {self._html_found} HTML blocks came back from serialisation")
             stream = BytesIO(text.encode("utf-8"))
@@ -93,4 +103,4 @@ def convert(source: Source) -> Converted:
     from docling.datamodel.base_models import InputFormat
 
     check_depth(source, nesting_depth(source.data, source.limits.max_depth))
-    return Converted(run_backend(source, InputFormat.MD, _backend(), "markdown"), "markdown")
+    return Converted(run_backend(source, InputFormat.MD, _backend(source.limits), "markdown"), "markdown")
