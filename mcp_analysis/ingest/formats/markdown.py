@@ -4,14 +4,28 @@ marko parses nested block quotes and lists recursively, at a cost that grows wit
 nested quotes took seconds, then hit Python's recursion limit): the deepest line is measured
 first (its `>` markers plus its indentation in list steps) and a document nested deeper than
 `ingest.max_depth` is refused before it is parsed.
+
+docling reads a document with HTML blocks a second time, serialised to HTML, with its HTML
+backend, which it names inside `convert()`: `_backend()` has it read with ours instead, which
+keeps the text docling's drops around nested lists (see html_backend.py); an HTML block nested
+deeper than `ingest.max_depth` is refused as an HTML page is.
 """
 
 from __future__ import annotations
 
+import functools
 import re
+from html import unescape
+from io import BytesIO
+from typing import TYPE_CHECKING, Any
 
 from mcp_analysis.ingest.formats._docling import run_backend
 from mcp_analysis.ingest.formats.base import Converted, Source, check_depth
+
+if TYPE_CHECKING:
+    from docling_core.types.doc import DoclingDocument
+
+    from mcp_analysis.ingest.limits import Limits
 
 
 def nesting_depth(data: bytes, limit: int) -> int:
@@ -28,9 +42,65 @@ def nesting_depth(data: bytes, limit: int) -> int:
     return deepest
 
 
+@functools.cache
+def _backend(limits: Limits) -> type:
+    """docling's Markdown backend handing its HTML blocks to our HTML backend.
+
+    docling's `convert()` parses the Markdown, counting HTML blocks in `_html_blocks`, then, if it
+    met any, serialises the document to HTML and reads that with its own backend. The count is
+    taken over as the parse ends, so `convert()` returns the parsed document, and that last step
+    is redone here (a function: docling is imported when first used).
+    """
+    from docling.backend.md_backend import _START_MARKER, _STOP_MARKER, MarkdownDocumentBackend
+    from docling.backend.utils.markdown_html import MarkdownHTMLDocumentBackend, serialize_markdown_for_html
+    from docling.datamodel.backend_options import HTMLBackendOptions
+    from docling.datamodel.base_models import InputFormat
+    from docling.datamodel.document import InputDocument
+
+    from mcp_analysis.ingest.formats.html import nesting_depth as html_depth
+    from mcp_analysis.ingest.formats.html_backend import HTMLBackend
+
+    class _HTML(HTMLBackend, MarkdownHTMLDocumentBackend):
+        """Ours, taking the Markdown's pictures as docling's Markdown-to-HTML backend does."""
+
+    blocks = re.compile(
+        rf"<pre>\s*<code>\s*{re.escape(_START_MARKER)}(.*?){re.escape(_STOP_MARKER)}\s*</code>\s*</pre>", re.DOTALL
+    )
+
+    class _Backend(MarkdownDocumentBackend):
+        _html_found = 0
+
+        def _iterate_elements(self, **kwargs: Any) -> None:
+            super()._iterate_elements(**kwargs)
+            if kwargs["depth"] == 0:  # the whole document is parsed
+                self._html_found, self._html_blocks = self._html_blocks, 0
+
+        def convert(self) -> DoclingDocument:
+            def _bounded(html: str) -> str:
+                """An HTML block, refused as an HTML page is when nested deeper than `ingest.max_depth`."""
+                block = Source(html.encode(), self.file.name, limits)
+                check_depth(block, html_depth(block))
+                return html
+
+            doc = super().convert()
+            if not self._html_found:
+                return doc
+            payload = serialize_markdown_for_html(doc, source_hash=self.document_hash)
+            text, count = blocks.subn(lambda match: _bounded(unescape(match.group(1))), payload.text)
+            if count != self._html_found:
+                raise RuntimeError(f"{count} of the {self._html_found} HTML blocks came back from serialisation")
+            stream = BytesIO(text.encode("utf-8"))
+            # as docling's from the Markdown options we leave at their defaults: nothing fetched
+            options = HTMLBackendOptions(fetch_images=False, infer_furniture=False, add_title=False)
+            document = InputDocument(stream, InputFormat.HTML, _HTML, filename=self.file.name, backend_options=options)
+            backend = _HTML(document, path_or_stream=stream, options=options, picture_refs=payload.picture_refs)
+            return backend.convert()
+
+    return _Backend
+
+
 def convert(source: Source) -> Converted:
-    from docling.backend.md_backend import MarkdownDocumentBackend
     from docling.datamodel.base_models import InputFormat
 
     check_depth(source, nesting_depth(source.data, source.limits.max_depth))
-    return Converted(run_backend(source, InputFormat.MD, MarkdownDocumentBackend, "markdown"), "markdown")
+    return Converted(run_backend(source, InputFormat.MD, _backend(source.limits), "markdown"), "markdown")
