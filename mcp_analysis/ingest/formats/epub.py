@@ -16,7 +16,6 @@ import re
 from io import BytesIO
 from typing import TYPE_CHECKING
 
-from mcp_analysis.ingest.formats._docling import run_backend
 from mcp_analysis.ingest.formats.base import Converted, Source, check_depth
 from mcp_analysis.ingest.formats.html import nesting_depth
 from mcp_analysis.ingest.formats.office import check_unpacked
@@ -79,6 +78,8 @@ def convert(source: Source) -> Converted:
     from docling.datamodel.backend_options import EpubBackendOptions
     from docling.datamodel.base_models import InputFormat
 
+    from mcp_analysis.ingest.formats.html_backend import convert_checked
+
     check_unpacked(source)
     options = EpubBackendOptions(fetch_images=False)
-    return Converted(run_backend(source, InputFormat.EPUB, _backend(source.limits), "e-book", options), "epub")
+    return convert_checked(source, InputFormat.EPUB, _backend(source.limits), "e-book", "epub", options)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from html.parser import HTMLParser
 
-from mcp_analysis.ingest.formats._docling import run_backend
 from mcp_analysis.ingest.formats.base import Converted, Source, check_depth
 
 _VOID = frozenset(
@@ -97,7 +96,7 @@ def nesting_depth(source: Source) -> int:
 def convert(source: Source) -> Converted:
     from docling.datamodel.base_models import InputFormat
 
-    from mcp_analysis.ingest.formats.html_backend import OPTIONS, HTMLBackend
+    from mcp_analysis.ingest.formats.html_backend import OPTIONS, HTMLBackend, convert_checked
 
     check_depth(source, nesting_depth(source))
-    return Converted(run_backend(source, InputFormat.HTML, HTMLBackend, "html", OPTIONS), "html")
+    return convert_checked(source, InputFormat.HTML, HTMLBackend, "html", "html", OPTIONS)

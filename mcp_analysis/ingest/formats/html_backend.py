@@ -14,15 +14,21 @@ page's menus, is left out by name: a `<nav>` (or `role="navigation"`) before the
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 from collections import Counter
+from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from bs4 import BeautifulSoup, NavigableString, Tag
 from bs4.element import PreformattedString
 from docling.backend.html_backend import AnnotatedTextList, HTMLDocumentBackend
 from docling.datamodel.backend_options import HTMLBackendOptions
+
+from mcp_analysis.ingest.formats._docling import run_backend
+from mcp_analysis.ingest.formats.base import Converted, Source
 
 if TYPE_CHECKING:
     from bs4.element import PageElement
@@ -31,6 +37,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 OPTIONS = HTMLBackendOptions(infer_furniture=False)
+# Where a conversion collects the check's notes (lost_text_notes); unset, the check logs them.
+_NOTES: ContextVar[list[str] | None] = ContextVar("html_lost_text_notes", default=None)
 # The check after conversion: a warning when more letters and digits of the page's text than
 # this (and than this share of them) are missing from the document.
 MISSING_LETTERS = 200
@@ -54,32 +62,38 @@ def _holds_break(node: PageElement) -> bool:
     return isinstance(node, Tag) and (node.name in _BREAKS or node.find(_BREAKS) is not None)
 
 
-def _reshape(soup: BeautifulSoup) -> None:
+def _reshape(soup: BeautifulSoup, first_heading: Tag | None) -> None:
     """Rewrite the shapes docling reads text out of into equivalent ones it reads whole."""
     for dl in soup.find_all("dl"):
         _wrap_loose_children(soup, dl)
     for dd in soup.find_all("dd"):
         nested = dd.find_all("dl", recursive=False)
-        # docling emits only the nested lists of a <dd> with a <dl> child: wrapped, it is a plain item.
-        if nested and any(_has_text(child) for child in dd.children if getattr(child, "name", None) != "dl"):
+        # docling emits only the nested lists of a <dd> with a <dl> child, and those only under a term
+        # before it: wrapped, the <dd> is a plain item.
+        others = any(_has_text(child) for child in dd.children if getattr(child, "name", None) != "dl")
+        if nested and (others or dd.find_previous_sibling("dt") is None):
             for dl in nested:
                 dl.wrap(soup.new_tag("div"))
     for footer in soup.find_all("footer"):
         if footer.find_parent(_SECTIONING) is not None:
             footer.name = "div"
-    for menu in _menus_before_heading(soup):
+    for menu in _menus_before(soup, first_heading):
         menu.decompose()
 
 
-def _menus_before_heading(soup: BeautifulSoup) -> list[Tag]:
-    """The page's navigation (`<nav>`, `role="navigation"`) before its first heading."""
+def _menus_before(soup: BeautifulSoup, first_heading: Tag | None) -> list[Tag]:
+    """The page's navigation (`<nav>`, `role="navigation"`) that ends before `first_heading` (what
+    docling's furniture rule took for the page's top; none on a page without one) and holds no
+    heading itself: a menu, never a wrapper around the page's content."""
+    if first_heading is None:
+        return []
     menus = []
     for tag in soup.descendants:
-        if not isinstance(tag, Tag):
-            continue
-        if tag.name in _HEADINGS:
+        if tag is first_heading:
             break
-        if (tag.name == "nav" or tag.get("role") == "navigation") and tag.find_parent(_SECTIONING) is None:
+        if not isinstance(tag, Tag) or not (tag.name == "nav" or tag.get("role") == "navigation"):
+            continue
+        if tag.find_parent(_SECTIONING) is None and tag.find(_HEADINGS) is None:
             menus.append(tag)
     return menus
 
@@ -99,6 +113,27 @@ def _wrap_loose_children(soup: BeautifulSoup, dl: Tag) -> None:
         run = []
         if isinstance(child, Tag) and child.name == "div":
             _wrap_loose_children(soup, child)
+
+
+@contextlib.contextmanager
+def lost_text_notes() -> Iterator[list[str]]:
+    """The check's notes of the conversions run inside, for the file's warnings: a conversion worker's
+    log reaches its parent at DEBUG only, a warning reaches the add's report."""
+    notes: list[str] = []
+    token = _NOTES.set(notes)
+    try:
+        yield notes
+    finally:
+        _NOTES.reset(token)
+
+
+def convert_checked(
+    source: Source, input_format: Any, backend: type, label: str, kind: str, options: Any = None
+) -> Converted:
+    """`run_backend`'s document, with the lost-text check's notes (of each page it converted) as warnings."""
+    with lost_text_notes() as notes:
+        document = run_backend(source, input_format, backend, label, options)
+    return Converted(document, kind, warnings=notes)
 
 
 def missing_letters(text: str, doc: DoclingDocument) -> tuple[int, int]:
@@ -127,7 +162,8 @@ class HTMLBackend(HTMLDocumentBackend):
         if not self._reshaped and self.soup is not None:
             # convert()'s walk of the page, after its repairs (implied end tags, blocks inside <p>)
             self._reshaped = True
-            _reshape(self.soup)
+            headings = (h for h in self.soup.find_all(_HEADINGS) if not self._is_header_in_cell_or_item(h))
+            _reshape(self.soup, next(headings, None))
         return super()._walk(element, doc, skip_tags)
 
     def convert(self) -> DoclingDocument:
@@ -135,13 +171,15 @@ class HTMLBackend(HTMLDocumentBackend):
         if self.soup is not None:  # what convert() left of it: no scripts, no hidden elements
             missing, total = missing_letters((self.soup.body or self.soup).get_text(), doc)
             if missing > max(MISSING_LETTERS, MISSING_SHARE * total):
-                log.warning(
-                    "%s: %s of the %s letters and digits of its text are not in the converted document "
-                    "(a shape of HTML the converter does not read)",
-                    self.file.name,
-                    f"{missing:,}",
-                    f"{total:,}",
+                note = (
+                    f"{missing:,} of the {total:,} letters and digits of its text are not in the converted "
+                    "document (a shape of HTML the converter does not read)"
                 )
+                notes = _NOTES.get()
+                if notes is None:
+                    log.warning("%s: %s", self.file.name, note)
+                else:
+                    notes.append(note)
         return doc
 
     def _extract_text_and_hyperlink_recursively(

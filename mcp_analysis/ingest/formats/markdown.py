@@ -19,7 +19,6 @@ from html import unescape
 from io import BytesIO
 from typing import TYPE_CHECKING, Any
 
-from mcp_analysis.ingest.formats._docling import run_backend
 from mcp_analysis.ingest.formats.base import Converted, Source, check_depth
 
 if TYPE_CHECKING:
@@ -102,5 +101,7 @@ def _backend(limits: Limits) -> type:
 def convert(source: Source) -> Converted:
     from docling.datamodel.base_models import InputFormat
 
+    from mcp_analysis.ingest.formats.html_backend import convert_checked
+
     check_depth(source, nesting_depth(source.data, source.limits.max_depth))
-    return Converted(run_backend(source, InputFormat.MD, _backend(source.limits), "markdown"), "markdown")
+    return convert_checked(source, InputFormat.MD, _backend(source.limits), "markdown", "markdown")
