@@ -12,9 +12,8 @@ the held-out split of bench/data/fresh3_queries.json.
 
     python bench/rank_sweep.py [--variant NAME:KEY=VALUE,...] [--misses] [--out bench/results]
 
-KEY is a search setting (weight_keyword=0.3, weight_passage=0, passage_candidates=16) or, prefixed
-with "rerank.", a field of search/rerank.py's Weights that has no setting (every field has one now:
-search/passages.py passes each, so the prefix names none). Figures per set: hit@1,
+KEY is a search setting (weight_keyword=0.3, weight_passage=0, passage_candidates=16; every field of
+search/rerank.py's Weights has one, which search/passages.py passes). Figures per set: hit@1,
 MRR@5, hit@5 by document, answer@5 (a relevant hit's text, as the tool shows it, holds the
 answer phrase), bare headings, median result text; the first variant is the defaults.
 """
@@ -38,7 +37,6 @@ from passages import CONTEXT45, DATA, FRESH, FRESH2, ROOT, copy_corpus, variant
 import mcp_analysis.search.passages as passages_module
 from mcp_analysis.config import load_settings
 from mcp_analysis.corpus import KnowledgeBase
-from mcp_analysis.search.rerank import Weights
 from mcp_analysis.server import uris
 from mcp_analysis.tooling.search_hits import search_result
 
@@ -132,14 +130,10 @@ async def measure(dbs: dict[str, Path], variants: list[tuple[str, dict[str, str]
         vectors: dict[str, Any] = {}
         try:
             for name, env in variants:
-                fields = {k: v for k, v in env.items() if not k.startswith("rerank.")}
-                extra = {k.removeprefix("rerank."): float(v) for k, v in env.items() if k.startswith("rerank.")}
-                settings = type(base.search).model_validate({**base.search.model_dump(), **fields})
-                passages_module.Weights = lambda *a, _extra=extra: Weights(*a, **_extra)  # type: ignore[misc]
+                settings = type(base.search).model_validate({**base.search.model_dump(), **env})
                 for set_name, queries in sets[kb_name].items():
                     out[name][set_name] = await score(kb, queries, settings, vectors)
         finally:
-            passages_module.Weights = Weights  # type: ignore[misc]
             await kb.close()
     return out
 

@@ -15,6 +15,7 @@ name the document, not the clause). Costs a pass over those documents' candidate
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -73,6 +74,5 @@ def within_documents(ranked: Sequence[Hit], query: str, title_of: Callable[[str]
         order = sorted(range(len(hits)), key=lambda j: (-(hits[j].score + weight * local[j]), j))
         scores = [ranked[i].score for i in slots]
         for slot, score, j in zip(slots, scores, order, strict=True):
-            hits[j].score = score
-            out[slot] = hits[j]
+            out[slot] = dataclasses.replace(hits[j], score=score)  # a copy: the caller's hits keep their scores
     return out

@@ -35,9 +35,10 @@ async def rank_with_leading(
     settings: SearchSettings,
 ) -> list[Hit]:
     """`candidates` ranked by `rank`, then again with the first documents' own chunks nearest the
-    query among them (when the fetch found any that were not candidates yet)."""
+    query among them (when the fetch found any that were not candidates yet). The fetch serves the
+    clause stage: with it off (`search.weight_passage` 0) nothing is fetched."""
     ranked = rank(candidates)
-    if not settings.passage_candidates or vector is None or not ranked:
+    if not settings.passage_candidates or not settings.weight_passage or vector is None or not ranked:
         return ranked
     leading = list(dict.fromkeys(h.chunk.document_id for h in ranked))[:LEADING]
     found = await hybrid_search(

@@ -48,7 +48,7 @@ class Weights:
     title: float = 0.2
     distinct: float = 0.06  # BM25 of the question over the best candidates themselves (see `distinctive`)
     version: float = 0.75  # share of its title signal a title of another release than the query names loses
-    passage: float = 0.5  # second stage: the question's words over a document's own chunks (clauses.py)
+    passage: float = 0.0  # second stage: the question's words over a document's own chunks (clauses.py; off)
 
 
 WEIGHTS = Weights()

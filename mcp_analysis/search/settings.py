@@ -95,9 +95,9 @@ class SearchSettings(BaseModel):
         ge=0,
         le=100,
         description="Re-ranking: chunks each leg fetches again within the first two documents, so the second stage "
-        "can choose a clause neither leg's search of the whole knowledge base fetched (0 = no such fetch, the "
-        "default: at 16, the best size bench/rank_sweep.py found, bench/passages.py measured search p50 x1.26 for "
-        "one answer more in the 388 tuning questions).",
+        "can choose a clause neither leg's search of the whole knowledge base fetched; only with that stage on "
+        "(search.weight_passage above 0). 0 = no such fetch, the default: at 16, the best size bench/rank_sweep.py "
+        "found, bench/passages.py measured search p50 x1.26 for one answer more in the 388 tuning questions.",
     )
     duplicate_overlap: float = Field(
         0.5,

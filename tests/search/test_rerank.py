@@ -151,7 +151,9 @@ def test_the_clause_holding_the_questions_rare_words_takes_its_documents_first_p
     titles = {"gpl3": "GPL 3 legal", "mpl2": "Mozilla Public License"}.__getitem__
     question = "GPL 3: is a menu enough for the legal notices?"
     before = [(h.chunk.document_id, h.score) for h in ranked]
+    given = [(h.chunk.id, h.score) for h in ranked]
     reordered = within_documents(ranked, question, titles, 0.5)
+    assert [(h.chunk.id, h.score) for h in ranked] == given  # the caller's hits are left as they were
     # Documents keep their places and each place its score; the menu clause takes gpl3's first place.
     assert [(h.chunk.document_id, h.score) for h in reordered] == before
     assert [h.chunk.id for h in reordered] == [ranked[i].chunk.id for i in (2, 1, 0, 3)]

@@ -12,11 +12,13 @@ from tests.store.test_candidates import ANN
 pytestmark = pytest.mark.anyio
 
 
-async def test_a_document_the_view_hides_is_never_fetched_even_when_named(kb: KnowledgeBase) -> None:
+@pytest.mark.parametrize("form", ["in", "not in"])
+async def test_a_document_the_view_hides_is_never_fetched_even_when_named(kb: KnowledgeBase, form: str) -> None:
     advisories = {d.id for d in await (await kb.open_corpus("uri LIKE '%advisory%'")).documents()}
     everything = {d.id for d in await kb.corpus().documents()}
     hidden, shown = sorted(everything - advisories)[0], sorted(advisories)[0]
-    view = VisibleDocuments.of(advisories)
+    # A view passing most documents carries the few it hides (its legs run as NOT IN those).
+    view = VisibleDocuments.of(advisories, hidden=everything - advisories if form == "not in" else None)
     query = "quarterly revenue by region total"  # both legs prefer the financial reports, outside the view
     vector = await (await kb.embedder()).embed_query(query)
     found = await kb.store.candidates(query, vector, 50, documents_within(view, [hidden, shown]), **ANN)
