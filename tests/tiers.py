@@ -68,6 +68,7 @@ SLOW_MODULES: dict[str, tuple[str, ...]] = {
     "tests/cli/test_first_contact.py": SUBPROCESS,
     "tests/cli/test_output.py": SUBPROCESS,
     "tests/cli/test_sample_serving.py": SUBPROCESS,
+    "tests/cli/test_vector_segments_cli.py": SUBPROCESS,
     "tests/embed/test_telemetry.py": SUBPROCESS,
     "tests/haiku/test_mcp.py": SUBPROCESS,
     "tests/haiku/test_skill.py": SUBPROCESS,

@@ -31,7 +31,7 @@ class SearchSettings(BaseModel):
         4,
         ge=0,
         description="Past this many vector index segments (one per optimize after an add), an optimize merges "
-        "those after the first into one (0 = never; bench/search.py --more-adds).",
+        "those after the first into one, leaving two (0 = never; bench/search.py --more-adds).",
     )
     ann_ef: int = Field(
         1024,
