@@ -104,7 +104,8 @@ async def add_documents(
         out["chunks after"] = await chunks.count_rows()
         rng = np.random.default_rng(5)
         rows = [c for d in new for c in d.chunks]
-        probes = [(rows[i]["id"], np.asarray(rows[i]["vector"])) for i in rng.choice(len(rows), PROBES)]
+        picked = rng.choice(len(rows), min(PROBES, len(rows)), replace=False)  # distinct chunks
+        probes = [(rows[i]["id"], np.asarray(rows[i]["vector"])) for i in picked]
 
         async def step(name: str) -> None:
             out[f"{name}: indexes"] = await _unindexed(chunks)

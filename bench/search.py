@@ -65,8 +65,9 @@ def pct(values: list[float], q: float) -> float:
 
 
 # The exact 10 nearest chunks of each query (a flat scan of every vector: seconds at 1M), kept for
-# the run: the recalls of `measure` and the index choices share them.
-TRUTH: dict[tuple[str, str], set[str]] = {}
+# the run: the recalls of `measure` and the index choices share them. Keyed by the table's version
+# too: the maintenance steps write rows between two looks at the same copy.
+TRUTH: dict[tuple[str, int, str], set[str]] = {}
 
 
 async def exact_10(table: Any, vector: np.ndarray, where: Any = None) -> set[str]:
@@ -75,11 +76,12 @@ async def exact_10(table: Any, vector: np.ndarray, where: Any = None) -> set[str
 
 
 async def truth_for(table: Any, path: Path, queries: list[str], vectors: list[np.ndarray]) -> list[set[str]]:
-    """The exact top 10 of each query (unfiltered), scanned once per run and knowledge base."""
+    """The exact top 10 of each query (unfiltered), scanned once per run and version of the table."""
+    version = await table.version()
     for q, v in zip(queries, vectors, strict=True):
-        if (str(path), q) not in TRUTH:
-            TRUTH[(str(path), q)] = await exact_10(table, v)
-    return [TRUTH[(str(path), q)] for q in queries]
+        if (str(path), version, q) not in TRUTH:
+            TRUTH[(str(path), version, q)] = await exact_10(table, v)
+    return [TRUTH[(str(path), version, q)] for q in queries]
 
 
 async def recall_at_10(
@@ -361,7 +363,7 @@ async def search_state(path: Path, queries: list[str]) -> dict[str, float]:
     embedder = await kb.embedder()
     vectors = [await embedder.embed_query(q) for q in queries[:10]]
     table = kb.store.table(schema.CHUNKS)
-    truth = await truth_for(table, path, queries[:10], vectors)  # the copy's rows stay the same across steps
+    truth = await truth_for(table, path, queries[:10], vectors)  # scanned again after each write
     s = kb.settings.search
     recall = await recall_at_10(table, vectors, s.ann_ef, s.ann_refine_factor, s.candidates, truth=truth)
     await kb.close()
