@@ -150,13 +150,9 @@ def _check(tmp_path: Path, body: str) -> None:
     assert_in_order(sentences, page_text(page))  # page_text: and no lost-text warning
 
 
-@pytest.mark.parametrize("body", LOST)
+@pytest.mark.parametrize("body", [*LOST, *HELD])
 def test_text_around_nested_lists_reaches_the_document_in_order(tmp_path: Path, body: str) -> None:
-    _check(tmp_path, body)
-
-
-@pytest.mark.parametrize("body", HELD)
-def test_text_docling_reads_whole_stays_whole(tmp_path: Path, body: str) -> None:
+    """The shapes docling's backend read text out of (LOST), and those it read whole (HELD)."""
     _check(tmp_path, body)
 
 
