@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from mcp_analysis.ingest.items import extract_items, render_content
+from tests.format_files import convert_file
 from tests.ingest.test_html_text import HELD, LOST, assert_in_order, page_text
 
 _SENTENCE = re.compile(r"\b[A-Z][a-z]+ \d+\.")
@@ -79,3 +81,19 @@ def test_a_chapter_nested_deeper_than_the_limit_is_refused_naming_the_setting(tm
     assert_in_order(["Opening 0.", "Deep 1."], page_text(book))  # within the default limit
     with pytest.raises(IngestError, match=r"nested \d+ levels deep, over the limit of 32 \(raise ingest\.max_depth"):
         convert_file(book, max_depth=32)
+
+
+def test_a_chapter_that_cannot_be_read_is_a_warning_of_the_book_and_the_others_go_in(tmp_path: Path) -> None:
+    """The spine names a chapter the archive lacks: the book without it, and a warning the add's
+    report shows (a log line inside the conversion worker would reach it at DEBUG only)."""
+    whole = write_book(tmp_path / "whole.epub", ["<p>Opening 0.</p>", "<p>Middle 1.</p>", "<p>Closing 99.</p>"])
+    broken = tmp_path / "book.epub"
+    with zipfile.ZipFile(whole) as source, zipfile.ZipFile(broken, "w") as target:
+        for member in source.infolist():
+            if not member.filename.endswith("c1.xhtml"):
+                target.writestr(member, source.read(member))
+    converted = convert_file(broken)
+    text = render_content(extract_items(converted.document))
+    assert "Opening 0." in text and "Closing 99." in text and "Middle 1." not in text
+    (warning,) = converted.warnings
+    assert warning.startswith("chapter OEBPS/text/c1.xhtml could not be read"), warning

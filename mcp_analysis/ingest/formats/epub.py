@@ -11,7 +11,6 @@ refused, as an HTML page is, when its elements nest deeper than `ingest.max_dept
 from __future__ import annotations
 
 import functools
-import logging
 import re
 from io import BytesIO
 from typing import TYPE_CHECKING
@@ -25,7 +24,6 @@ if TYPE_CHECKING:
 
     from mcp_analysis.ingest.limits import Limits
 
-log = logging.getLogger(__name__)
 _BODY = re.compile(r"<body[^>]*>(.*?)</body>", re.DOTALL | re.IGNORECASE)  # as docling finds a chapter's body
 
 
@@ -40,7 +38,7 @@ def _backend(limits: Limits) -> type:
     from docling.datamodel.document import InputDocument
     from docling_core.types.doc import DocumentOrigin
 
-    from mcp_analysis.ingest.formats.html_backend import HTMLBackend
+    from mcp_analysis.ingest.formats.html_backend import HTMLBackend, add_note
 
     class _Backend(EpubDocumentBackend):
         def convert(self) -> DoclingDocument:
@@ -53,8 +51,8 @@ def _backend(limits: Limits) -> type:
                     text = self._decode_content_file(read_member(self.epub_zip, name, self.options.max_file_bytes))
                 except ArchiveLimitError:
                     raise
-                except Exception as exc:  # as docling does: the book without that chapter
-                    log.warning("%s: chapter %s not read: %s", self.file.name, name, exc)
+                except Exception as exc:  # as docling does: the book without that chapter, and a warning of the file
+                    add_note(self.file.name, f"chapter {name} could not be read: {exc}")
                     continue
                 body = _BODY.search(text)
                 html = body.group(1) if body else text

@@ -115,6 +115,16 @@ def _wrap_loose_children(soup: BeautifulSoup, dl: Tag) -> None:
             _wrap_loose_children(soup, child)
 
 
+def add_note(file_name: str, note: str) -> None:
+    """A warning of the file being converted: the file's (the add's report, its metadata) inside
+    `lost_text_notes`, logged outside it."""
+    notes = _NOTES.get()
+    if notes is None:
+        log.warning("%s: %s", file_name, note)
+    else:
+        notes.append(note)
+
+
 @contextlib.contextmanager
 def lost_text_notes() -> Iterator[list[str]]:
     """The check's notes of the conversions run inside, for the file's warnings: a conversion worker's
@@ -175,11 +185,7 @@ class HTMLBackend(HTMLDocumentBackend):
                     f"{missing:,} of the {total:,} letters and digits of its text are not in the converted "
                     "document (a shape of HTML the converter does not read)"
                 )
-                notes = _NOTES.get()
-                if notes is None:
-                    log.warning("%s: %s", self.file.name, note)
-                else:
-                    notes.append(note)
+                add_note(self.file.name, note)
         return doc
 
     def _extract_text_and_hyperlink_recursively(
