@@ -33,12 +33,9 @@ def _backend(limits: Limits) -> type:
     html.py), with our HTML backend (a function: docling is imported when first used)."""
     from docling.backend.epub_backend import EpubDocumentBackend
     from docling.backend.utils.archive_limits import ArchiveLimitError, read_member
-    from docling.datamodel.backend_options import HTMLBackendOptions
-    from docling.datamodel.base_models import InputFormat
-    from docling.datamodel.document import InputDocument
     from docling_core.types.doc import DocumentOrigin
 
-    from mcp_analysis.ingest.formats.html_backend import HTMLBackend, add_note
+    from mcp_analysis.ingest.formats.html_backend import add_note, convert_embedded
 
     class _Backend(EpubDocumentBackend):
         def convert(self) -> DoclingDocument:
@@ -60,11 +57,8 @@ def _backend(limits: Limits) -> type:
                 check_depth(chapter, nesting_depth(chapter))  # before the HTML parser: html.py says why
                 parts.append(self._fix_internal_links(html))
             parts.append("</body></html>")
-            stream = BytesIO("\n".join(parts).encode("utf-8"))
-            options = HTMLBackendOptions(fetch_images=False, infer_furniture=False, add_title=False)
             name = self.file.name or "book.epub"  # what the HTML backend's warnings name
-            document = InputDocument(stream, InputFormat.HTML, HTMLBackend, filename=name, backend_options=options)
-            doc = HTMLBackend(document, stream, options).convert()
+            doc = convert_embedded(BytesIO("\n".join(parts).encode("utf-8")), name)
             doc.origin = DocumentOrigin(filename=name, mimetype="application/epub+zip", binary_hash=self.document_hash)
             doc.name = self.file.stem or "book"
             return doc

@@ -20,6 +20,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 from contextvars import ContextVar
+from io import BytesIO
 from typing import TYPE_CHECKING, Any
 
 from bs4 import BeautifulSoup, NavigableString, Tag
@@ -144,6 +145,21 @@ def convert_checked(
     with lost_text_notes() as notes:
         document = run_backend(source, input_format, backend, label, options)
     return Converted(document, kind, warnings=notes)
+
+
+def convert_embedded(
+    stream: BytesIO, name: str, backend: type[HTMLBackend] | None = None, **extra: Any
+) -> DoclingDocument:
+    """HTML that another file holds (an e-book's chapters, a Markdown file's HTML blocks) through
+    `backend` (ours by default): nothing fetched, no title added, no furniture inferred, as docling's
+    own EPUB and Markdown backends read it."""
+    from docling.datamodel.base_models import InputFormat
+    from docling.datamodel.document import InputDocument
+
+    backend = backend or HTMLBackend
+    options = HTMLBackendOptions(fetch_images=False, infer_furniture=False, add_title=False)
+    document = InputDocument(stream, InputFormat.HTML, backend, filename=name, backend_options=options)
+    return backend(document, path_or_stream=stream, options=options, **extra).convert()
 
 
 def missing_letters(text: str, doc: DoclingDocument) -> tuple[int, int]:

@@ -52,12 +52,9 @@ def _backend(limits: Limits) -> type:
     """
     from docling.backend.md_backend import _START_MARKER, _STOP_MARKER, MarkdownDocumentBackend
     from docling.backend.utils.markdown_html import MarkdownHTMLDocumentBackend, serialize_markdown_for_html
-    from docling.datamodel.backend_options import HTMLBackendOptions
-    from docling.datamodel.base_models import InputFormat
-    from docling.datamodel.document import InputDocument
 
     from mcp_analysis.ingest.formats.html import nesting_depth as html_depth
-    from mcp_analysis.ingest.formats.html_backend import HTMLBackend
+    from mcp_analysis.ingest.formats.html_backend import HTMLBackend, convert_embedded
 
     class _HTML(HTMLBackend, MarkdownHTMLDocumentBackend):
         """Ours, taking the Markdown's pictures as docling's Markdown-to-HTML backend does."""
@@ -89,11 +86,7 @@ def _backend(limits: Limits) -> type:
             if count != self._html_found:
                 raise RuntimeError(f"{count} of the {self._html_found} HTML blocks came back from serialisation")
             stream = BytesIO(text.encode("utf-8"))
-            # as docling's from the Markdown options we leave at their defaults: nothing fetched
-            options = HTMLBackendOptions(fetch_images=False, infer_furniture=False, add_title=False)
-            document = InputDocument(stream, InputFormat.HTML, _HTML, filename=self.file.name, backend_options=options)
-            backend = _HTML(document, path_or_stream=stream, options=options, picture_refs=payload.picture_refs)
-            return backend.convert()
+            return convert_embedded(stream, self.file.name, _HTML, picture_refs=payload.picture_refs)
 
     return _Backend
 
