@@ -92,19 +92,22 @@ class StoreMaintenance(StoreBase):
         ):
             if name in self.tables:
                 await self.tables[name].optimize(cleanup_older_than=_CLEANUP_AFTER)
-        if vector_index_max_segments and await self.vector_segments() > vector_index_max_segments:
-            await self.merge_vector_segments()
+        if vector_index_max_segments:
+            index, segments = await self._vector_index_segments()
+            if segments > vector_index_max_segments:
+                await self._merge_vector_segments(index, segments)
 
-    async def _vector_index(self) -> Any:
+    async def _vector_index_segments(self) -> tuple[Any, int]:
+        """The chunks' vector index and its segments (None and 0 without one), in one look-up."""
         chunks = self.tables[schema.CHUNKS]
-        return next((ix for ix in await chunks.list_indices() if ix.columns == ["vector"]), None)
+        index = next((ix for ix in await chunks.list_indices() if ix.columns == ["vector"]), None)
+        if index is None:
+            return None, 0
+        return index, int((await chunks.index_stats(index.name)).num_indices)
 
     async def vector_segments(self) -> int:
         """Segments of the chunks' vector index (0 without one)."""
-        index = await self._vector_index()
-        if index is None:
-            return 0
-        return int((await self.tables[schema.CHUNKS].index_stats(index.name)).num_indices)
+        return (await self._vector_index_segments())[1]
 
     async def merge_vector_segments(self) -> None:
         """Merge the vector index's segments after the first into one, the first left as it is.
@@ -113,13 +116,14 @@ class StoreMaintenance(StoreBase):
         unindexed rows) into one: with k = all but one, the first segment, built over the whole
         table, is neither read nor retrained, so the merge costs what the added rows cost
         (lancedb's own optimize offers no merge)."""
-        import lance
-
         self.check_writable()
-        index = await self._vector_index()
-        segments = await self.vector_segments()
+        await self._merge_vector_segments(*await self._vector_index_segments())
+
+    async def _merge_vector_segments(self, index: Any, segments: int) -> None:
         if index is None or segments < 3:
             return
+        import lance
+
         chunks = self.tables[schema.CHUNKS]
         dataset = lance.dataset(await chunks.uri(), storage_options=self.lance_options())
         merge = dataset.optimize.optimize_indices
