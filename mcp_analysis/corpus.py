@@ -203,8 +203,7 @@ class KnowledgeBase:
         if not view.built:
             everything = await self.visible(None)
             if len(visible) < len(everything):
-                share = len(visible) / max(len(everything), 1)
-                view.prefilter = VisibleDocuments.of(visible, share, everything.keys() - visible.keys())
+                view.prefilter = VisibleDocuments.of(visible, everything.keys() - visible.keys())
             view.built = True
         return view.prefilter
 
@@ -218,8 +217,7 @@ class KnowledgeBase:
         if view is None or view.prefilter is None:
             return settings
         floor = settings.candidates * settings.ann_refine_factor
-        share = view.prefilter.share
-        return settings.model_copy(update={"ann_ef": max(floor, math.ceil(settings.ann_ef * share))})
+        return settings.model_copy(update={"ann_ef": max(floor, math.ceil(settings.ann_ef * view.prefilter.share))})
 
     def corpus(self, document_filter: str | None = None) -> Corpus:
         """A filtered view. The filter must already be validated (see `open_corpus`)."""

@@ -54,12 +54,18 @@ class VisibleDocuments:
     document is in `ids`, whichever form the legs ran with."""
 
     ids: frozenset[str]
-    share: float = 1.0  # of all documents of the knowledge base
     hidden: frozenset[str] | None = None  # the others of the view's version; None: not known (IN form)
 
     @classmethod
-    def of(cls, ids: Iterable[str], share: float = 1.0, hidden: Iterable[str] | None = None) -> VisibleDocuments:
-        return cls(frozenset(ids), share, None if hidden is None else frozenset(hidden))
+    def of(cls, ids: Iterable[str], hidden: Iterable[str] | None = None) -> VisibleDocuments:
+        return cls(frozenset(ids), None if hidden is None else frozenset(hidden))
+
+    @property
+    def share(self) -> float:
+        """The view's share of the knowledge base's documents (1 when the others are not known)."""
+        if self.hidden is None:
+            return 1.0
+        return len(self.ids) / max(len(self.ids) + len(self.hidden), 1)
 
     @functools.cached_property
     def expression(self) -> Any:

@@ -39,16 +39,16 @@ HOSTILE = [
 
 
 def test_the_store_builds_the_expression_from_the_ids_once_per_view() -> None:
-    visible = VisibleDocuments.of(["doc-2", "o'neil", "doc-1"], 0.3)
+    visible = VisibleDocuments.of(["doc-2", "o'neil", "doc-1"])
     expression = visible.expression
     assert expression.to_sql() == col("document_id").isin(["doc-1", "doc-2", "o'neil"]).to_sql()
     assert visible.expression is expression  # built once per view object
 
 
 def test_a_view_passing_most_documents_is_not_in_the_few_it_hides() -> None:
-    most = VisibleDocuments.of(["doc-1", "doc-2", "doc-3"], 0.75, ["o'neil"])
+    most = VisibleDocuments.of(["doc-1", "doc-2", "doc-3"], ["o'neil"])
     assert most.expression.to_sql() == (~col("document_id").isin(["o'neil"])).to_sql()
-    few = VisibleDocuments.of(["doc-1"], 0.25, ["doc-2", "doc-3", "o'neil"])
+    few = VisibleDocuments.of(["doc-1"], ["doc-2", "doc-3", "o'neil"])
     assert few.expression.to_sql() == col("document_id").isin(["doc-1"]).to_sql()
 
 
@@ -57,7 +57,7 @@ async def test_a_document_written_after_the_view_never_passes_its_not_in_form(tm
     it, the store's check of each candidate's document does not."""
     store, vectors = await indexed_store(tmp_path / "kb.lancedb", seed=3)
     visible = {f"doc-{i}" for i in range(30)} - {"doc-2", "doc-5"}
-    view = VisibleDocuments.of(visible, 28 / 29, ["doc-2"])
+    view = VisibleDocuments.of(visible, ["doc-2"])
     try:
         found = await store.candidates("harbour crane", vectors[5 * 20], 100, view, **ANN)
         assert view.expression.to_sql() == (~col("document_id").isin(["doc-2"])).to_sql()
@@ -103,7 +103,7 @@ async def test_an_id_with_quotes_sql_or_wildcards_is_matched_literally(tmp_path:
         assert {c.row["document_id"] for c in found} == {"doc-1", "%"}
         everything = {"doc-0", "doc-1", "doc-2", *HOSTILE}
         for doc_id in HOSTILE:  # a view hiding only `doc_id`: NOT IN that one literal
-            view = VisibleDocuments.of(everything - {doc_id}, 0.9, [doc_id])
+            view = VisibleDocuments.of(everything - {doc_id}, [doc_id])
             found = await store.candidates("harbour crane", vectors[0], 400, view, **ANN)
             assert {c.row["document_id"] for c in found} == everything - {doc_id}, doc_id
     finally:
