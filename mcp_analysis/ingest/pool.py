@@ -38,6 +38,7 @@ from mcp_analysis.ingest.files import FileSignature
 from mcp_analysis.ingest.formats.base import limit_reached
 from mcp_analysis.ingest.limits import MB, Limits
 from mcp_analysis.ingest.prepare import PreparedFile
+from mcp_analysis.text import label
 
 log = logging.getLogger(__name__)
 
@@ -344,6 +345,5 @@ def _log_level() -> str:
     return logging.getLevelName(logging.getLogger().getEffectiveLevel())
 
 
-def _one_line(text: str, limit: int = 200) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def _one_line(text: str) -> str:
+    return label(" ".join(text.split()), 200)
