@@ -131,3 +131,13 @@ def test_the_configuration_sample_loads_as_is(tmp_path: Path) -> None:
     # The sample spells out the defaults: nothing else differs from an empty config.
     defaults = load_settings(None).model_dump(mode="json")
     assert {**settings.model_dump(mode="json"), "db": defaults["db"]} == defaults
+
+
+@pytest.mark.parametrize("bound", [0, 2, 4])
+def test_a_vector_segment_bound_of_one_is_refused_as_one_that_could_never_hold(in_tmp: Path, bound: int) -> None:
+    """A merge leaves the first segment and one more: 1 is refused naming the setting, 0 and 2+ load."""
+    (in_tmp / "mcp-analysis.yaml").write_text("search:\n  vector_index_max_segments: 1\n")
+    with pytest.raises(ConfigError, match=r"search\.vector_index_max_segments.*0 \(never merge\) or at least 2"):
+        load_settings()
+    (in_tmp / "mcp-analysis.yaml").write_text(f"search:\n  vector_index_max_segments: {bound}\n")
+    assert load_settings().search.vector_index_max_segments == bound

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class SearchSettings(BaseModel):
@@ -113,3 +113,12 @@ class SearchSettings(BaseModel):
         description="A chunk that is a heading plus at most this many words is never a hit on its own: it joins "
         "the chunk after it in the section it titles.",
     )
+
+    @field_validator("vector_index_max_segments")
+    @classmethod
+    def _two_or_more(cls, value: int) -> int:
+        """A merge keeps the first segment and folds the others into one, so two always remain:
+        a bound of 1 could never hold (it would merge on every optimize for nothing)."""
+        if value == 1:
+            raise ValueError("must be 0 (never merge) or at least 2: a merge leaves the first segment and one more")
+        return value
