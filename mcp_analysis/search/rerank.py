@@ -82,6 +82,7 @@ class Names:
 
     words: frozenset[str]
     acronyms: dict[str, frozenset[str]]
+    versions: frozenset[str] = frozenset()  # the words that are version numbers, found once per text
 
     @classmethod
     def of(cls, text: str) -> Names:
@@ -92,7 +93,7 @@ class Names:
             for n in (2, 3, 4)
             for i in range(len(plain) - n + 1)
         }
-        return cls(frozenset(words), acronyms)
+        return cls(frozenset(words), acronyms, frozenset(w for w in words if _is_version(w)))
 
 
 def title_names(title: str) -> Names:
@@ -121,10 +122,6 @@ def _is_version(token: str) -> bool:
     return token[0].isdigit() and len(token.split(".")[0]) < _YEAR_DIGITS
 
 
-def _versions(words: frozenset[str]) -> set[str]:
-    return {w for w in words if _is_version(w)}
-
-
 def _within(named: str, version: str) -> bool:
     """Whether `version` is a release of the line the query names: "3" takes in "3.12"; "2.1"
     does not take in "2", nor "2" take in "21" or "2.7"... only "2.x"."""
@@ -149,7 +146,7 @@ def _of_line(name: str, number: str, title: Names) -> bool:
     """Whether `title` is a release of the line "`name` `number`": it names `name` (or `name` is a
     word like "version") and carries a number of that line."""
     names = name in _VERSION_WORDS or name in title.words or name in title.acronyms
-    return names and any(_within(number, v) for v in _versions(title.words))
+    return names and any(_within(number, v) for v in title.versions)
 
 
 def version_conflicts(query: str, titles: dict[str, Names]) -> set[str]:
@@ -162,7 +159,7 @@ def version_conflicts(query: str, titles: dict[str, Names]) -> set[str]:
     return {
         d
         for d, t in titles.items()
-        if _versions(t.words) and not any(_of_line(name, number, t) for name, number in lines)
+        if t.versions and not any(_of_line(name, number, t) for name, number in lines)
     }
 
 
