@@ -7,7 +7,9 @@ The local pipeline (pipeline.Ingestor) with three of its steps moved out of this
   the same per-file bounds hold; tasks are submitted ahead in file order (a bounded window), and
   the driver takes their results in that order;
 - each batch is embedded by a pool of actors, one per node with CPUs, each loading its embedder
-  once, which also build the batch's rows (the local add's code, rows.py) and write them as
+  once (started with the job's first new or changed file: an add that finds every file unchanged
+  starts none),
+  which also build the batch's rows (the local add's code, rows.py) and write them as
   Lance fragments, uncommitted.
 
 The driver lists the files, decides what is unchanged, moved, new or replaced (the local rules, the
@@ -132,7 +134,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 class Cluster:
-    """A connection to a Ray cluster, checked, with the embedding actors started."""
+    """A connection to a Ray cluster, checked, and the embedding actors once a file needs them."""
 
     def __init__(self, address: str) -> None:
         self.address = address
@@ -324,10 +326,6 @@ class RayIngestor(Ingestor):
             await anyio.to_thread.run_sync(check_readable, sources)  # here first: then the nodes are asked
             cluster.connect()
             await anyio.to_thread.run_sync(cluster.check, sources)
-            settings = self.kb.store.settings
-            cluster.start_embedders(
-                self.kb.embedder_name, self.kb.embedder_base_url, settings.vector_dim if settings else None
-            )
             self.stages["connecting"] = time.monotonic() - started
             self._clock = time.monotonic()
             report = await super().add(paths, title=title, metadata=metadata)
@@ -380,7 +378,23 @@ class RayIngestor(Ingestor):
                 ref = candidate if ahead == path else None
         self._fill(self._skip)
         remote = _RemoteFile(self, path, ref if ref is not None else self.submit(path, self._skip))
-        return await self._read_and_convert(remote, path, existing, moves)  # type: ignore[arg-type]
+        if existing is None:
+            self._embedders()  # a new file (or a moved one): the models load while it converts
+        found = await self._read_and_convert(remote, path, existing, moves)  # type: ignore[arg-type]
+        if found[1] is not None:
+            self._embedders()  # a changed file
+        return found
+
+    def _embedders(self) -> list[Any]:
+        """The embedding actors, started with the job's first new or changed file (an add that finds
+        every file unchanged starts none)."""
+        assert self.cluster is not None
+        if not self.cluster.embedders:
+            settings = self.kb.store.settings
+            self.cluster.start_embedders(
+                self.kb.embedder_name, self.kb.embedder_base_url, settings.vector_dim if settings else None
+            )
+        return self.cluster.embedders
 
     def result(self, ref: Any, path: SourcePath) -> Converted:
         """A conversion task's result (blocks: called from a thread); a refusal is the file's IngestError."""
@@ -415,7 +429,7 @@ class RayIngestor(Ingestor):
         self._phase(f"embedding and writing {sum(len(p.chunks) for p in pending)} chunks of {len(pending)} documents")
         if self._job.targets is None:
             self._job.targets = await self.kb.store.fragment_targets()
-        actors, targets = self.cluster.embedders, self._job.targets
+        actors, targets = self._embedders(), self._job.targets
         refs = [actors[k].write.remote(part, targets) for k, part in enumerate(_slices(pending, len(actors)))]
         try:
             answers = await anyio.to_thread.run_sync(self.cluster.ray.get, refs)
