@@ -73,6 +73,7 @@ SLOW_MODULES: dict[str, tuple[str, ...]] = {
     "tests/haiku/test_mcp.py": SUBPROCESS,
     "tests/haiku/test_skill.py": SUBPROCESS,
     "tests/ingest/ray/test_ray_ingest.py": SERVICE,
+    "tests/ingest/test_driver_imports.py": SUBPROCESS,
     "tests/ingest/test_formats_cli.py": SUBPROCESS,
     "tests/ingest/test_html_cli.py": SUBPROCESS,
     "tests/ingest/test_lock.py": SUBPROCESS,

@@ -89,7 +89,7 @@ def add(
 
         metadata = parse_meta(meta)
         if ray is not None:
-            from mcp_analysis.ingest.ray_engine import preflight
+            from mcp_analysis.ingest.ray_address import preflight
 
             preflight(ray)  # before the knowledge base is made
         settings = options.settings()

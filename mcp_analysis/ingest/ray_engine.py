@@ -6,9 +6,9 @@ The local pipeline (pipeline.Ingestor) with three of its steps moved out of this
   through the same bounded conversion worker child process a local add uses (ray_tasks.py), so
   the same per-file bounds hold; tasks are submitted ahead in file order (a bounded window), and
   the driver takes their results in that order;
-- each batch is embedded by a pool of actors, one per node with CPUs, each loading its embedder
-  once, which also build the batch's rows (the local add's code, rows.py) and write them as
-  Lance fragments, uncommitted.
+- each batch is embedded by a pool of actors, one per node with CPUs (started with the job's first
+  new or changed file), each loading its embedder once, which also build the batch's rows (the
+  local add's code, rows.py) and write them as Lance fragments, uncommitted.
 
 The driver lists the files, decides what is unchanged, moved, new or replaced (the local rules, the
 same code), and commits once, at the end of the job: each content table's fragments appended in one
@@ -25,19 +25,15 @@ the driver then finds to be neither unchanged nor moved (a copy) is converted by
 from __future__ import annotations
 
 import contextlib
-import importlib
 import logging
 import os
 import platform
-import re
-import socket
 import sys
 import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import anyio
@@ -49,6 +45,7 @@ from mcp_analysis.ingest.moves import MovedFiles
 from mcp_analysis.ingest.pipeline import Ingestor, IngestReport, ProgressSink, written
 from mcp_analysis.ingest.pool import ConversionPool, ReadReply
 from mcp_analysis.ingest.prepare import PreparedFile
+from mcp_analysis.ingest.ray_address import check_reachable, import_extra, init_address
 from mcp_analysis.ingest.ray_tasks import Converted, Embedding, convert_file, probe
 from mcp_analysis.ingest.rows import PreparedDocument
 from mcp_analysis.ingest.sources import ObjectPath, SourcePath, check_readable, is_object_uri, refusal
@@ -59,61 +56,8 @@ from mcp_analysis.version import __version__
 log = logging.getLogger(__name__)
 
 STAGES = ("connecting", "listing", "conversion", "embedding", "writing", "commit", "indexing")
-ADDRESS_FORMS = "auto, local, HOST:PORT or ray://HOST:PORT"
 _TASKS_PER_CPU = 4  # conversion tasks in flight per cluster CPU: the nodes keep busy while the driver writes
 _CONNECT_SECONDS = 120.0  # the nodes' answers to the version probe
-_REACH_SECONDS = 10.0
-_HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+):\d{1,5}")
-
-
-def missing_extra(module: str) -> AnalysisError:
-    """What to install when `--ray` cannot import `module`."""
-    return AnalysisError(
-        f"--ray needs the optional Ray packages, and the module '{module}' is not installed: "
-        "pip install 'mcp-analysis[ray]' (in a clone of the repository: python3 -m uv sync --extra ray)."
-    )
-
-
-def import_extra(module: str) -> ModuleType:
-    """`module`, from the `ray` extra, or the error that says how to install it."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise missing_extra(exc.name or module) from None
-
-
-def init_address(address: str) -> str:
-    """What `ray.init` is given for ADDRESS (auto: RAY_ADDRESS, else a cluster running here)."""
-    address = address.strip()
-    if address == "auto":
-        return os.environ.get("RAY_ADDRESS") or "auto"
-    if address == "local" or (address.startswith("ray://") and _HOST_PORT.fullmatch(address[6:])):
-        return address
-    if _HOST_PORT.fullmatch(address):
-        return address
-    raise AnalysisError(f"--ray expects {ADDRESS_FORMS}, got {address!r}.")
-
-
-def preflight(address: str) -> None:
-    """What can be checked before anything is opened: the extra is installed, ADDRESS has a known
-    form and, when it names a host, something listens there."""
-    import_extra("ray")
-    _check_reachable(address, init_address(address))
-
-
-def _check_reachable(address: str, target: str) -> None:
-    """A HOST:PORT that nothing answers on fails at once (Ray itself retries for minutes)."""
-    host_port = target.removeprefix("ray://")
-    if not _HOST_PORT.fullmatch(host_port):
-        return  # auto (a cluster of this machine, found by Ray) or local
-    host, _, port = host_port.rpartition(":")
-    try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=_REACH_SECONDS).close()
-    except OSError as exc:
-        raise AnalysisError(
-            f"Cannot reach the Ray cluster at {address} ({exc.strerror or exc}): is its head running, "
-            "and is the address its `ray start --head` printed?"
-        ) from None
 
 
 def _slices(pending: list[PreparedDocument], parts: int) -> list[list[PreparedDocument]]:
@@ -132,7 +76,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 class Cluster:
-    """A connection to a Ray cluster, checked, with the embedding actors started."""
+    """A connection to a Ray cluster, checked, and the embedding actors once a file needs them."""
 
     def __init__(self, address: str) -> None:
         self.address = address
@@ -148,7 +92,7 @@ class Cluster:
         ray = self.ray
         if not ray.is_initialized():  # else: the caller's own connection (Python API) is used as is
             target = init_address(self.address)
-            _check_reachable(self.address, target)
+            check_reachable(self.address, target)
             options: dict[str, Any] = {"include_dashboard": False} if target == "local" else {}
             try:
                 # Workers' output stays in the cluster's logs: this process's stdout may be `--json`.
@@ -209,15 +153,17 @@ class Cluster:
             with contextlib.suppress(Exception):
                 self.ray.cancel(ref, force=True)
 
-    def start_embedders(self, name: str, base_url: str | None, dimension: int | None) -> None:
-        """One embedding actor per node (it takes no CPU of the conversions' own: embedding waits on them)."""
+    def start_embedders(self, name: str, base_url: str | None, dimension: int | None) -> list[Any]:
+        """One embedding actor per node (it takes no CPU of the conversions' own: embedding waits on them),
+        started by the first call: an add that finds every file unchanged starts none."""
         actor = self.ray.remote(Embedding)
-        self.embedders = [
+        self.embedders = self.embedders or [
             actor.options(
                 num_cpus=0, max_restarts=1, max_task_retries=1, scheduling_strategy=self._on(node, True)
             ).remote(name, base_url, dimension)
             for node in self.nodes
         ]
+        return self.embedders
 
     def close(self) -> None:
         for embedder in self.embedders:
@@ -324,10 +270,6 @@ class RayIngestor(Ingestor):
             await anyio.to_thread.run_sync(check_readable, sources)  # here first: then the nodes are asked
             cluster.connect()
             await anyio.to_thread.run_sync(cluster.check, sources)
-            settings = self.kb.store.settings
-            cluster.start_embedders(
-                self.kb.embedder_name, self.kb.embedder_base_url, settings.vector_dim if settings else None
-            )
             self.stages["connecting"] = time.monotonic() - started
             self._clock = time.monotonic()
             report = await super().add(paths, title=title, metadata=metadata)
@@ -380,7 +322,18 @@ class RayIngestor(Ingestor):
                 ref = candidate if ahead == path else None
         self._fill(self._skip)
         remote = _RemoteFile(self, path, ref if ref is not None else self.submit(path, self._skip))
-        return await self._read_and_convert(remote, path, existing, moves)  # type: ignore[arg-type]
+        if existing is None:
+            self._embedders()  # a new file (or a moved one): the models load while it converts
+        found = await self._read_and_convert(remote, path, existing, moves)  # type: ignore[arg-type]
+        if found[1] is not None:
+            self._embedders()  # a changed file
+        return found
+
+    def _embedders(self) -> list[Any]:
+        assert self.cluster is not None
+        settings = self.kb.store.settings
+        dimension = settings.vector_dim if settings else None
+        return self.cluster.start_embedders(self.kb.embedder_name, self.kb.embedder_base_url, dimension)
 
     def result(self, ref: Any, path: SourcePath) -> Converted:
         """A conversion task's result (blocks: called from a thread); a refusal is the file's IngestError."""
@@ -415,7 +368,7 @@ class RayIngestor(Ingestor):
         self._phase(f"embedding and writing {sum(len(p.chunks) for p in pending)} chunks of {len(pending)} documents")
         if self._job.targets is None:
             self._job.targets = await self.kb.store.fragment_targets()
-        actors, targets = self.cluster.embedders, self._job.targets
+        actors, targets = self._embedders(), self._job.targets
         refs = [actors[k].write.remote(part, targets) for k, part in enumerate(_slices(pending, len(actors)))]
         try:
             answers = await anyio.to_thread.run_sync(self.cluster.ray.get, refs)

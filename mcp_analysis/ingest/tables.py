@@ -17,14 +17,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import zstandard
-from docling_core.types.doc import ContentLayer, DoclingDocument, TableItem
 
 from mcp_analysis.ingest.formats.base import TableRows
 from mcp_analysis.ingest.formats.cells import CsvLines, csv_text, parse_lines, written_cell
 from mcp_analysis.ingest.table_layout import Layout, detect
+
+if TYPE_CHECKING:  # docling is imported where documents are built (the conversion worker), not here
+    from docling_core.types.doc import DoclingDocument, TableItem
 
 
 @dataclass
@@ -128,6 +130,8 @@ def extract_tables(
 ) -> list[ExtractedTable]:
     """The document's tables in reading order (see module docs); a table over `max_chars`
     characters of CSV is truncated, a warning added to `warnings`."""
+    from docling_core.types.doc import ContentLayer, TableItem
+
     known = {t.self_ref: t for t in read_as_rows}
     out: list[ExtractedTable] = []
     for item, _level in doc.iterate_items(included_content_layers={ContentLayer.BODY}):

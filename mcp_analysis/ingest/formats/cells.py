@@ -17,11 +17,12 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from decimal import Decimal
-from typing import Any
-
-from docling_core.types.doc import DoclingDocument, NodeItem, ProvenanceItem, TableCell, TableData
+from typing import TYPE_CHECKING, Any
 
 from mcp_analysis.ingest.formats.base import TableRows
+
+if TYPE_CHECKING:  # docling is imported where documents are built (the conversion worker), not here
+    from docling_core.types.doc import DoclingDocument, NodeItem, ProvenanceItem
 
 WHOLE_CELLS = 5_000  # tables up to this many cells are kept cell by cell in the document
 PREVIEW_ROWS = 100  # rows of a larger table the document (and so content.txt) shows
@@ -155,6 +156,8 @@ def add_table(
     `merged` ranges ((row, col), (last_row, last_col)), relative to `rows`, become spans:
     the top-left cell carries the value, as the file stores it.
     """
+    from docling_core.types.doc import TableCell, TableData
+
     width = max((len(r) for r in rows), default=0)
     data = TableData(num_rows=len(rows), num_cols=width, table_cells=[])
     covered: set[tuple[int, int]] = set()

@@ -17,6 +17,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 HEAD_IP = "127.0.0.2"
 NODE_IP = "127.0.0.3"
@@ -124,6 +125,15 @@ class RayCluster:
                     os.kill(pid, signal.SIGKILL)
                     return pid
         return None
+
+    def titles_while(self, driver: subprocess.Popen[Any]) -> set[str]:
+        """The titles this cluster's processes had (Ray sets a worker's to the task or actor it runs),
+        looked at every 50 ms until `driver` has exited."""
+        seen: set[str] = set()
+        while driver.poll() is None:
+            seen.update(_cmdline(pid).split(b"\0")[0].decode(errors="replace").strip() for pid in self._ours())
+            time.sleep(0.05)
+        return seen - {""}
 
     def wait_for_no_conversion_workers(self, timeout: float = 60.0) -> bool:
         """Whether every conversion worker process the nodes started has ended (Ray ends a job's

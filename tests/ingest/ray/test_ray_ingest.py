@@ -96,8 +96,17 @@ def test_a_ray_add_makes_the_knowledge_base_a_local_add_makes(cluster: RayCluste
     assert remote["stages"]["conversion"] > 0 and remote["stages"]["embedding"] > 0
     assert_same_knowledge_base(snapshot(ray_db), snapshot(local_db))
 
-    code, again, _ = add(ray_db, str(folder), "--ray", cluster.address)
-    assert code == 0 and again["added"] == [] and again["replaced"] == [] and again["chunks"] == 0
+    # The rerun finds every file unchanged: nothing to embed, so no embedding actor is started.
+    with (
+        open(tmp_path / "out", "w+") as out,
+        ray_add(ray_db, folder, cluster.address, RAY_ENV, "--json", stdout=out) as driver,
+    ):
+        titles = cluster.titles_while(driver)
+        out.seek(0)
+        again = json.loads(out.read())
+    assert driver.returncode == 0
+    assert not any(t.startswith("ray::Embedding") for t in titles), titles
+    assert again["added"] == [] and again["replaced"] == [] and again["chunks"] == 0
     assert sorted(again["unchanged"]) == sorted(local["added"])
 
     changed = folder / "advisory-2025-04-phishing.txt"
