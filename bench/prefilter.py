@@ -181,14 +181,15 @@ def _strategy_variants(
     variants: dict[str, Callable[[str, np.ndarray], Any]] = {
         f"vector HNSW prefiltered, ef {scaled}": lambda _q, v: nearest(v, PER_LEG, scaled).to_list(),
         "vector flat scan of the view's rows": lambda _q, v: nearest(v, PER_LEG, 0, flat=True).to_list(),
-        f"vector HNSW unfiltered {over} rows, post-filtered": lambda _q, v: _after(
-            nearest(v, over, ef, prefilter=False).to_list(), post_filtered
-        ),
         "full text prefiltered": lambda q, _v: _fts(table, q, PER_LEG, where).to_list(),
-        f"full text unfiltered {over} rows, post-filtered": lambda q, _v: _after(
-            _fts(table, q, over, None).to_list(), post_filtered
-        ),
     }
+    if share >= 0.01:  # below, tens of thousands of rows per leg: seconds a query
+        variants[f"vector HNSW unfiltered {over} rows, post-filtered"] = lambda _q, v: _after(
+            nearest(v, over, ef, prefilter=False).to_list(), post_filtered
+        )
+        variants[f"full text unfiltered {over} rows, post-filtered"] = lambda q, _v: _after(
+            _fts(table, q, over, None).to_list(), post_filtered
+        )
     return variants, lambda v: nearest(v, 10, 0, flat=True).to_list()
 
 
