@@ -37,7 +37,7 @@ from _machine import describe, machine
 from _synthetic import vocabulary
 
 from mcp_analysis.search.settings import SearchSettings
-from mcp_analysis.store.candidates import CHUNK_COLUMNS, VisibleDocuments
+from mcp_analysis.store.candidates import CHUNK_COLUMNS, POST_FILTER_MARGIN, VisibleDocuments
 from mcp_analysis.store.filters import sql_in
 
 PER_LEG, REFINE, EF = 50, 4, 512
@@ -121,8 +121,10 @@ async def strategies(kb: Path, docs: list[int], queries: int, ef: int) -> dict[s
     """The vector leg under a view three ways (and the full-text leg two), in the form the store sends its
     prefilter (`VisibleDocuments.expression`): HNSW prefiltered at the view's scaled ef (what search does),
     an exact flat scan of the view's rows only (``bypass_vector_index`` under the prefilter), and HNSW
-    unfiltered for PER_LEG / share rows, the hidden ones dropped afterwards. Each with its p50 and the
-    recall@10 of its first 10 against the exact 10 nearest visible chunks."""
+    unfiltered for POST_FILTER_MARGIN x PER_LEG / share rows (as the store fetches them), the hidden ones
+    dropped afterwards. Each with its p50, the recall@10 of its first 10 against the exact 10 nearest
+    visible chunks, and for the post-filtered legs how many queries kept fewer than PER_LEG rows (the
+    store runs such a leg again under the prefilter)."""
     db = await lancedb.connect_async(str(kb))
     table = await db.open_table("chunks")
     everything = [r["id"] for r in await (await db.open_table("document_meta")).query().select(["id"]).to_list()]
@@ -138,6 +140,7 @@ async def strategies(kb: Path, docs: list[int], queries: int, ef: int) -> dict[s
         variants, exact_10 = _strategy_variants(table, view, ef)
         spent: dict[str, list[float]] = {name: [] for name in variants}
         found: dict[str, list[float]] = {name: [] for name in variants if name.startswith("vector")}
+        short: dict[str, int] = {}  # queries whose post-filtered leg kept fewer than PER_LEG rows
         for i, (q, v) in enumerate(zip(texts, vectors, strict=False)):
             exact = None
             if i:
@@ -150,13 +153,17 @@ async def strategies(kb: Path, docs: list[int], queries: int, ef: int) -> dict[s
                 spent[name].append((time.perf_counter() - started) * 1000)
                 if name in found:
                     found[name].append(len({r["id"] for r in rows[:10]} & exact) / 10)
+                short[name] = short.get(name, 0) + (len(rows) < PER_LEG)  # the store would run it again
         result: dict[str, Any] = {"visible_docs": len(visible), "share": round(share, 4)}
         result["p50_ms"] = {name: statistics.median(ms) for name, ms in spent.items()}
         result["recall_at_10"] = {name: statistics.mean(r) for name, r in found.items()}
+        result["short_queries"] = {name: n for name, n in short.items() if "post-filtered" in name}
         out["views"].append(result)
         print(f"{len(visible)} documents ({share:.1%}, about {round(share * out['chunks'])} chunks)")
         for name, ms in spent.items():
             recall = f"  recall@10 {statistics.mean(found[name]):.3f}" if name in found else ""
+            if "post-filtered" in name:
+                recall += f"  fewer than {PER_LEG} kept in {short[name]} of {len(ms)}"
             print(f"  {name:>48} {statistics.median(ms):8.1f} ms{recall}")
         print(f"  load {machine()['load_1_5_15']}")
     return out
@@ -167,7 +174,7 @@ def _strategy_variants(
 ) -> tuple[dict[str, Callable[[str, np.ndarray], Any]], Callable[[np.ndarray], Any]]:
     """`strategies`' variants for one view, and the exact 10 nearest visible chunks of a vector."""
     where, share = view.expression, view.share
-    over = math.ceil(PER_LEG / share)
+    over = math.ceil(PER_LEG * POST_FILTER_MARGIN / share)  # as the store fetches (ViewLegs)
 
     def nearest(v: np.ndarray, rows: int, leg_ef: int, flat: bool = False, prefilter: bool = True) -> Any:
         query = table.query().nearest_to(v).distance_type("cosine").select(list(CHUNK_COLUMNS)).limit(rows)

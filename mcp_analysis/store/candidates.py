@@ -37,6 +37,10 @@ from mcp_analysis.store.reads import StoreReads
 from mcp_analysis.structure import HEADING_LABELS
 
 CHUNK_COLUMNS = ("id", "document_id", "content", "metadata", "order")
+# An unfiltered leg of a view fetches this many times per leg / share rows: the nearest chunks come in runs of
+# one document, so exactly per leg / share rows often hold fewer than per leg of the view's, and the leg would
+# run again under the prefilter (bench/prefilter.py --strategies counts the queries left short).
+POST_FILTER_MARGIN = 1.5
 _FOLLOWERS = 3  # chunks looked at after a bare heading (a heading over sub-headings over text)
 _WORD = re.compile(r"\w+")
 _LONGEST_BARE = 600  # characters: a longer chunk is never only headings and a few words (skips parsing it)
@@ -89,8 +93,9 @@ class ViewLegs:
     - at most `flat_max_rows` chunks: the vector leg scans exactly those rows (no index: LanceDB's HNSW
       walk under a prefilter goes on until ef rows pass, ever longer the fewer pass);
     - a share of the documents of at least `post_filter_min_share`: both legs run unfiltered for
-      `per_leg` / share rows, and the store keeps the visible ones (planning a prefilter of thousands of
-      ids costs more than the rows); a leg left with fewer than `per_leg` runs again under the prefilter;
+      `POST_FILTER_MARGIN` x `per_leg` / share rows, and the store keeps the visible ones (planning a
+      prefilter of thousands of ids costs more than the rows); a leg left with fewer than `per_leg` runs
+      again under the prefilter;
     - otherwise both legs run under the prefilter, the vector leg at the view's scaled ef.
 
     Whichever form ran, only candidates whose document the view passes are kept (`candidates`)."""
@@ -196,7 +201,7 @@ class StoreCandidates(StoreReads):
 
         async def run(name: str) -> None:
             if post and prefilter is not None:  # unfiltered, for as many rows as hold `per_leg` visible ones
-                fetch = math.ceil(per_leg / prefilter.share)
+                fetch = math.ceil(per_leg * POST_FILTER_MARGIN / prefilter.share)
                 found = await _rows(name, leg(name, None, fetch))
                 visible = _visible(found, prefilter)
                 if _count(visible) >= per_leg or _count(found) < fetch:  # enough, or every match seen
