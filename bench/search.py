@@ -1,12 +1,18 @@
 """Hybrid search latency with context expansion at 10k and 100k chunks, and HNSW recall.
 
 Baseline, measured in the same run on the same tables, query by query: embedding the query
-plus LanceDB's own hybrid query (vector + FTS, RRF) with exactly the parameters our search
-sends (the same over-fetched limit, ef and refine factor), without prefilter or expansion.
-Both sides pay the same query embedding, so the per-query difference is what our layer
-adds. The two alternate which goes first. Reported: each side's p50/p95 and the median of
-the per-query differences (not a difference of medians), and filtered views passing a tenth and
-nine tenths of the documents (p50, and the median per-query ratio to the unfiltered search).
+plus LanceDB's own hybrid query (vector + FTS, RRF), without prefilter or expansion, with the
+work our legs do: its limit is `search.candidates`, which lancedb 0.40's hybrid query gives each
+leg as its own limit (``AsyncHybridQuery._create_child_queries``), so each leg fetches the rows
+ours fetch, at the ef and refine factor our vector leg sends. (Our full-text leg also reads its
+rows' vectors, for their exact cosine: LanceDB's query has one column list for both legs.) A
+second baseline, LanceDB's hybrid query for the 15 rows a search shows and merges, is printed
+beside it, labelled, for continuity with the figures taken before the legs fetched
+`search.candidates` rows each. Both baselines pay the same query embedding as ours, so the
+per-query difference is what our layer adds. The sides alternate which goes first. Reported:
+each side's p50/p95 and the median of the per-query differences (not a difference of medians),
+and filtered views passing a tenth and nine tenths of the documents (p50, and the median
+per-query ratio to the unfiltered search).
 
 Recall@10 of the vector leg (HNSW with the configured ef and refine factor against an exact
 scan of all vectors as ground truth), where the table has a vector index (>= 50k chunks).
@@ -53,7 +59,8 @@ from mcp_analysis.search.settings import SearchSettings
 from mcp_analysis.store import schema
 
 LIMIT = 5
-# What Corpus.search asks LanceDB for (it over-fetches: merged neighbours drop out later).
+# The older baseline's limit: the rows a search over-fetched when it was one LanceDB hybrid query
+# (merged neighbours drop out later). The legs fetch `search.candidates` rows each since.
 FETCHED = 2 * LIMIT + 5
 COLUMNS = ["id", "document_id", "content", "metadata", "order"]
 FILTER = "metadata LIKE '%\"group\": 3%'"  # a tenth of the documents
@@ -135,23 +142,24 @@ async def measure(path: Path, queries: list[str], mode: str = "hybrid") -> dict[
     async def ours(q: str) -> None:
         await corpus.search(q, LIMIT)
 
-    async def baseline(q: str) -> None:
+    per_leg = search_settings.candidates  # what each of our legs fetches (keyword mode: see lancedb_alone)
+    refine = search_settings.ann_refine_factor
+    ef = max(search_settings.ann_ef, per_leg * refine)  # as StoreCandidates.candidates sends it
+
+    async def lancedb_alone(q: str, rows: int) -> None:
         if mode == "keyword":  # the full-text leg alone, as LanceDB runs it
             fts = table.query().nearest_to_text(q, columns=["content_fts"]).select(COLUMNS)
-            await fts.limit(FETCHED).to_list()
+            await fts.limit(rows).to_list()
             return
         vector = await embedder.embed_query(q)
-        await (
-            table.query()
-            .nearest_to(vector)
-            .distance_type("cosine")
-            .nearest_to_text(q, columns=["content_fts"])
-            .select(COLUMNS)
-            .limit(FETCHED)
-            .ef(search_settings.ann_ef)
-            .refine_factor(search_settings.ann_refine_factor)
-            .to_list()
-        )
+        query = table.query().nearest_to(vector).distance_type("cosine").nearest_to_text(q, columns=["content_fts"])
+        await query.select(COLUMNS).limit(rows).ef(max(ef, rows * refine)).refine_factor(refine).to_list()
+
+    async def baseline(q: str) -> None:  # the same rows per leg as ours
+        await lancedb_alone(q, per_leg if mode != "keyword" else FETCHED)
+
+    async def baseline_15(q: str) -> None:  # the older baseline, for continuity
+        await lancedb_alone(q, FETCHED)
 
     async def timed(func: Any, q: str) -> float:
         started = time.perf_counter()
@@ -169,19 +177,19 @@ async def measure(path: Path, queries: list[str], mode: str = "hybrid") -> dict[
         await most.search(q, LIMIT)
 
     for q in queries[:5]:  # warm caches and indexes
-        await ours(q)
-        await baseline(q)
-        await ours_filtered(q)
-        await ours_most(q)
+        for func in (ours, baseline, baseline_15, ours_filtered, ours_most):
+            await func(q)
     full: list[float] = []
     base: list[float] = []
+    base_15: list[float] = []
     flt: list[float] = []
     flt_most: list[float] = []
     for i, q in enumerate(queries):  # who goes first rotates per query
-        sides = [(full, ours), (base, baseline), (flt, ours_filtered), (flt_most, ours_most)]
-        for spent, func in sides[i % 4 :] + sides[: i % 4]:
+        sides = [(full, ours), (base, baseline), (base_15, baseline_15), (flt, ours_filtered), (flt_most, ours_most)]
+        for spent, func in sides[i % 5 :] + sides[: i % 5]:
             spent.append(await timed(func, q))
     differences = [f - b for f, b in zip(full, base, strict=True)]
+    differences_15 = [f - b for f, b in zip(full, base_15, strict=True)]
     embed = [await timed(embedder.embed_query, q) for q in queries[:20]]
 
     indexes = (await kb.store.index_names()).get(schema.CHUNKS, [])
@@ -217,6 +225,9 @@ async def measure(path: Path, queries: list[str], mode: str = "hybrid") -> dict[
         "added_p50_ms": statistics.median(differences),  # median of per-query differences
         "added_p25_ms": pct(differences, 25),
         "added_p75_ms": pct(differences, 75),
+        "baseline_rows_per_leg": per_leg if mode != "keyword" else FETCHED,
+        "baseline_15_p50_ms": statistics.median(base_15),  # LanceDB's query for FETCHED rows (older tables)
+        "added_vs_15_p50_ms": statistics.median(differences_15),
         "embed_p50_ms": statistics.median(embed),
         "filtered_p50_ms": statistics.median(flt),
         "filtered_ratio": statistics.median(f / u for f, u in zip(flt, full, strict=True)),  # per query
@@ -314,8 +325,9 @@ def main() -> None:
     print(
         f"{'chunks':>8} {'run':>3} {'p50 ms':>7} {'p95 ms':>7} {'base p50':>9} {'base p95':>9} "
         f"{'added p50 (IQR)':>18} {'embed':>6} {'filtered (x)':>14} {'9/10 view (x)':>14} "
-        f"{'recall@10 10/leg/filtered':>25}"
+        f"{'recall@10 10/leg/filtered':>25} {'base15 p50':>10} {'added vs 15':>11}"
     )
+    nan = float("nan")  # a --baseline side's rows lack the older baseline
     for r in rows:
         extra = f"{r['added_p50_ms']:.1f} ({r['added_p25_ms']:.1f}-{r['added_p75_ms']:.1f})"
         filtered = f"{r['filtered_p50_ms']:.1f} ({r['filtered_ratio']:.2f})"
@@ -329,10 +341,16 @@ def main() -> None:
             recall = f"{r['recall_at_10']:.3f}/{r['leg_recall_at_10']:.3f}/{filtered_recall}"
         print(
             f"{r['chunks']:>8} {r['run']:>3} {r['p50_ms']:>7.1f} {r['p95_ms']:>7.1f} {r['baseline_p50_ms']:>9.1f} "
-            f"{r['baseline_p95_ms']:>9.1f} {extra:>18} {r['embed_p50_ms']:>6.1f} {filtered:>14} {most:>14} {recall:>25}"
+            f"{r['baseline_p95_ms']:>9.1f} {extra:>18} {r['embed_p50_ms']:>6.1f} {filtered:>14} {most:>14} "
+            f"{recall:>25} {r.get('baseline_15_p50_ms', nan):>10.1f} {r.get('added_vs_15_p50_ms', nan):>11.1f}"
         )
     base = "LanceDB's full-text query alone" if args.mode == "keyword" else "query embedding + plain LanceDB hybrid"
-    print(f"(base = {base}, limit {FETCHED}, same ef/refine; added = median of per-query differences, ours - base)")
+    rows_per_leg = rows[-1].get("baseline_rows_per_leg", FETCHED) if rows else FETCHED
+    print(
+        f"(base = {base}, limit {rows_per_leg}: each leg fetches the rows ours fetch, same ef/refine; "
+        f"base15 = the same for {FETCHED} rows, the older tables' baseline; "
+        "added = median of per-query differences, ours - base)"
+    )
     report_details(rows, choices, added)
     print(f"{describe()}; load at the end {machine()['load_1_5_15']}")
     summary = {"bench": "search", "machine": host, "limit": LIMIT, "fetched": FETCHED, "results": rows}

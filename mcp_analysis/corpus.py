@@ -211,10 +211,11 @@ class KnowledgeBase:
         """The search settings of a view whose prefilter is built: under a prefilter, LanceDB's HNSW search
         keeps walking the graph until it holds ef rows that pass, about ef / share nodes (10x the
         unfiltered walk for a filter passing a tenth of the documents), so ef is scaled by the share
-        the view passes, never below the rows the vector leg refines (candidates x refine factor)."""
+        the view passes, never below the rows the vector leg refines (candidates x refine factor). A view
+        whose legs run unfiltered (`search.post_filter_min_share`) keeps the unfiltered ef."""
         settings = self.settings.search
         view = self._views.get(document_filter)
-        if view is None or view.prefilter is None:
+        if view is None or view.prefilter is None or view.prefilter.share >= settings.post_filter_min_share:
             return settings
         floor = settings.candidates * settings.ann_refine_factor
         return settings.model_copy(update={"ann_ef": max(floor, math.ceil(settings.ann_ef * view.prefilter.share))})

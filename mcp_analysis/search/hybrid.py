@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mcp_analysis.store.candidates import Candidate, VisibleDocuments
+from mcp_analysis.store.candidates import Candidate, ViewLegs, VisibleDocuments
 from mcp_analysis.store.database import Store
 from mcp_analysis.store.models import ChunkRecord
 
@@ -51,6 +51,7 @@ async def hybrid_search(
     ef: int,
     refine_factor: int,
     bare_heading_words: int = 3,
+    view_legs: ViewLegs | None = None,
 ) -> list[Hit]:
     """Every candidate of both legs (up to 2 x `per_leg`), best RRF first, with its evidence.
 
@@ -60,7 +61,14 @@ async def hybrid_search(
     are their only defaults). Without a `vector` (keyword mode) only the
     full-text leg runs, and hits carry no evidence."""
     found = await store.candidates(
-        query, vector, per_leg, prefilter, ef=ef, refine_factor=refine_factor, bare_heading_words=bare_heading_words
+        query,
+        vector,
+        per_leg,
+        prefilter,
+        ef=ef,
+        refine_factor=refine_factor,
+        bare_heading_words=bare_heading_words,
+        view_legs=view_legs,
     )
     hits = []
     for candidate in found:

@@ -21,7 +21,7 @@ from mcp_analysis.search.leading import rank_with_leading
 from mcp_analysis.search.models import SearchResult
 from mcp_analysis.search.rerank import Weights, distinct, rerank
 from mcp_analysis.search.settings import SearchSettings
-from mcp_analysis.store.candidates import VisibleDocuments
+from mcp_analysis.store.candidates import ViewLegs, VisibleDocuments
 from mcp_analysis.store.database import Store
 from mcp_analysis.store.models import DocumentMeta
 
@@ -101,6 +101,7 @@ async def _candidates(
             ef=settings.ann_ef,
             refine_factor=settings.ann_refine_factor,
             bare_heading_words=settings.bare_heading_words,
+            view_legs=ViewLegs(settings.flat_search_max_rows, settings.post_filter_min_share),
         )
 
     if vector is None and head < settings.candidates:

@@ -42,6 +42,20 @@ class SearchSettings(BaseModel):
         "share of documents it passes (bench/prefilter.py).",
     )
     ann_refine_factor: int = Field(4, ge=1, le=100, description="Re-rank this many times more ANN candidates exactly.")
+    flat_search_max_rows: int = Field(
+        2000,
+        ge=0,
+        description="A filtered view passing at most this many chunks has its vector leg scan exactly those "
+        "(recall 1; faster than the index's prefiltered walk below this, bench/prefilter.py --strategies; 0 = never).",
+    )
+    post_filter_min_share: float = Field(
+        0.5,
+        ge=0,
+        le=2,
+        description="A filtered view passing at least this share of the documents runs both legs unfiltered for "
+        "candidates / share rows and keeps its own (cheaper than a prefilter of that many ids; bench/prefilter.py "
+        "--strategies); above 1 = never.",
+    )
     mode: Literal["hybrid", "keyword"] = Field(
         "hybrid", description="hybrid = vectors + full text; keyword = full text only (no embedder needed)."
     )

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
+import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +37,10 @@ from mcp_analysis.store.reads import StoreReads
 from mcp_analysis.structure import HEADING_LABELS
 
 CHUNK_COLUMNS = ("id", "document_id", "content", "metadata", "order")
+# An unfiltered leg of a view fetches this many times per leg / share rows: the nearest chunks come in runs of
+# one document, so exactly per leg / share rows often hold fewer than per leg of the view's, and the leg would
+# run again under the prefilter (bench/prefilter.py --strategies counts the queries left short).
+POST_FILTER_MARGIN = 1.5
 _FOLLOWERS = 3  # chunks looked at after a bare heading (a heading over sub-headings over text)
 _WORD = re.compile(r"\w+")
 _LONGEST_BARE = 600  # characters: a longer chunk is never only headings and a few words (skips parsing it)
@@ -77,6 +83,32 @@ class VisibleDocuments:
 
     def passes(self, document_id: Any) -> bool:
         return document_id in self.ids
+
+
+@dataclass(frozen=True)
+class ViewLegs:
+    """How the legs apply a view whose hidden documents are known (a filtered view's prefilter), chosen per
+    view by what it passes (bench/prefilter.py --strategies measures the three forms at a million chunks):
+
+    - at most `flat_max_rows` chunks: the vector leg scans exactly those rows (no index: LanceDB's HNSW
+      walk under a prefilter goes on until ef rows pass, ever longer the fewer pass);
+    - a share of the documents of at least `post_filter_min_share`: both legs run unfiltered for
+      `POST_FILTER_MARGIN` x `per_leg` / share rows, and the store keeps the visible ones (planning a
+      prefilter of thousands of ids costs more than the rows); a leg left with fewer than `per_leg` runs
+      again under the prefilter;
+    - otherwise both legs run under the prefilter, the vector leg at the view's scaled ef.
+
+    Whichever form ran, only candidates whose document the view passes are kept (`candidates`)."""
+
+    flat_max_rows: int = 0
+    post_filter_min_share: float = 1.0  # above 1: never
+
+    def post_filters(self, prefilter: VisibleDocuments | None) -> bool:
+        return prefilter is not None and prefilter.hidden is not None and prefilter.share >= self.post_filter_min_share
+
+
+# A view's chunk rows, counted once per view object and version of the chunks table: (path, version, rows).
+_VIEW_ROWS: weakref.WeakKeyDictionary[VisibleDocuments, tuple[str, int, int]] = weakref.WeakKeyDictionary()
 
 
 @dataclass(eq=False)
@@ -134,41 +166,56 @@ class StoreCandidates(StoreReads):
         ef: int,
         refine_factor: int,
         bare_heading_words: int = 3,
+        view_legs: ViewLegs | None = None,
     ) -> list[Candidate]:
         """Up to `per_leg` chunks from each leg (fewer once bare headings joined their sections),
         vector leg first, then the full-text leg's others, each in its leg's order.
 
         `prefilter` (the documents a filtered view passes) is applied inside both legs before they
-        rank, so a chunk outside it is never a candidate. With an HNSW index,
+        rank, so a chunk outside it is never a candidate (or, as `view_legs` chooses for a view, after
+        an unfiltered leg; see `ViewLegs`). With an HNSW index,
         `ef` widens the graph search (to at least the `per_leg` x `refine_factor` rows it refines,
         which LanceDB requires) and `refine_factor` re-ranks with exact distances (both always the
         caller's: search.ann_ef and search.ann_refine_factor are their one source)."""
         if schema.CHUNKS not in self.tables or (prefilter is not None and not prefilter.ids):
             return []
-        table = self.tables[schema.CHUNKS]
         unit = None if vector is None else _unit(vector)
-        keyword = table.query().nearest_to_text(query, columns=["content_fts"])
-        keyword = keyword.select([*CHUNK_COLUMNS, *(["vector"] if unit is not None else [])]).limit(per_leg)
-        if prefilter is not None:
-            keyword = keyword.where(prefilter.expression)
-        nearest = None
-        if unit is not None:
-            nearest = table.query().nearest_to(unit).distance_type("cosine").select(list(CHUNK_COLUMNS))
-            nearest = nearest.limit(per_leg).ef(max(ef, per_leg * refine_factor)).refine_factor(refine_factor)
-            if prefilter is not None:
-                nearest = nearest.where(prefilter.expression)
+        form = view_legs or ViewLegs()
+        post = form.post_filters(prefilter)
+        flat = not post and unit is not None and await self._flat_scan(prefilter, form.flat_max_rows)
+        table = self.tables[schema.CHUNKS]
+
+        def leg(name: str, where: Any, rows: int) -> Any:
+            if name == "keyword":
+                built = table.query().nearest_to_text(query, columns=["content_fts"])
+                built = built.select([*CHUNK_COLUMNS, *(["vector"] if unit is not None else [])]).limit(rows)
+            else:
+                built = table.query().nearest_to(unit).distance_type("cosine").select(list(CHUNK_COLUMNS)).limit(rows)
+                if flat:
+                    built = built.bypass_vector_index()  # exact, over the view's rows only
+                else:
+                    built = built.ef(max(ef, rows * refine_factor)).refine_factor(refine_factor)
+            return built.where(where) if where is not None else built
+
         legs: dict[str, Any] = {"vector": [], "keyword": None}
 
-        async def run(name: str, leg: Any) -> None:
-            legs[name] = await (leg.to_list() if name == "vector" else leg.to_arrow())
+        async def run(name: str) -> None:
+            if post and prefilter is not None:  # unfiltered, for as many rows as hold `per_leg` visible ones
+                fetch = math.ceil(per_leg * POST_FILTER_MARGIN / prefilter.share)
+                found = await _rows(name, leg(name, None, fetch))
+                visible = _visible(found, prefilter)
+                if _count(visible) >= per_leg or _count(found) < fetch:  # enough, or every match seen
+                    legs[name] = _head(visible, per_leg)
+                    return
+            where = None if prefilter is None else prefilter.expression
+            found = await _rows(name, leg(name, where, per_leg))
+            # Exactly the view's documents, whichever form the leg ran with.
+            legs[name] = found if prefilter is None else _visible(found, prefilter)
 
         async with anyio.create_task_group() as group:  # both legs at once, as LanceDB's hybrid query does
-            group.start_soon(run, "keyword", keyword)
-            if nearest is not None:
-                group.start_soon(run, "vector", nearest)
-        if prefilter is not None:  # exactly the view's documents, whichever form the legs ran with
-            legs["vector"] = [row for row in legs["vector"] if prefilter.passes(row["document_id"])]
-            legs["keyword"] = _passing(legs["keyword"], prefilter)
+            group.start_soon(run, "keyword")
+            if unit is not None:
+                group.start_soon(run, "vector")
         found: dict[str, Candidate] = {}
         for rank, row in enumerate(legs["vector"], start=1):
             cosine = 1.0 - float(row.pop("_distance"))
@@ -186,6 +233,23 @@ class StoreCandidates(StoreReads):
         for candidate, row in zip(listed, completed, strict=True):
             candidate.row = row
         return await self._join_bare_headings(listed, unit, bare_heading_words)
+
+    async def _flat_scan(self, prefilter: VisibleDocuments | None, max_rows: int) -> bool:
+        """Whether the vector leg scans a view's rows exactly: at most `max_rows` of them (counted once
+        per view and version of the chunks table, and only when the view's share of the documents
+        could hold that few)."""
+        if prefilter is None or prefilter.hidden is None or max_rows <= 0:
+            return False
+        table = self.tables[schema.CHUNKS]
+        version = await table.version()
+        known = _VIEW_ROWS.get(prefilter)
+        if known is None or known[:2] != (str(self.path), version):
+            total = await table.count_rows()
+            if total * prefilter.share > 4 * max_rows:  # documents differ in size, not by 4x on average
+                return False
+            known = (str(self.path), version, await table.count_rows(prefilter.expression.to_sql()))
+            _VIEW_ROWS[prefilter] = known
+        return known[2] <= max_rows
 
     async def _join_bare_headings(
         self, listed: list[Candidate], unit: np.ndarray | None, max_words: int
@@ -257,12 +321,27 @@ def _best(a: Any, b: Any, pick: Any) -> Any:
     return pick(values) if values else None
 
 
-def _passing(table: Any, prefilter: VisibleDocuments) -> Any:
-    """The rows of an Arrow table whose document the prefilter passes."""
-    if table is None or table.num_rows == 0:
-        return table
-    keep = [prefilter.passes(d) for d in table.column("document_id").to_pylist()]
-    return table if all(keep) else table.filter(keep)
+async def _rows(name: str, leg: Any) -> Any:
+    """A leg's rows: the vector leg's as dicts, the full-text leg's as an Arrow table (it carries vectors)."""
+    return await (leg.to_list() if name == "vector" else leg.to_arrow())
+
+
+def _visible(found: Any, prefilter: VisibleDocuments) -> Any:
+    """A leg's rows (a list or an Arrow table) whose document the prefilter passes."""
+    if isinstance(found, list):
+        return [row for row in found if prefilter.passes(row["document_id"])]
+    if found is None or found.num_rows == 0:
+        return found
+    keep = [prefilter.passes(d) for d in found.column("document_id").to_pylist()]
+    return found if all(keep) else found.filter(keep)
+
+
+def _count(found: Any) -> int:
+    return len(found) if isinstance(found, list) else 0 if found is None else found.num_rows
+
+
+def _head(found: Any, rows: int) -> Any:
+    return found[:rows] if isinstance(found, list) else found.slice(0, rows)
 
 
 def _unit(vector: np.ndarray) -> np.ndarray:

@@ -38,7 +38,7 @@ async def test_prefilter_is_built_once_per_metadata_version(tmp_path: Path) -> N
 async def test_a_filtered_view_scales_hnsw_breadth_by_the_share_it_passes(tmp_path: Path) -> None:
     """LanceDB's HNSW walk under a prefilter goes on until ef rows pass (about ef / share nodes):
     a view passing a tenth of the documents searches with a tenth of ef, never below the rows the
-    vector leg refines (candidates x refine factor)."""
+    vector leg refines (candidates x refine factor); a view whose legs run unfiltered keeps ef."""
     db = tmp_path / "kb.lancedb"
     store = await Store.open(db, create=True)
     await store.initialize("test", 4)
@@ -51,14 +51,17 @@ async def test_a_filtered_view_scales_hnsw_breadth_by_the_share_it_passes(tmp_pa
         await kb.prefilter("title = 'd3'")
         assert kb.search_settings("title = 'd3'").ann_ef == 103  # 1024 x 1/10, rounded up
         await kb.prefilter("title != 'd3'")
-        assert kb.search_settings("title != 'd3'").ann_ef == 922  # 1024 x 9/10, rounded up
+        assert kb.search_settings("title != 'd3'").ann_ef == 1024  # its legs run unfiltered (post_filter_min_share)
         await kb.prefilter("title != 'nothing'")
         assert kb.search_settings("title != 'nothing'").ann_ef == 1024  # no prefilter: every document passes
     finally:
         await kb.close()
-    kb = await KnowledgeBase.open(make_settings(db, sessions={"dir": tmp_path / "s"}, search={"candidates": 50}))
+    never_post = {"candidates": 50, "post_filter_min_share": 2}
+    kb = await KnowledgeBase.open(make_settings(db, sessions={"dir": tmp_path / "s"}, search=never_post))
     try:
         await kb.prefilter("title = 'd3'")
         assert kb.search_settings("title = 'd3'").ann_ef == 200  # the 50 x 4 rows the leg refines
+        await kb.prefilter("title != 'd3'")
+        assert kb.search_settings("title != 'd3'").ann_ef == 922  # 1024 x 9/10, rounded up: legs prefiltered
     finally:
         await kb.close()

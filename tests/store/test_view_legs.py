@@ -1,0 +1,92 @@
+"""How the legs keep to a filtered view (`ViewLegs`), on a real LanceDB with an HNSW index.
+
+A view passing few chunks has its vector leg scan exactly those rows; a view passing most documents
+runs both legs unfiltered and keeps its own, and runs a leg again under the prefilter when too few
+of its rows are the view's. Whichever form runs, no chunk of a hidden document is a candidate, and
+the vector leg finds the exact nearest visible chunks: the query is a hidden chunk's own vector, so
+a leg that lost the view's prefilter would fill its rows with hidden chunks and find fewer.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mcp_analysis.store.candidates import Candidate, ViewLegs, VisibleDocuments
+from mcp_analysis.store.database import Store
+from tests.store.test_vector_leg import DIMENSION, _document, indexed_store
+
+pytestmark = pytest.mark.anyio
+
+DOCUMENTS = [f"doc-{i}" for i in range(30)]  # indexed_store's: 20 chunks each, chunk c of doc-i is row 20 i + c
+ANN = {"ef": 512, "refine_factor": 4}
+
+
+def _exact(vectors: np.ndarray, query: np.ndarray, visible: set[str], k: int) -> list[str]:
+    """The k chunks of the visible documents nearest to `query` by cosine, nearest first."""
+    keys = [f"doc-{i // 20}-{i % 20}" for i in range(len(vectors))]
+    rows = [i for i, key in enumerate(keys) if key.rsplit("-", 1)[0] in visible]
+    unit = vectors[rows] / np.linalg.norm(vectors[rows], axis=1, keepdims=True)
+    similarity = unit @ (query / np.linalg.norm(query))
+    return [keys[rows[i]] for i in np.argsort(-similarity, kind="stable")[:k]]
+
+
+def _vector_leg(found: list[Candidate]) -> list[str]:
+    return [c.key for c in sorted((c for c in found if c.vector_rank is not None), key=lambda c: c.vector_rank or 0)]
+
+
+async def test_a_flat_scan_view_finds_the_exact_nearest_visible_chunks_and_no_hidden_one(tmp_path: Path) -> None:
+    store, vectors = await indexed_store(tmp_path / "kb.lancedb", seed=21)
+    visible = {"doc-3", "doc-11", "doc-26"}  # 60 chunks: at most flat_max_rows
+    view = VisibleDocuments.of(visible, set(DOCUMENTS) - visible)
+    query = vectors[20 * 7 + 4]  # a chunk of doc-7, which the view hides
+    try:
+        found = await store.candidates("harbour crane", query, 20, view, view_legs=ViewLegs(flat_max_rows=100), **ANN)
+        again = await store.candidates("harbour crane", query, 20, view, view_legs=ViewLegs(flat_max_rows=100), **ANN)
+    finally:
+        store.close()
+    assert {c.row["document_id"] for c in found} <= visible
+    assert _vector_leg(found) == _exact(vectors, query, visible, 20)
+    assert _vector_leg(again) == _vector_leg(found)  # the second search reads the view's counted rows
+
+
+async def test_a_view_passing_most_documents_keeps_its_own_rows_of_unfiltered_legs(tmp_path: Path) -> None:
+    store, vectors = await indexed_store(tmp_path / "kb.lancedb", seed=22)
+    hidden = {"doc-2", "doc-7", "doc-19"}
+    view = VisibleDocuments.of(set(DOCUMENTS) - hidden, hidden)
+    query = vectors[20 * 7 + 4]
+    legs = ViewLegs(post_filter_min_share=0.5)  # the view passes 0.9
+    try:
+        found = await store.candidates("harbour crane", query, 30, view, view_legs=legs, **ANN)
+    finally:
+        store.close()
+    assert not {c.row["document_id"] for c in found} & hidden
+    assert _vector_leg(found) == _exact(vectors, query, set(DOCUMENTS) - hidden, 30)
+    assert sum(c.keyword_rank is not None for c in found) == 30
+
+
+async def test_an_unfiltered_leg_left_with_too_few_of_the_views_rows_runs_again_under_it(tmp_path: Path) -> None:
+    """The hidden documents hold every chunk near the query: the unfiltered legs' over-fetch (per leg / share
+    rows) holds fewer than per leg of the view's, so each leg runs again under the prefilter."""
+    rng = np.random.default_rng(23)
+    query = rng.normal(size=DIMENSION).astype(np.float32)
+    near = query + 0.01 * rng.normal(size=(200, DIMENSION)).astype(np.float32)  # doc-0 .. doc-9: hidden
+    far = rng.normal(size=(400, DIMENSION)).astype(np.float32)
+    vectors = np.vstack([near, far])
+    store = await Store.open(tmp_path / "kb.lancedb", create=True)
+    await store.initialize("test", DIMENSION)
+    await store.write_documents([_document(i, vectors[i * 20 : (i + 1) * 20]) for i in range(30)])
+    await store.ensure_indexes(vector_index_min_rows=1)
+    hidden = {f"doc-{i}" for i in range(10)}
+    view = VisibleDocuments.of(set(DOCUMENTS) - hidden, hidden)
+    try:
+        found = await store.candidates(
+            "harbour crane", query, 40, view, view_legs=ViewLegs(post_filter_min_share=0.5), **ANN
+        )
+    finally:
+        store.close()
+    assert not {c.row["document_id"] for c in found} & hidden
+    assert _vector_leg(found) == _exact(vectors, query, set(DOCUMENTS) - hidden, 40)
+    assert sum(c.keyword_rank is not None for c in found) == 40
