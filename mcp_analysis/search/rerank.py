@@ -156,11 +156,7 @@ def version_conflicts(query: str, titles: dict[str, Names]) -> set[str]:
     lines = [(n, v) for n, v in named_versions(query, titles) if any(_of_line(n, v, t) for t in titles.values())]
     if not lines:
         return set()
-    return {
-        d
-        for d, t in titles.items()
-        if t.versions and not any(_of_line(name, number, t) for name, number in lines)
-    }
+    return {d for d, t in titles.items() if t.versions and not any(_of_line(name, number, t) for name, number in lines)}
 
 
 def distinctive(texts: Sequence[str], query: str) -> list[float]:
