@@ -1,7 +1,8 @@
 """Search candidates: the chunks each leg of a hybrid search finds, with what each leg measured.
 
 The vector leg (cosine) and the full-text leg (BM25 over ``content_fts``) run as two queries,
-each for `per_leg` rows, both under the same document prefilter. One LanceDB hybrid query
+each for `per_leg` rows, both kept to a filtered view's documents (under its prefilter, or as
+`ViewLegs` chooses for the view). One LanceDB hybrid query
 would not do: it fuses both legs by rank and cuts the fused list to its limit (lancedb 0.40,
 ``results.slice(offset, length=limit)``; tests/store/test_candidates.py pins it), so a
 re-ranker could only re-order the few rows rank fusion already chose.
@@ -88,14 +89,17 @@ class VisibleDocuments:
 @dataclass(frozen=True)
 class ViewLegs:
     """How the legs apply a view whose hidden documents are known (a filtered view's prefilter), chosen per
-    view by what it passes (bench/prefilter.py --strategies measures the three forms at a million chunks):
+    view by the chunks it passes, counted once per view and version of the chunks table
+    (bench/prefilter.py --strategies measures the three forms at a million chunks):
 
     - at most `flat_max_rows` chunks: the vector leg scans exactly those rows (no index: LanceDB's HNSW
       walk under a prefilter goes on until ef rows pass, ever longer the fewer pass);
-    - a share of the documents of at least `post_filter_min_share`: both legs run unfiltered for
-      `POST_FILTER_MARGIN` x `per_leg` / share rows, and the store keeps the visible ones (planning a
-      prefilter of thousands of ids costs more than the rows); a leg left with fewer than `per_leg` runs
-      again under the prefilter;
+    - else, at least `post_filter_min_share` of the documents and of the chunks: both legs run
+      unfiltered for `POST_FILTER_MARGIN` x `per_leg` / (the chunks' share) rows, and the store keeps
+      the visible ones (planning a prefilter of thousands of ids costs more than the rows); a leg left
+      with fewer than `per_leg` runs again under the prefilter. Both shares: a view passing most
+      documents but few chunks (many small mails, a few large reports hidden) would fall short each
+      time, and its ef is chosen by the documents' share (`KnowledgeBase.search_settings`);
     - otherwise both legs run under the prefilter, the vector leg at the view's scaled ef.
 
     Whichever form ran, only candidates whose document the view passes are kept (`candidates`)."""
@@ -103,12 +107,28 @@ class ViewLegs:
     flat_max_rows: int = 0
     post_filter_min_share: float = 1.0  # above 1: never
 
-    def post_filters(self, prefilter: VisibleDocuments | None) -> bool:
-        return prefilter is not None and prefilter.hidden is not None and prefilter.share >= self.post_filter_min_share
+    def flat_scans(self, rows: int) -> bool:
+        """Whether the vector leg scans a view of `rows` chunks exactly."""
+        return self.flat_max_rows > 0 and rows <= self.flat_max_rows
+
+    def post_filters(self, prefilter: VisibleDocuments, chunk_share: float) -> bool:
+        """Whether both legs run unfiltered and keep the view's rows."""
+        return min(prefilter.share, chunk_share) >= self.post_filter_min_share
 
 
-# A view's chunk rows, counted once per view object and version of the chunks table: (path, version, rows).
-_VIEW_ROWS: weakref.WeakKeyDictionary[VisibleDocuments, tuple[str, int, int]] = weakref.WeakKeyDictionary()
+@dataclass(frozen=True)
+class ViewPlan:
+    """The form `ViewLegs` chose for one view: the vector leg scans its rows exactly (`flat`), or both
+    legs run unfiltered for rows enough at `chunk_share` and keep the view's (`post`), or neither."""
+
+    flat: bool = False
+    post: bool = False
+    chunk_share: float = 1.0
+
+
+# A view's chunk rows and the table's, counted once per view object and version of the chunks table:
+# (path, version, rows, total).
+_VIEW_ROWS: weakref.WeakKeyDictionary[VisibleDocuments, tuple[str, int, int, int]] = weakref.WeakKeyDictionary()
 
 
 @dataclass(eq=False)
@@ -180,9 +200,8 @@ class StoreCandidates(StoreReads):
         if schema.CHUNKS not in self.tables or (prefilter is not None and not prefilter.ids):
             return []
         unit = None if vector is None else _unit(vector)
-        form = view_legs or ViewLegs()
-        post = form.post_filters(prefilter)
-        flat = not post and unit is not None and await self._flat_scan(prefilter, form.flat_max_rows)
+        plan = await self.view_plan(prefilter, view_legs or ViewLegs(), vector=unit is not None)
+        flat, post, chunk_share = plan.flat, plan.post, plan.chunk_share
         table = self.tables[schema.CHUNKS]
 
         def leg(name: str, where: Any, rows: int) -> Any:
@@ -201,7 +220,7 @@ class StoreCandidates(StoreReads):
 
         async def run(name: str) -> None:
             if post and prefilter is not None:  # unfiltered, for as many rows as hold `per_leg` visible ones
-                fetch = math.ceil(per_leg * POST_FILTER_MARGIN / prefilter.share)
+                fetch = math.ceil(per_leg * POST_FILTER_MARGIN / chunk_share)
                 found = await _rows(name, leg(name, None, fetch))
                 visible = _visible(found, prefilter)
                 if _count(visible) >= per_leg or _count(found) < fetch:  # enough, or every match seen
@@ -234,22 +253,27 @@ class StoreCandidates(StoreReads):
             candidate.row = row
         return await self._join_bare_headings(listed, unit, bare_heading_words)
 
-    async def _flat_scan(self, prefilter: VisibleDocuments | None, max_rows: int) -> bool:
-        """Whether the vector leg scans a view's rows exactly: at most `max_rows` of them (counted once
-        per view and version of the chunks table, and only when the view's share of the documents
-        could hold that few)."""
-        if prefilter is None or prefilter.hidden is None or max_rows <= 0:
-            return False
+    async def view_plan(self, prefilter: VisibleDocuments | None, form: ViewLegs, *, vector: bool) -> ViewPlan:
+        """How the legs keep to `prefilter` (see `ViewLegs`): a filtered view's chunks decide."""
+        if prefilter is None or prefilter.hidden is None:
+            return ViewPlan()
+        rows, total = await self._view_rows(prefilter)
+        chunk_share = rows / total if total else 1.0
+        flat = vector and form.flat_scans(rows)
+        post = not flat and rows > 0 and form.post_filters(prefilter, chunk_share)
+        return ViewPlan(flat, post, chunk_share)
+
+    async def _view_rows(self, prefilter: VisibleDocuments) -> tuple[int, int]:
+        """The chunks `prefilter` passes and the chunks table's rows, counted once per view and version
+        of the table (a view lives as long as its filter is in use; an add or removal recounts)."""
         table = self.tables[schema.CHUNKS]
         version = await table.version()
         known = _VIEW_ROWS.get(prefilter)
         if known is None or known[:2] != (str(self.path), version):
             total = await table.count_rows()
-            if total * prefilter.share > 4 * max_rows:  # documents differ in size, not by 4x on average
-                return False
-            known = (str(self.path), version, await table.count_rows(prefilter.expression.to_sql()))
+            known = (str(self.path), version, await table.count_rows(prefilter.expression.to_sql()), total)
             _VIEW_ROWS[prefilter] = known
-        return known[2] <= max_rows
+        return known[2], known[3]
 
     async def _join_bare_headings(
         self, listed: list[Candidate], unit: np.ndarray | None, max_words: int

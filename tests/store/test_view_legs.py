@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mcp_analysis.store.candidates import Candidate, ViewLegs, VisibleDocuments
+from mcp_analysis.store.candidates import Candidate, ViewLegs, ViewPlan, VisibleDocuments
 from mcp_analysis.store.database import Store
 from tests.store.test_vector_leg import DIMENSION, _document, indexed_store
 
@@ -90,3 +90,26 @@ async def test_an_unfiltered_leg_left_with_too_few_of_the_views_rows_runs_again_
     assert not {c.row["document_id"] for c in found} & hidden
     assert _vector_leg(found) == _exact(vectors, query, set(DOCUMENTS) - hidden, 40)
     assert sum(c.keyword_rank is not None for c in found) == 40
+
+
+async def test_the_form_follows_the_chunks_a_view_passes_not_only_its_documents(tmp_path: Path) -> None:
+    """A view passing most documents but few chunks (documents with no chunks pass, the chunky ones are
+    hidden: many short mails, a few long reports) runs no unfiltered leg: each would fall short of its
+    rows every time and run again under the prefilter. Few enough chunks are scanned exactly; the
+    counts are taken again once the table changes."""
+    store, _ = await indexed_store(tmp_path / "kb.lancedb", seed=24)
+    empty = {f"mail-{i}" for i in range(100)}  # passed, no chunks
+    skewed = VisibleDocuments.of({"doc-0", "doc-1", "doc-2"} | empty, set(DOCUMENTS[3:]))  # 103 of 130
+    plain = VisibleDocuments.of(set(DOCUMENTS[3:]), set(DOCUMENTS[:3]))  # 27 of 30, 540 of 600 chunks
+    post = ViewLegs(post_filter_min_share=0.5)
+    try:
+        assert skewed.share > 0.75
+        assert await store.view_plan(skewed, post, vector=True) == ViewPlan(False, False, 0.1)
+        assert await store.view_plan(skewed, ViewLegs(100, 0.5), vector=True) == ViewPlan(True, False, 0.1)
+        assert await store.view_plan(skewed, ViewLegs(100, 0.5), vector=False) == ViewPlan(False, False, 0.1)
+        assert await store.view_plan(plain, post, vector=True) == ViewPlan(False, True, 0.9)
+        assert await store.view_plan(None, post, vector=True) == ViewPlan()
+        await store.delete_documents(DOCUMENTS[3:18])  # 15 of the plain view's 27 documents gone
+        assert await store.view_plan(plain, post, vector=True) == ViewPlan(False, True, 0.8)
+    finally:
+        store.close()
