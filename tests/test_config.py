@@ -141,3 +141,12 @@ def test_a_vector_segment_bound_of_one_is_refused_as_one_that_could_never_hold(i
         load_settings()
     (in_tmp / "mcp-analysis.yaml").write_text(f"search:\n  vector_index_max_segments: {bound}\n")
     assert load_settings().search.vector_index_max_segments == bound
+
+
+def test_a_post_filter_share_near_zero_is_refused_naming_the_setting(in_tmp: Path) -> None:
+    """The unfiltered legs fetch candidates / share rows: a share near 0 would fetch the whole table."""
+    (in_tmp / "mcp-analysis.yaml").write_text("search:\n  post_filter_min_share: 0\n")
+    with pytest.raises(ConfigError, match=r"search\.post_filter_min_share"):
+        load_settings()
+    (in_tmp / "mcp-analysis.yaml").write_text("search:\n  post_filter_min_share: 0.05\n")
+    assert load_settings().search.post_filter_min_share == 0.05

@@ -50,11 +50,12 @@ class SearchSettings(BaseModel):
     )
     post_filter_min_share: float = Field(
         0.5,
-        ge=0,
+        ge=0.05,
         le=2,
-        description="A filtered view passing at least this share of the documents runs both legs unfiltered for "
-        "candidates / share rows and keeps its own (cheaper than a prefilter of that many ids; bench/prefilter.py "
-        "--strategies); above 1 = never.",
+        description="A filtered view passing at least this share of the documents and of the chunks runs both legs "
+        "unfiltered for 1.5 x candidates / (the chunks' share) rows and keeps its own (cheaper than a prefilter of "
+        "that many ids; bench/prefilter.py --strategies); above 1 = never. At least 0.05: below, the unfiltered "
+        "fetch would grow without bound.",
     )
     mode: Literal["hybrid", "keyword"] = Field(
         "hybrid", description="hybrid = vectors + full text; keyword = full text only (no embedder needed)."
