@@ -1,8 +1,9 @@
 """Hybrid retrieval: the store's vector and full-text candidates, fused by reciprocal rank (RRF).
 
-The store runs both legs as separate queries, `per_leg` rows each, under the document
-prefilter (the documents a filtered view passes), so filtered-out documents never take a
-slot (store/candidates.py). Every hit carries what the legs measured (its vector's cosine to the
+The store runs both legs as separate queries, `per_leg` rows each, kept to the documents a
+filtered view passes (under their prefilter, or as `ViewLegs` chooses for the view: an exact scan
+of a few chunks, unfiltered legs that keep the view's rows), so filtered-out documents never take
+a slot (store/candidates.py). Every hit carries what the legs measured (its vector's cosine to the
 query's, its full-text score), which re-ranking (rerank.py) fuses by value, not by rank.
 """
 
