@@ -7,7 +7,7 @@ The local pipeline (pipeline.Ingestor) with three of its steps moved out of this
   the same per-file bounds hold; tasks are submitted ahead in file order (a bounded window), and
   the driver takes their results in that order;
 - each batch is embedded by a pool of actors, one per node with CPUs (started with the job's first
-  new or changed file), each loading its embedder once, which also build the batch's rows (the
+  new, moved or changed file), each loading its embedder once, which also build the batch's rows (the
   local add's code, rows.py) and write them as Lance fragments, uncommitted.
 
 The driver lists the files, decides what is unchanged, moved, new or replaced (the local rules, the
@@ -156,13 +156,14 @@ class Cluster:
     def start_embedders(self, name: str, base_url: str | None, dimension: int | None) -> list[Any]:
         """One embedding actor per node (it takes no CPU of the conversions' own: embedding waits on them),
         started by the first call: an add that finds every file unchanged starts none."""
-        actor = self.ray.remote(Embedding)
-        self.embedders = self.embedders or [
-            actor.options(
-                num_cpus=0, max_restarts=1, max_task_retries=1, scheduling_strategy=self._on(node, True)
-            ).remote(name, base_url, dimension)
-            for node in self.nodes
-        ]
+        if not self.embedders:
+            actor = self.ray.remote(Embedding)
+            self.embedders = [
+                actor.options(
+                    num_cpus=0, max_restarts=1, max_task_retries=1, scheduling_strategy=self._on(node, True)
+                ).remote(name, base_url, dimension)
+                for node in self.nodes
+            ]
         return self.embedders
 
     def close(self) -> None:

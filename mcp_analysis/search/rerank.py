@@ -82,7 +82,7 @@ class Names:
 
     words: frozenset[str]
     acronyms: dict[str, frozenset[str]]
-    versions: frozenset[str] = frozenset()  # the words that are version numbers, found once per text
+    versions: frozenset[str]  # the words that are version numbers, found once per text
 
     @classmethod
     def of(cls, text: str) -> Names:
