@@ -4,7 +4,7 @@ Both legs fetch the knowledge base's best chunks for the whole question, so insi
 document the clause that answers (Apache-2.0's "give any other recipients ... a copy of this License" for a
 question about handing over the licence text) is often not among them: other
 licences' chunks take the places. After a first ranking, the first `LEADING` documents are asked
-once more, both legs under a prefilter of just those documents (store/within.py), for
+once more, both legs under a prefilter of just those documents (`VisibleDocuments.within`), for
 `search.passage_candidates` chunks each; the ones not yet candidates join, and the candidates are
 ranked again, so the clause stage (clauses.py) chooses among more of those documents' chunks.
 One extra store query (both legs at once) per search, on one or two documents' rows.
@@ -20,7 +20,6 @@ from mcp_analysis.search.hybrid import Hit, hybrid_search
 from mcp_analysis.search.settings import SearchSettings
 from mcp_analysis.store.candidates import VisibleDocuments
 from mcp_analysis.store.database import Store
-from mcp_analysis.store.within import documents_within
 
 LEADING = 2  # documents whose own chunks are fetched: the first hit's, and the second's when it differs
 
@@ -46,7 +45,7 @@ async def rank_with_leading(
         vector,
         query,
         settings.passage_candidates,
-        documents_within(prefilter, leading),
+        VisibleDocuments.within(prefilter, leading),
         ef=settings.ann_ef,
         refine_factor=settings.ann_refine_factor,
         bare_heading_words=settings.bare_heading_words,

@@ -67,6 +67,15 @@ class VisibleDocuments:
     def of(cls, ids: Iterable[str], hidden: Iterable[str] | None = None) -> VisibleDocuments:
         return cls(frozenset(ids), None if hidden is None else frozenset(hidden))
 
+    @staticmethod
+    def within(view: VisibleDocuments | None, document_ids: Iterable[str]) -> VisibleDocuments:
+        """A prefilter of `document_ids` that `view` passes (all of them without a view), for a fetch of
+        ranked documents' own chunks: the ids come from a ranking of visible candidates, and the view is
+        applied again, so a document the view hides is never read even if a caller named it. Empty when
+        it passes none, and the store then returns no candidate."""
+        wanted = frozenset(document_ids)
+        return VisibleDocuments.of(wanted if view is None else wanted & view.ids)
+
     @property
     def share(self) -> float:
         """The view's share of the knowledge base's documents (1 when the others are not known)."""

@@ -6,7 +6,6 @@ import pytest
 
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.store.candidates import VisibleDocuments
-from mcp_analysis.store.within import documents_within
 from tests.store.test_candidates import ANN
 
 pytestmark = pytest.mark.anyio
@@ -21,9 +20,9 @@ async def test_a_document_the_view_hides_is_never_fetched_even_when_named(kb: Kn
     view = VisibleDocuments.of(advisories, hidden=everything - advisories if form == "not in" else None)
     query = "quarterly revenue by region total"  # both legs prefer the financial reports, outside the view
     vector = await (await kb.embedder()).embed_query(query)
-    found = await kb.store.candidates(query, vector, 50, documents_within(view, [hidden, shown]), **ANN)
+    found = await kb.store.candidates(query, vector, 50, VisibleDocuments.within(view, [hidden, shown]), **ANN)
     assert found and {c.row["document_id"] for c in found} == {shown}
-    assert await kb.store.candidates(query, vector, 50, documents_within(view, [hidden]), **ANN) == []
+    assert await kb.store.candidates(query, vector, 50, VisibleDocuments.within(view, [hidden]), **ANN) == []
     # Without a view every named document is read, and only those.
-    both = await kb.store.candidates(query, vector, 50, documents_within(None, [hidden, shown]), **ANN)
+    both = await kb.store.candidates(query, vector, 50, VisibleDocuments.within(None, [hidden, shown]), **ANN)
     assert {c.row["document_id"] for c in both} == {hidden, shown}
