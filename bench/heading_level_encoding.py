@@ -5,9 +5,10 @@ the columns of `search/expand.py`). At a million chunks that read took about twi
 ``heading_level`` as without it (docs/benchmarks.md, "Search at a million chunks"). This script checks
 whether the way the column is written decides that. In a temporary directory it writes, per variant, a
 ``document_items`` table shaped like ours (the product's schema; documents of ~60 items, positions
-0..k-1, ~100-character texts, a share of ``section_header`` items), created by LanceDB like a
-knowledge base's and filled as one fragment (one data file, as after `optimize` compacts it), with the
-product's bitmap index on ``document_id``. The variants differ only in ``heading_level``:
+0..k-1, ~100-character texts, ``section_header`` items at --heading-share, 5 %, plus each document's
+first: 6.7 %), created by LanceDB like a knowledge base's and filled as one fragment (one data file, as
+after `optimize` compacts it), with the product's bitmap index on ``document_id``. The variants differ
+only in ``heading_level``:
 
     a  null for non-headings, 1 for every heading (what ingest writes when headings have one level)
     b  null for non-headings, levels 1-3 mixed
