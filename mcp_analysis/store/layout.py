@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from mcp_analysis.embed.names import known_dimension
 from mcp_analysis.errors import DatabaseMismatchError, EmbedderError
+from mcp_analysis.store import schema
 from mcp_analysis.store.settings_row import StoredSettings
 
 Rows = list[dict[str, Any]]
@@ -130,6 +131,10 @@ class OwnLayout:
         return rows
 
     async def item_rows(self, rows: Rows, tables: Tables, columns: Sequence[str] | None) -> Rows:
+        """Rows as stored, but an item without a heading level reads as None again (schema.NO_HEADING_LEVEL)."""
+        for row in rows:
+            if row.get("heading_level") == schema.NO_HEADING_LEVEL:
+                row["heading_level"] = None
         return rows
 
     async def chunk_rows(self, rows: Rows, tables: Tables) -> Rows:

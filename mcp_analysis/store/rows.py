@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from mcp_analysis.store import schema
 from mcp_analysis.store.models import DocumentMeta
 from mcp_analysis.store.writes import DocumentRows
 
@@ -59,6 +60,7 @@ def document_rows(
     item_rows = [
         {
             **dataclasses.asdict(item),
+            "heading_level": schema.NO_HEADING_LEVEL if item.heading_level is None else item.heading_level,
             "document_id": doc_id,
             "picture_data": None,
             "chunk_ids": item_chunks.get(item.position, []),

@@ -54,6 +54,12 @@ DOCUMENT_META_SCHEMA = pa.schema(
     ]
 )
 
+# The heading level stored for an item that has none (read back as None, store/layout.py). A null there
+# would make Lance 2.x store a column of nulls and one level (docling gives PDF headings level 1) as a
+# constant plus a validity buffer spanning the data file, which every read of any row decodes whole:
+# at a million chunks that doubled the search's items read (bench/heading_level_encoding.py).
+NO_HEADING_LEVEL = 0
+
 DOCUMENT_ITEMS_SCHEMA = pa.schema(
     [
         pa.field("document_id", pa.string(), nullable=False),

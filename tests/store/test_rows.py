@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
 from mcp_analysis.ingest.chunker import ChunkDraft
 from mcp_analysis.ingest.items import ItemDraft
@@ -69,3 +70,34 @@ def test_document_rows_fit_the_tables_schemas() -> None:
     chunk_id = built.chunks[0]["id"]
     assert [item["chunk_ids"] for item in built.items] == [[chunk_id], [chunk_id]]
     assert built.tables[0]["csv_bytes"] > 0 and built.tables[0]["name"] == "sales"
+
+
+@pytest.mark.anyio
+async def test_an_item_without_a_heading_level_is_stored_without_a_null_and_read_as_none(tmp_path: Path) -> None:
+    """A null beside one level made Lance store the column as a constant plus a validity buffer every
+    read decodes whole (bench/heading_level_encoding.py): the store writes NO_HEADING_LEVEL instead,
+    and every read gives None back, as before."""
+    import lancedb
+
+    from mcp_analysis.store.database import Store
+
+    meta = DocumentMeta(id="doc", uri="file:///a.md", title="A", metadata={}, created_at="t", updated_at="t")
+    items = [
+        ItemDraft(0, "#/texts/0", "section_header", "Revenue", heading_level=2),
+        ItemDraft(1, "#/texts/1", "text", "up"),
+        ItemDraft(2, "#/texts/2", "section_header", "Costs"),  # a heading docling gave no level
+    ]
+    chunks = [ChunkDraft(0, "Revenue\nup", ["Revenue"], ["#/texts/0"], ["text"], [], [], (0, 1), (0, 1), [0, 1])]
+    built = rows.document_rows(meta, "Revenue\nup", b"{}", items, chunks, [], np.ones((1, 4)))
+    store = await Store.open(tmp_path / "kb.lancedb", create=True)
+    try:
+        await store.initialize("test", 4)
+        await store.write_documents([built])
+        assert [i["heading_level"] for i in await store.items("document_id = 'doc'")] == [2, None, None]
+        window = await store.item_windows({"doc": [(1, 2)]}, ["position", "heading_level"])
+        assert sorted((i["position"], i["heading_level"]) for i in window) == [(1, None), (2, None)]
+    finally:
+        store.close()
+    raw = await (await lancedb.connect_async(tmp_path / "kb.lancedb")).open_table(schema.DOCUMENT_ITEMS)
+    column = (await raw.query().select(["heading_level"]).to_arrow()).column("heading_level")
+    assert column.null_count == 0 and sorted(column.to_pylist()) == [0, 0, 2]
