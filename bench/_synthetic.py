@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mcp_analysis.config import load_settings
 from mcp_analysis.embed.embedder import create_embedder
+from mcp_analysis.store import schema
 from mcp_analysis.store.database import Store
 from mcp_analysis.store.models import DocumentMeta
 from mcp_analysis.store.writes import DocumentRows
@@ -203,7 +204,7 @@ def _item(doc_id: str, position: int, label: str, text: str, page: int, level: i
         "label": label,
         "text": text,
         "page_numbers": [page],
-        "heading_level": level,
+        "heading_level": schema.NO_HEADING_LEVEL if level is None else level,  # as store/rows.py writes it
         "picture_data": None,
         "chunk_ids": [],
     }
