@@ -35,8 +35,9 @@ async def rewrite(source: Path, out: Path, sizes: list[int]) -> None:
         (out / variant).mkdir(parents=True, exist_ok=True)
         for size in sizes:
             copy = out / variant / f"synthetic-{size}.lancedb"
-            if not copy.exists():
-                subprocess.run(["cp", "-al", str((source / f"synthetic-{size}.lancedb").resolve()), str(copy)], check=True)
+            if not copy.exists():  # hard links: the source's files are shared, never written
+                original = (source / f"synthetic-{size}.lancedb").resolve()
+                await asyncio.to_thread(subprocess.run, ["cp", "-al", str(original), str(copy)], check=True)
             started = time.monotonic()
             db = await lancedb.connect_async(copy)
             data = await (await db.open_table(schema.DOCUMENT_ITEMS)).query().to_arrow()
@@ -47,7 +48,8 @@ async def rewrite(source: Path, out: Path, sizes: list[int]) -> None:
             table = await db.create_table(schema.DOCUMENT_ITEMS, data, mode="overwrite")
             await table.create_index("document_id", config=Bitmap())  # as the store indexes it
             nulls = data.column("heading_level").null_count
-            print(f"{variant} {size}: {data.num_rows:,} items, {nulls:,} null levels, {time.monotonic() - started:.1f} s")
+            took = time.monotonic() - started
+            print(f"{variant} {size}: {data.num_rows:,} items, {nulls:,} null levels, {took:.1f} s")
 
 
 def main() -> None:
