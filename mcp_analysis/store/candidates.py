@@ -114,7 +114,12 @@ class ViewLegs:
     Whichever form ran, only candidates whose document the view passes are kept (`candidates`)."""
 
     flat_max_rows: int = 0
-    post_filter_min_share: float = 1.0  # above 1: never
+    post_filter_min_share: float = 2.0  # above 1: never
+
+    @property
+    def chooses(self) -> bool:
+        """Whether either form can apply (else a view's chunks need not be counted)."""
+        return self.flat_max_rows > 0 or self.post_filter_min_share <= 1
 
     def flat_scans(self, rows: int) -> bool:
         """Whether the vector leg scans a view of `rows` chunks exactly."""
@@ -264,7 +269,7 @@ class StoreCandidates(StoreReads):
 
     async def view_plan(self, prefilter: VisibleDocuments | None, form: ViewLegs, *, vector: bool) -> ViewPlan:
         """How the legs keep to `prefilter` (see `ViewLegs`): a filtered view's chunks decide."""
-        if prefilter is None or prefilter.hidden is None:
+        if prefilter is None or prefilter.hidden is None or not form.chooses:
             return ViewPlan()
         rows, total = await self._view_rows(prefilter)
         chunk_share = rows / total if total else 1.0
