@@ -7,8 +7,9 @@ question's candidates once (`search.candidates` per leg, the store's query) and 
 every setting given, through the same code as the search tool (search_passages, then the tool's
 text for limit 5, context 900). Sets: easy, hard tune, hard held-out (tuning data since it was
 looked at twice), context45, fresh plain and fresh hard (bench/data/fresh_queries.json) and fresh2
-plain and fresh2 hard (bench/data/fresh2_queries.json), both tuning data since their one run; never
-the held-out split of bench/data/fresh3_queries.json.
+plain and fresh2 hard (bench/data/fresh2_queries.json), both tuning data since their one run (fresh3,
+tuning data since its one run too, runs through `bench/passages.py --split fresh3`). Never the
+held-out split of bench/data/fresh4_queries.json: no option here reads it.
 
     python bench/rank_sweep.py [--variant NAME:KEY=VALUE,...] [--misses] [--out bench/results]
 
