@@ -17,6 +17,7 @@ import pytest
 
 from mcp_analysis.config import Settings, load_settings
 from mcp_analysis.corpus import KnowledgeBase
+from mcp_analysis.paths import cache_home
 from mcp_analysis.sample import documents_dir, ensure_sample_kb
 from tests import schedule
 from tests.tiers import (  # noqa: F401  (pytest finds hooks by name here)
@@ -53,6 +54,20 @@ def run_cli(
         timeout=timeout,
         **feed,
     )
+
+
+def user_home(home: Path) -> Path:
+    """`home` made a user's home where the embedding model was prepared before: its
+    ~/.cache/mcp-analysis/models is this run's model cache. A server started with HOME=`home` and
+    no XDG_CACHE_HOME (as a host such as Claude Desktop starts it) then loads the model instead
+    of deriving it again (~5 s of CPU, paid again by each server killed before it finished)."""
+    shared = cache_home() / "models"
+    shared.mkdir(parents=True, exist_ok=True)
+    (home / ".cache" / "mcp-analysis").mkdir(parents=True, exist_ok=True)
+    link = home / ".cache" / "mcp-analysis" / "models"
+    if not link.is_symlink():
+        link.symlink_to(shared, target_is_directory=True)
+    return home
 
 
 def pytest_configure(config: pytest.Config) -> None:
