@@ -17,6 +17,7 @@ import pytest
 
 from mcp_analysis.config import Settings, load_settings
 from mcp_analysis.corpus import KnowledgeBase
+from mcp_analysis.paths import cache_home
 from mcp_analysis.sample import documents_dir, ensure_sample_kb
 from tests import schedule
 from tests.tiers import (  # noqa: F401  (pytest finds hooks by name here)
@@ -53,6 +54,26 @@ def run_cli(
         timeout=timeout,
         **feed,
     )
+
+
+def shared_model_cache(cache: Path) -> Path:
+    """`cache` (an XDG cache folder) made one where the embedding model was prepared before: its
+    mcp-analysis/models is this run's model cache. A process started with it then loads the model
+    instead of deriving it again (~5 s of CPU, paid again by each server killed before it ended)."""
+    shared = cache_home() / "models"
+    shared.mkdir(parents=True, exist_ok=True)
+    link = cache / "mcp-analysis" / "models"
+    link.parent.mkdir(parents=True, exist_ok=True)
+    if not link.is_symlink():
+        link.symlink_to(shared, target_is_directory=True)
+    return cache
+
+
+def user_home(home: Path) -> Path:
+    """`home` made a user's home where the embedding model was prepared before, for a server
+    started with HOME=`home` and no XDG_CACHE_HOME (as a host such as Claude Desktop starts it)."""
+    shared_model_cache(home / ".cache")
+    return home
 
 
 def pytest_configure(config: pytest.Config) -> None:

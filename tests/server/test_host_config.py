@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.conftest import REPO, SAMPLE_DOCUMENTS
+from tests.conftest import REPO, SAMPLE_DOCUMENTS, user_home
 
 pytestmark = pytest.mark.anyio
 
@@ -24,7 +24,8 @@ async def test_claude_desktop_example_config_launches_the_server(sample_db: Path
     args = [a.replace("/ABSOLUTE/PATH/TO/your-kb.lancedb", str(sample_db)) for a in entry["args"]]
     assert "/ABSOLUTE/PATH" not in command + " ".join(args)
     # Claude Desktop starts servers with a minimal environment and an unrelated working directory.
-    params = StdioServerParameters(command=command, args=args, env={"HOME": str(tmp_path)}, cwd=str(tmp_path))
+    home = str(user_home(tmp_path))
+    params = StdioServerParameters(command=command, args=args, env={"HOME": home}, cwd=str(tmp_path))
     async with Client(params) as client:
         names = {t.name for t in (await client.list_tools()).tools}
         assert {"search", "list_documents", "execute_code", "cite"} <= names

@@ -17,7 +17,7 @@ import pytest
 from mcp import Client
 from mcp.client.subscriptions import ResourcesListChanged
 
-from tests.conftest import REPO, SAMPLE_DOCUMENTS, run_cli
+from tests.conftest import REPO, SAMPLE_DOCUMENTS, run_cli, user_home
 from tests.docs_factory import write_markdown
 from tests.mcp_helpers import HttpServer, http_server, stdio_params, text
 
@@ -213,7 +213,7 @@ def _inspector(*args: str, db: Path, home: Path, status: int = 0) -> dict[str, A
         capture_output=True,
         text=True,
         timeout=300,
-        env={**os.environ, "HOME": str(home)},
+        env={**os.environ, "HOME": str(user_home(home))},
     )
     assert run.returncode == status, run.stderr[-2000:]
     return json.loads(run.stdout)

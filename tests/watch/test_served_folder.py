@@ -16,7 +16,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.subscriptions import ResourcesListChanged
 
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO, run_cli, user_home
 from tests.mcp_helpers import HttpServer, http_server
 from tests.watch.polling import DEADLINE, eventually
 
@@ -186,7 +186,7 @@ async def test_claude_desktop_entry_serves_a_live_folder_over_stdio(tmp_path: Pa
     args = [fill.get(a, a) for a in entry["args"]]
     assert "/ABSOLUTE/PATH" not in " ".join(args)
     params = StdioServerParameters(
-        command=fill[entry["command"]], args=args, env={"HOME": str(tmp_path)}, cwd=str(tmp_path)
+        command=fill[entry["command"]], args=args, env={"HOME": str(user_home(tmp_path))}, cwd=str(tmp_path)
     )
     async with Client(params) as client:
         await eventually(lambda: _has(client, {"first.md"}), "the folder's file on a new knowledge base")

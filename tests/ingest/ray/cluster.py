@@ -44,6 +44,11 @@ class RayCluster:
         ray_env = {"RAY_AUTH_MODE": "disabled", "RAY_TMPDIR": self.tmpdir, "RAY_USAGE_STATS_ENABLED": "0"}
         # Ray Client's server gives a client's own server process 30 s to start: too short on a loaded machine.
         ray_env["RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S"] = "180"
+        # That process is forked from the multi-threaded client server; gRPC's fork handlers restart a
+        # poller thread in the child, which dies (epoll_wait: Bad file descriptor) when its descriptors
+        # are closed before the exec: on busy cores every Ray Client connection failed ("Starting Ray
+        # client server failed"). Off, the child only execs. github.com/ray-project/ray/issues/63202
+        ray_env["GRPC_ENABLE_FORK_SUPPORT"] = "0"
         self.env = {**os.environ, **(env or {}), **ray_env}
         self.nodes = nodes
         self.groups: list[subprocess.Popen[bytes]] = []
