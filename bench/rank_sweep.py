@@ -32,7 +32,7 @@ from typing import Any
 
 from _machine import describe, machine
 from context import bare_heading, build_kb, code_digest, contains_answer, hit_blocks, write_corpus
-from passages import CONTEXT45, DATA, FRESH, FRESH2, ROOT, copy_corpus, variant
+from passages import CONTEXT45, DATA, FRESH, FRESH2, FRESH3, ROOT, copy_corpus, variant
 
 import mcp_analysis.search.passages as passages_module
 from mcp_analysis.config import load_settings
@@ -108,7 +108,7 @@ def knowledge_bases(cache: Path) -> dict[str, Path]:
 
 async def measure(dbs: dict[str, Path], variants: list[tuple[str, dict[str, str]]]) -> dict[str, Any]:
     spec, spec45 = json.loads(DATA.read_text()), json.loads(CONTEXT45.read_text())
-    fresh, fresh2 = json.loads(FRESH.read_text()), json.loads(FRESH2.read_text())
+    fresh, fresh2, fresh3 = (json.loads(path.read_text()) for path in (FRESH, FRESH2, FRESH3))
     sets = {
         "kb": {
             "easy": spec["easy"],
@@ -118,6 +118,8 @@ async def measure(dbs: dict[str, Path], variants: list[tuple[str, dict[str, str]
             "fresh hard": fresh["hard"],
             "fresh2 plain": fresh2["easy"],
             "fresh2 hard": fresh2["hard"],
+            "fresh3 plain": fresh3["easy"],
+            "fresh3 hard": fresh3["hard"],
         },
         "kb45": {"context45": spec45["queries"]},
     }
