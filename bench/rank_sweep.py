@@ -15,7 +15,9 @@ the held-out split of bench/data/fresh3_queries.json.
 KEY is a search setting (weight_keyword=0.3, weight_passage=0, passage_candidates=16; every field of
 search/rerank.py's Weights has one, which search/passages.py passes). Figures per set: hit@1,
 MRR@5, hit@5 by document, answer@5 (a relevant hit's text, as the tool shows it, holds the
-answer phrase), bare headings, median result text; the first variant is the defaults.
+answer phrase), bare headings, median result text; the first variant is the defaults. With --misses, each
+question missed at rank 1 or answer, and where its relevant documents (and the chunk holding the answer) stand
+in each leg among the candidates.
 """
 
 from __future__ import annotations
@@ -50,15 +52,37 @@ class Fixed:
     def __init__(self) -> None:
         self.candidates: dict[str, Any] = {}
         self.fetch = passages_module.hybrid_search
+        self.last: dict[str, Any] = {}  # query -> its candidates as fetched (for --misses)
 
     async def __call__(self, store: Any, vector: Any, query: str, *args: Any, **kwargs: Any) -> Any:
         key = (id(store), query, args, tuple(sorted(kwargs.items())))  # another store or candidates: another query
         if key not in self.candidates:
             self.candidates[key] = await self.fetch(store, vector, query, *args, **kwargs)
+        self.last[query] = self.candidates[key]
         return copy.deepcopy(self.candidates[key])
 
 
-async def score(kb: KnowledgeBase, queries: list[dict[str, Any]], settings: Any, vectors: dict) -> dict[str, Any]:
+def legs(candidates: list[Any], names: dict[str, str], query: dict[str, Any], per_leg: int) -> str:
+    """Where a missed question's relevant documents stand in each leg: the best rank of any of their chunks
+    and of a chunk holding the answer, by cosine (the vector leg's order: its `per_leg` best are the leg's
+    rows) and by BM25 (the full-text leg's), among the candidates ("-": not among that leg's rows)."""
+    by_vector = sorted(candidates, key=lambda h: -h.evidence.cosine)[:per_leg]
+    by_keyword = sorted((h for h in candidates if h.evidence.keyword), key=lambda h: -h.evidence.keyword)
+    ranks = [{h.chunk.id: i for i, h in enumerate(leg, 1)} for leg in (by_vector, by_keyword)]
+    relevant = [h for h in candidates if names.get(h.chunk.document_id) in set(query["relevant"])]
+    answering = [h for h in relevant if contains_answer(h.chunk.content, query)]
+
+    def where(hits: list[Any]) -> str:
+        best = [min((rank[h.chunk.id] for h in hits if h.chunk.id in rank), default=None) for rank in ranks]
+        return ", ".join(f"{leg} {'-' if b is None else b}" for leg, b in zip(("vector", "keyword"), best, strict=True))
+
+    answer = f"answer chunk: {where(answering)}" if answering else "no answer chunk among the candidates"
+    return f"document: {where(relevant)}; {answer}"
+
+
+async def score(
+    kb: KnowledgeBase, queries: list[dict[str, Any]], settings: Any, vectors: dict, fixed: Fixed | None = None
+) -> dict[str, Any]:
     visible = await kb.visible(None)
     names = {doc_id: meta.uri.rsplit("/", 1)[-1] for doc_id, meta in visible.items()}
     first = found = shown = bare = 0
@@ -81,7 +105,10 @@ async def score(kb: KnowledgeBase, queries: list[dict[str, Any]], settings: Any,
         bare += sum(bare_heading(h.model_dump()) for h in out.results)
         sizes.append(len(text))
         if not ranks or ranks[0] != 1 or not answered:
-            misses.append({"q": query["q"], "rank": ranks[0] if ranks else None, "answer_shown": answered})
+            miss = {"q": query["q"], "rank": ranks[0] if ranks else None, "answer_shown": answered}
+            if fixed is not None and query["q"] in fixed.last:
+                miss["legs"] = legs(fixed.last[query["q"]], names, query, settings.candidates)
+            misses.append(miss)
     n = len(queries)
     return {
         "n": n,
@@ -134,7 +161,7 @@ async def measure(dbs: dict[str, Path], variants: list[tuple[str, dict[str, str]
             for name, env in variants:
                 settings = type(base.search).model_validate({**base.search.model_dump(), **env})
                 for set_name, queries in sets[kb_name].items():
-                    out[name][set_name] = await score(kb, queries, settings, vectors)
+                    out[name][set_name] = await score(kb, queries, settings, vectors, fixed)
         finally:
             await kb.close()
     return out
@@ -150,6 +177,8 @@ def report(results: dict[str, Any], misses: bool) -> None:
             print(f"  {set_name:<14}{m['n']:>4}  {cells}")
             for miss in m["misses"] if misses else ():
                 print(f"      rank {miss['rank']}, answer shown {miss['answer_shown']}: {miss['q']}")
+                if "legs" in miss:
+                    print(f"          {miss['legs']}")
 
 
 def main() -> None:

@@ -93,8 +93,8 @@ class SearchSettings(BaseModel):
         True,
         description="Re-ranking: the title signal and the distinctive terms read a document's page title (an HTML "
         "page's <title>, which names its manual or site) where ingest recorded one, in place of its first heading "
-        "(bench/rank_sweep.py: on the paraphrased tuning sets 4 more first hits, 2 more right documents in the top 5 and "
-        "3 more answers shown, none lost; false = the first heading).",
+        "(bench/rank_sweep.py: on the paraphrased tuning sets 4 more first hits, 2 more right documents in the top "
+        "5 and 3 more answers shown, none lost; false = the first heading).",
     )
     weight_version: float = Field(
         0.75,
