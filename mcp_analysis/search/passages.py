@@ -48,6 +48,7 @@ async def search_passages(
         settings.weight_distinct,
         settings.weight_version,
         settings.weight_passage,
+        settings.nearest_place,
     )
     ranked = await rank_with_leading(
         store,

@@ -96,6 +96,15 @@ class SearchSettings(BaseModel):
         "(bench/rank_sweep.py: on the paraphrased tuning sets 4 more first hits, 2 more right documents in the top "
         "5 and 3 more answers shown, none lost; false = the first heading).",
     )
+    nearest_place: int = Field(
+        3,
+        ge=0,
+        le=100,
+        description="Re-ranking: the chunk nearest the question in meaning (the vector leg's best) takes at least "
+        "this place among the hits unless a chunk of its document stands there or before (0 = off; "
+        "bench/rank_sweep.py: 3 ranks three questions' documents higher on the tuning sets, one into the top 5, and "
+        "loses none; 2 loses answers).",
+    )
     weight_version: float = Field(
         0.75,
         ge=0,

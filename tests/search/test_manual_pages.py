@@ -1,11 +1,15 @@
-"""A manual's pages ranked by the title they give themselves, over nine real pages of libffi's manual.
+"""Ranking a manual's pages, over nine real pages of libffi's manual.
 
-Each page's ``<title>`` names the manual ("Multiple ABIs (libffi: the portable foreign function
+The page title. Each page's ``<title>`` names the manual ("Multiple ABIs (libffi: the portable foreign function
 interface library)"); its first heading, the document's title, mostly does not ("2.4 Multiple
 ABIs"), but the overview pages' do ("1 What is libffi?", "2 Using libffi"). A question that
 names the manual ("libffi: ...") then gave those overview pages the title signal and none to the
 page that answers. Ingest records the page title (metadata ``page_title``), and ranking reads it
 in place of the title (search.page_title), so every page of the manual names "libffi" alike.
+
+The nearest chunk. The overview pages also share most of a question's words, so the page whose
+one chunk is nearest the question in meaning can rank past the top 5 on words and titles alone;
+it takes at least place `search.nearest_place` (rerank.py's `place_nearest`).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import pytest
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.ingest.pipeline import Ingestor
 from mcp_analysis.search.passages import ranking_title
+from mcp_analysis.search.settings import SearchSettings
 from mcp_analysis.store.models import DocumentMeta
 from tests.conftest import make_settings
 
@@ -99,3 +104,15 @@ def test_a_document_without_a_page_title_is_ranked_by_its_title() -> None:
     assert ranking_title(meta.model_copy(update={"metadata": {}}), True) == "2.4 Multiple ABIs"
     assert ranking_title(meta.model_copy(update={"metadata": {"page_title": 3}}), True) == "2.4 Multiple ABIs"
     assert ranking_title(None, True) == ""
+
+
+async def test_the_chunk_nearest_the_question_in_meaning_takes_at_least_the_third_place(manual: Any) -> None:
+    question = "libffi: can I pass C structs by value to a function I call through it?"
+    kb = await manual()
+    vector = await (await kb.embedder()).embed_query(question)
+    settings = SearchSettings()
+    found = await kb.store.candidates(question, vector, 50, None, ef=settings.ann_ef, refine_factor=4)
+    nearest = max(found, key=lambda c: c.cosine or 0.0)
+    assert nearest.row["document_id"] in {d for d, m in (await kb.visible(None)).items() if "Structures" in m.uri}
+    assert (await pages(kb, question)).index("Structures") == 2
+    assert "Structures" not in await pages(await manual(nearest_place=0), question)  # words and titles bury it
