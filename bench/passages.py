@@ -22,8 +22,7 @@ tuning data now); with --context45 also the 45 queries of bench/context.py over 
 second knowledge base). `--split fresh` adds the questions of bench/data/fresh_queries.json
 (plain and paraphrased, over the same 36 documents; held out for one run, tuning data since);
 `--split fresh2` those of bench/data/fresh2_queries.json (held out for one run, tuning data since);
-`--split fresh3` those of bench/data/fresh3_queries.json, the held-out split now: run once, after
-tuning, with the final code, never to choose a setting.
+`--split fresh3` those of bench/data/fresh3_queries.json (held out for one run, tuning data since).
 For each: hit@1, hit@5 and MRR@5 by document, answer@5 (the text the model is shown for a
 relevant hit contains the answer phrase), bare headings (hits whose text is a heading plus at
 most 3 words, over all top-5 lists) and the median characters of a search result's text (and
@@ -287,8 +286,8 @@ def main() -> None:
     parser.add_argument(
         "--split",
         choices=list(SPLITS),
-        help="also a fresh split's questions: fresh or fresh2 (bench/data/fresh*_queries.json, tuning data since "
-        "their one run) or fresh3 (bench/data/fresh3_queries.json: held out, once, after tuning, with the final code)",
+        help="also a fresh split's questions: fresh, fresh2 or fresh3 (bench/data/fresh*_queries.json, tuning data "
+        "since their one run)",
     )
     parser.add_argument("--curve", action="store_true", help="answer@5 against the context argument")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the cached knowledge bases")

@@ -6,9 +6,9 @@ needs dozens of settings. This script opens the two knowledge bases bench/passag
 question's candidates once (`search.candidates` per leg, the store's query) and ranks them under
 every setting given, through the same code as the search tool (search_passages, then the tool's
 text for limit 5, context 900). Sets: easy, hard tune, hard held-out (tuning data since it was
-looked at twice), context45, fresh plain and fresh hard (bench/data/fresh_queries.json) and fresh2
-plain and fresh2 hard (bench/data/fresh2_queries.json), both tuning data since their one run; never
-the held-out split of bench/data/fresh3_queries.json.
+looked at twice), context45, fresh plain and fresh hard (bench/data/fresh_queries.json), fresh2
+plain and fresh2 hard (bench/data/fresh2_queries.json) and fresh3 plain and fresh3 hard
+(bench/data/fresh3_queries.json), each tuning data since its one run.
 
     python bench/rank_sweep.py [--variant NAME:KEY=VALUE,...] [--misses] [--out bench/results]
 
