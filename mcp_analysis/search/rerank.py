@@ -16,11 +16,12 @@ v1 and v2 of a manual) rank by chance. The fused score here weighs, for each can
 - with `distinct`, the query's words scored (BM25) over the best candidates themselves, so a word
   every near-duplicate shares counts for nothing and one that tells them apart for much.
 
-Then, with `passage`, the chunks of each of the first documents are re-ordered among that
-document's places by the question's words over its own chunks (clauses.py), so the clause that
-answers stands first. Candidates whose text repeats a better one of another document almost word
-for word are moved after the others (`distinct`), so the first hits are distinct passages, each
-under its own title. Costs no model call: the vectors and scores come with the query's rows.
+The chunk nearest the query in meaning then takes at least place `nearest_place` unless its
+document stands there or before (`place_nearest`). Then, with `passage`, the chunks of each of
+the first documents are re-ordered among that document's places by the question's words over
+its own chunks (clauses.py), so the clause that answers stands first. Candidates whose text
+repeats a better one of another document almost word for word are moved after the others
+(`distinct`), so the first hits are distinct passages, each under its own title. Costs no model call: the vectors and scores come with the query's rows.
 """
 
 from __future__ import annotations
