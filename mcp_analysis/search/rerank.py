@@ -21,7 +21,8 @@ document stands there or before (`place_nearest`). Then, with `passage`, the chu
 the first documents are re-ordered among that document's places by the question's words over
 its own chunks (clauses.py), so the clause that answers stands first. Candidates whose text
 repeats a better one of another document almost word for word are moved after the others
-(`distinct`), so the first hits are distinct passages, each under its own title. Costs no model call: the vectors and scores come with the query's rows.
+(`distinct`), so the first hits are distinct passages, each under its own title. Costs no model
+call: the vectors and scores come with the query's rows.
 """
 
 from __future__ import annotations
