@@ -22,11 +22,13 @@ import anyio
 import pytest
 
 from mcp_analysis.corpus import KnowledgeBase
+from mcp_analysis.ingest.items import TITLE_CHARS, page_title
 from mcp_analysis.ingest.pipeline import Ingestor
 from mcp_analysis.search.passages import ranking_title
 from mcp_analysis.search.settings import SearchSettings
 from mcp_analysis.store.models import DocumentMeta
 from tests.conftest import make_settings
+from tests.format_files import convert_file
 
 PAGES = Path(__file__).parent / "data" / "libffi"
 MANUAL = "(libffi: the portable foreign function interface library)"
@@ -116,3 +118,14 @@ async def test_the_chunk_nearest_the_question_in_meaning_takes_at_least_the_thir
     assert nearest.row["document_id"] in {d for d, m in (await kb.visible(None)).items() if "Structures" in m.uri}
     assert (await pages(kb, question)).index("Structures") == 2
     assert "Structures" not in await pages(await manual(nearest_place=0), question)  # words and titles bury it
+
+
+def test_a_huge_or_ragged_page_title_is_one_line_of_at_most_300_characters(tmp_path: Path) -> None:
+    page = tmp_path / "page.html"
+    ragged = "Structures\n\t (libffi " + "manual " * 20_000 + ")"
+    page.write_text(f"<html><head><title>{ragged}</title></head><body><h1>2.3.2 Structures</h1><p>x</p></body></html>")
+    named = page_title(convert_file(page).document)
+    assert named is not None and named.startswith("Structures (libffi manual manual")
+    assert len(named) == TITLE_CHARS and "\n" not in named and "  " not in named
+    page.write_text("<html><head><title> </title></head><body><h1>Only a heading</h1><p>x</p></body></html>")
+    assert page_title(convert_file(page).document) is None
