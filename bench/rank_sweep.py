@@ -6,9 +6,9 @@ needs dozens of settings. This script opens the two knowledge bases bench/passag
 question's candidates once (`search.candidates` per leg, the store's query) and ranks them under
 every setting given, through the same code as the search tool (search_passages, then the tool's
 text for limit 5, context 900). Sets: easy, hard tune, hard held-out (tuning data since it was
-looked at twice), context45, fresh plain and fresh hard (bench/data/fresh_queries.json) and fresh2
-plain and fresh2 hard (bench/data/fresh2_queries.json), both tuning data since their one run (fresh3,
-tuning data since its one run too, runs through `bench/passages.py --split fresh3`). Never the
+looked at twice), context45, fresh plain and fresh hard (bench/data/fresh_queries.json), fresh2
+plain and fresh2 hard (bench/data/fresh2_queries.json) and fresh3 plain and fresh3 hard
+(bench/data/fresh3_queries.json), each tuning data since its one run. Never the
 held-out split of bench/data/fresh4_queries.json: no option here reads it.
 
     python bench/rank_sweep.py [--variant NAME:KEY=VALUE,...] [--misses] [--out bench/results]
@@ -16,7 +16,9 @@ held-out split of bench/data/fresh4_queries.json: no option here reads it.
 KEY is a search setting (weight_keyword=0.3, weight_passage=0, passage_candidates=16; every field of
 search/rerank.py's Weights has one, which search/passages.py passes). Figures per set: hit@1,
 MRR@5, hit@5 by document, answer@5 (a relevant hit's text, as the tool shows it, holds the
-answer phrase), bare headings, median result text; the first variant is the defaults.
+answer phrase), bare headings, median result text; the first variant is the defaults. With --misses, each
+question missed at rank 1 or answer, and where its relevant documents (and the chunk holding the answer) stand
+in each leg among the candidates.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from typing import Any
 
 from _machine import describe, machine
 from context import bare_heading, build_kb, code_digest, contains_answer, hit_blocks, write_corpus
-from passages import CONTEXT45, DATA, FRESH, FRESH2, ROOT, copy_corpus, variant
+from passages import CONTEXT45, DATA, FRESH, FRESH2, FRESH3, ROOT, copy_corpus, variant
 
 import mcp_analysis.search.passages as passages_module
 from mcp_analysis.config import load_settings
@@ -51,15 +53,37 @@ class Fixed:
     def __init__(self) -> None:
         self.candidates: dict[str, Any] = {}
         self.fetch = passages_module.hybrid_search
+        self.last: dict[str, Any] = {}  # query -> its candidates as fetched (for --misses)
 
     async def __call__(self, store: Any, vector: Any, query: str, *args: Any, **kwargs: Any) -> Any:
         key = (id(store), query, args, tuple(sorted(kwargs.items())))  # another store or candidates: another query
         if key not in self.candidates:
             self.candidates[key] = await self.fetch(store, vector, query, *args, **kwargs)
+        self.last[query] = self.candidates[key]
         return copy.deepcopy(self.candidates[key])
 
 
-async def score(kb: KnowledgeBase, queries: list[dict[str, Any]], settings: Any, vectors: dict) -> dict[str, Any]:
+def legs(candidates: list[Any], names: dict[str, str], query: dict[str, Any], per_leg: int) -> str:
+    """Where a missed question's relevant documents stand in each leg: the best rank of any of their chunks
+    and of a chunk holding the answer, by cosine (the vector leg's order: its `per_leg` best are the leg's
+    rows) and by BM25 (the full-text leg's), among the candidates ("-": not among that leg's rows)."""
+    by_vector = sorted(candidates, key=lambda h: -h.evidence.cosine)[:per_leg]
+    by_keyword = sorted((h for h in candidates if h.evidence.keyword), key=lambda h: -h.evidence.keyword)
+    ranks = [{h.chunk.id: i for i, h in enumerate(leg, 1)} for leg in (by_vector, by_keyword)]
+    relevant = [h for h in candidates if names.get(h.chunk.document_id) in set(query["relevant"])]
+    answering = [h for h in relevant if contains_answer(h.chunk.content, query)]
+
+    def where(hits: list[Any]) -> str:
+        best = [min((rank[h.chunk.id] for h in hits if h.chunk.id in rank), default=None) for rank in ranks]
+        return ", ".join(f"{leg} {'-' if b is None else b}" for leg, b in zip(("vector", "keyword"), best, strict=True))
+
+    answer = f"answer chunk: {where(answering)}" if answering else "no answer chunk among the candidates"
+    return f"document: {where(relevant)}; {answer}"
+
+
+async def score(
+    kb: KnowledgeBase, queries: list[dict[str, Any]], settings: Any, vectors: dict, fixed: Fixed | None = None
+) -> dict[str, Any]:
     visible = await kb.visible(None)
     names = {doc_id: meta.uri.rsplit("/", 1)[-1] for doc_id, meta in visible.items()}
     first = found = shown = bare = 0
@@ -82,7 +106,10 @@ async def score(kb: KnowledgeBase, queries: list[dict[str, Any]], settings: Any,
         bare += sum(bare_heading(h.model_dump()) for h in out.results)
         sizes.append(len(text))
         if not ranks or ranks[0] != 1 or not answered:
-            misses.append({"q": query["q"], "rank": ranks[0] if ranks else None, "answer_shown": answered})
+            miss = {"q": query["q"], "rank": ranks[0] if ranks else None, "answer_shown": answered}
+            if fixed is not None and query["q"] in fixed.last:
+                miss["legs"] = legs(fixed.last[query["q"]], names, query, settings.candidates)
+            misses.append(miss)
     n = len(queries)
     return {
         "n": n,
@@ -109,7 +136,7 @@ def knowledge_bases(cache: Path) -> dict[str, Path]:
 
 async def measure(dbs: dict[str, Path], variants: list[tuple[str, dict[str, str]]]) -> dict[str, Any]:
     spec, spec45 = json.loads(DATA.read_text()), json.loads(CONTEXT45.read_text())
-    fresh, fresh2 = json.loads(FRESH.read_text()), json.loads(FRESH2.read_text())
+    fresh, fresh2, fresh3 = (json.loads(path.read_text()) for path in (FRESH, FRESH2, FRESH3))
     sets = {
         "kb": {
             "easy": spec["easy"],
@@ -119,6 +146,8 @@ async def measure(dbs: dict[str, Path], variants: list[tuple[str, dict[str, str]
             "fresh hard": fresh["hard"],
             "fresh2 plain": fresh2["easy"],
             "fresh2 hard": fresh2["hard"],
+            "fresh3 plain": fresh3["easy"],
+            "fresh3 hard": fresh3["hard"],
         },
         "kb45": {"context45": spec45["queries"]},
     }
@@ -133,7 +162,7 @@ async def measure(dbs: dict[str, Path], variants: list[tuple[str, dict[str, str]
             for name, env in variants:
                 settings = type(base.search).model_validate({**base.search.model_dump(), **env})
                 for set_name, queries in sets[kb_name].items():
-                    out[name][set_name] = await score(kb, queries, settings, vectors)
+                    out[name][set_name] = await score(kb, queries, settings, vectors, fixed)
         finally:
             await kb.close()
     return out
@@ -149,6 +178,8 @@ def report(results: dict[str, Any], misses: bool) -> None:
             print(f"  {set_name:<14}{m['n']:>4}  {cells}")
             for miss in m["misses"] if misses else ():
                 print(f"      rank {miss['rank']}, answer shown {miss['answer_shown']}: {miss['q']}")
+                if "legs" in miss:
+                    print(f"          {miss['legs']}")
 
 
 def main() -> None:

@@ -79,6 +79,7 @@ SLOW_MODULES: dict[str, tuple[str, ...]] = {
     "tests/ingest/test_lock.py": SUBPROCESS,
     "tests/ingest/test_object_sources.py": SERVICE,
     "tests/ingest/test_pool.py": SUBPROCESS,
+    "tests/search/test_manual_pages.py": SUBPROCESS,
     "tests/sample/test_build.py": SUBPROCESS,
     "tests/sandbox/test_chart.py": SUBPROCESS,
     "tests/sandbox/test_interpreter.py": SUBPROCESS,

@@ -105,14 +105,30 @@ def extract_items(doc: DoclingDocument) -> list[ItemDraft]:
     return drafts
 
 
+TITLE_CHARS = 300  # a document's title and page title are cut here
+
+
 def document_title(doc: DoclingDocument, items: list[ItemDraft], fallback: str) -> str:
     for item in items:
         if item.label == "title":
-            return item.text[:300]
+            return item.text[:TITLE_CHARS]
     for item in items:
         if item.label == "section_header":
-            return item.text[:300]
+            return item.text[:TITLE_CHARS]
     return fallback
+
+
+def page_title(doc: DoclingDocument) -> str | None:
+    """The title the file gives itself outside its text (an HTML page's ``<head><title>``), if any.
+    A manual's or a site's pages name it there ("Structures (libffi: the portable foreign function
+    interface library)") while their first heading, the document's title, does not ("2.3.2
+    Structures"); ranking reads it to tell which pages a question naming the manual means."""
+    from docling_core.types.doc import ContentLayer, TitleItem
+
+    for node, _ in doc.iterate_items(included_content_layers={ContentLayer.FURNITURE}, with_groups=False):
+        if isinstance(node, TitleItem) and node.content_layer == ContentLayer.FURNITURE and node.text.strip():
+            return " ".join(node.text.split())[:TITLE_CHARS]
+    return None
 
 
 def render_content(items: list[ItemDraft]) -> str:

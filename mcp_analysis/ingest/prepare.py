@@ -19,7 +19,7 @@ from mcp_analysis.ingest import formats
 from mcp_analysis.ingest.chunker import TOKENIZED_CHARS, ChunkDraft, chunk_items
 from mcp_analysis.ingest.formats.base import SNIFF_BYTES, Source, check_items
 from mcp_analysis.ingest.formats.metadata import conversion_metadata
-from mcp_analysis.ingest.items import ItemDraft, document_title, extract_items, render_content
+from mcp_analysis.ingest.items import ItemDraft, document_title, extract_items, page_title, render_content
 from mcp_analysis.ingest.tables import PackedTable, extract_tables, pack_tables
 
 
@@ -76,14 +76,19 @@ def prepare(source: Source, tokenizer: Any, chunk_tokens: int) -> PreparedFile:
     by_ref = {t.self_ref: t for t in tables}
     chunks = chunk_items(items, count, chunk_tokens, by_ref, source.limits.max_table_chunks)
     payload = json.dumps(converted.document.export_to_dict(), ensure_ascii=False).encode("utf-8")
+    title = document_title(converted.document, items, source.stem)
+    metadata = conversion_metadata(converted, len(tables))
+    named = page_title(converted.document)
+    if named and named != title:
+        metadata["page_title"] = named  # what the file calls itself, when its first heading says otherwise
     return PreparedFile(
         format=converted.format,
-        title=document_title(converted.document, items, source.stem),
+        title=title,
         content=render_content(items),
         docling_json=zstandard.compress(payload, 6),
         items=items,
         chunks=chunks,
         warnings=converted.warnings,
         tables=pack_tables(tables),
-        metadata=conversion_metadata(converted, len(tables)),
+        metadata=metadata,
     )

@@ -48,6 +48,7 @@ async def search_passages(
         settings.weight_distinct,
         settings.weight_version,
         settings.weight_passage,
+        settings.nearest_place,
     )
     ranked = await rank_with_leading(
         store,
@@ -57,7 +58,7 @@ async def search_passages(
         lambda hits: rerank(
             hits,
             query,
-            lambda doc_id: meta.title if (meta := visible.get(doc_id)) else "",
+            lambda doc_id: ranking_title(visible.get(doc_id), settings.page_title),
             weights,
             lambda doc_id: meta.uri.rsplit("/", 1)[-1] if (meta := visible.get(doc_id)) else "",
         ),
@@ -76,6 +77,15 @@ async def search_passages(
     for result in results:
         result.share = rank_share(result.rank)
     return results
+
+
+def ranking_title(meta: DocumentMeta | None, page_title: bool) -> str:
+    """The title a document is ranked by: its page title (what an HTML page's ``<title>`` calls it, naming
+    the manual or site its first heading leaves out) with `search.page_title`, else its title."""
+    if meta is None:
+        return ""
+    named = meta.metadata.get("page_title") if page_title else None
+    return named if isinstance(named, str) and named.strip() else meta.title
 
 
 async def _candidates(

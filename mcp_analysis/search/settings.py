@@ -89,6 +89,22 @@ class SearchSettings(BaseModel):
         "headings, title and file name with those candidates' own statistics (what tells near-duplicates apart; "
         "bench/rank_sweep.py chose 0.06).",
     )
+    page_title: bool = Field(
+        True,
+        description="Re-ranking: the title signal and the distinctive terms read a document's page title (an HTML "
+        "page's <title>, which names its manual or site) where ingest recorded one, in place of its first heading "
+        "(bench/rank_sweep.py: on the paraphrased tuning sets 4 more first hits, 2 more right documents in the top "
+        "5 and 3 more answers shown, none lost; false = the first heading).",
+    )
+    nearest_place: int = Field(
+        3,
+        ge=0,
+        le=100,
+        description="Re-ranking: the chunk nearest the question in meaning (the vector leg's best) takes at least "
+        "this place among the hits unless a chunk of its document stands there or before (0 = off; "
+        "bench/rank_sweep.py: 3 ranks three questions' documents higher on the tuning sets, one into the top 5, and "
+        "loses none; 2 loses answers).",
+    )
     weight_version: float = Field(
         0.75,
         ge=0,

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 # Metadata ingest records itself (the uri shows the file name already).
-INGEST_METADATA = ("format", "file_name", "tables", "ocr_pages", "warnings", "email")
+INGEST_METADATA = ("format", "file_name", "tables", "ocr_pages", "warnings", "email", "page_title")
 
 
 class DocumentMeta(BaseModel):

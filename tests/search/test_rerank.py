@@ -11,6 +11,7 @@ from mcp_analysis.search.rerank import (
     distinct,
     distinctive,
     keyword_scale,
+    place_nearest,
     rerank,
     title_match,
     title_names,
@@ -171,3 +172,17 @@ def test_a_titles_names_are_cached_and_a_huge_title_is_not_kept() -> None:
     assert title_names(short) is title_names(short)  # the same documents' titles come back query after query
     huge = "GPL " * CACHED_TITLE_CHARS
     assert title_names(huge) is not title_names(huge) and title_names(huge).words == Names.of(huge).words
+
+
+def test_the_nearest_chunk_moves_up_to_its_place_unless_its_document_stands_there() -> None:
+    ranked = [hit("intro", 0.5, 9.0), hit("basics", 0.52, 8.0), hit("arrays", 0.51, 7.0), hit("structs", 0.58, 1.0)]
+    for h, score in zip(ranked, (0.6, 0.5, 0.45, 0.4), strict=True):
+        h.score = score
+    moved = place_nearest(list(ranked), 3)
+    assert [h.chunk.document_id for h in moved] == ["intro", "basics", "structs", "arrays"]
+    assert [h.score for h in moved] == [0.6, 0.5, 0.45, 0.45]  # it takes the score of the place it takes
+    assert place_nearest(list(ranked), 0) == ranked  # off
+    assert place_nearest(list(ranked), 4) == ranked  # already there
+    # Another chunk of its document holds a place before: nothing moves.
+    same = [*ranked[:2], hit("structs", 0.3, 5.0), ranked[2], ranked[3]]
+    assert place_nearest(list(same), 3) == same
