@@ -9,7 +9,14 @@ unfiltered, query by query: its time in all; LanceDB planning it alone (``explai
 (``index_search_time`` of ``ANNSubIndex``) or the full-text search (``MatchQuery``, which holds the
 mask). Medians in ms, the first query warming caches.
 
-    python bench/view_split.py [--dir bench/results/rebuild] [--size 1000000] [--queries 12]
+With `--allowlist`, the form Lance's own scanner offers instead (pylance's ``row_addr_allowlist``: the
+view's chunk row ids, looked up once, given to each leg as a serialized set applied before it ranks;
+lancedb 0.40's queries do not take it): both legs under the prefilter as the store sends them and under
+the allowlist, each alone and both at once (as a search runs them), whether they return the same rows,
+and what the allowlist costs once: its lookup, the process's resident memory before and after the Lance
+dataset's first query, and that first query's time (it loads the indexes into a cache of its own).
+
+    python bench/view_split.py [--dir bench/results/rebuild] [--size 1000000] [--queries 12] [--allowlist]
 """
 
 from __future__ import annotations
@@ -106,6 +113,107 @@ async def split(path: Path, queries: int) -> dict[str, Any]:
     return {"chunks": await _rows(path), "ef": ef, "queries": queries - 1, "ms": medians}
 
 
+def _rss_mb() -> int:
+    with open("/proc/self/status") as status:
+        return int(next(line for line in status if line.startswith("VmRSS")).split()[1]) // 1024
+
+
+async def allowlist(path: Path, queries: int) -> dict[str, Any]:
+    """The legs under the view's prefilter expression and under a row-id allowlist of its chunks."""
+    import lance
+    from lance.dataset import serialize_row_addrs
+
+    kb = await KnowledgeBase.open(settings_for(path))
+    table = kb.store.table(schema.CHUNKS)
+    view = await kb.open_corpus(FILTER)
+    prefilter = await kb.prefilter(view.filter)
+    assert prefilter is not None
+    ef, refine, rows = kb.search_settings(view.filter).ann_ef, kb.settings.search.ann_refine_factor, 50
+    words, rng = vocabulary(), np.random.default_rng(5)
+    texts = [" ".join(words[i] for i in rng.choice(400, size=rng.integers(2, 6))) for _ in range(queries)]
+    embedder = await kb.embedder()
+    vectors = [np.asarray(await embedder.embed_query(q), dtype=np.float32) for q in texts]
+    vectors = [v / np.linalg.norm(v) for v in vectors]
+    where = prefilter.expression
+
+    async def vector_expr(_q: str, v: np.ndarray) -> list[str]:
+        query = table.query().nearest_to(v).distance_type("cosine").select(list(CHUNK_COLUMNS)).limit(rows)
+        return [r["id"] for r in await query.ef(max(ef, rows * refine)).refine_factor(refine).where(where).to_list()]
+
+    async def keyword_expr(q: str, _v: np.ndarray) -> list[str]:
+        query = table.query().nearest_to_text(q, columns=["content_fts"]).select([*CHUNK_COLUMNS, "vector"])
+        return (await query.limit(rows).where(where).to_arrow()).column("id").to_pylist()
+
+    for q, v in zip(texts[:1], vectors[:1], strict=True):  # LanceDB's caches warm before the memory is read
+        await vector_expr(q, v), await keyword_expr(q, v)
+    before = _rss_mb()
+    started = time.perf_counter()
+    dataset = lance.dataset(await table.uri(), version=await table.version())
+    ids = dataset.to_table(columns=[], filter=where.to_sql(), with_row_id=True).column("_rowid").to_pylist()
+    allowed = serialize_row_addrs(ids)
+    lookup_ms = (time.perf_counter() - started) * 1000
+    options = {"prefilter": True, "row_addr_allowlist": allowed, "disable_scoring_autoprojection": True}
+
+    def vector_scan(v: np.ndarray) -> list[str]:
+        nearest = {"column": "vector", "q": v, "k": rows, "metric": "cosine", "ef": max(ef, rows * refine)}
+        scanner = dataset.scanner(
+            columns=[*CHUNK_COLUMNS, "_distance"], nearest={**nearest, "refine_factor": refine}, **options
+        )
+        return scanner.to_table().column("id").to_pylist()
+
+    def keyword_scan(q: str) -> list[str]:
+        text = {"query": q, "columns": ["content_fts"]}
+        scanner = dataset.scanner(
+            columns=[*CHUNK_COLUMNS, "vector", "_score"], full_text_query=text, limit=rows, **options
+        )
+        return scanner.to_table().column("id").to_pylist()
+
+    async def vector_allowed(_q: str, v: np.ndarray) -> list[str]:
+        return await anyio.to_thread.run_sync(vector_scan, v)
+
+    async def keyword_allowed(q: str, _v: np.ndarray) -> list[str]:
+        return await anyio.to_thread.run_sync(keyword_scan, q)
+
+    started = time.perf_counter()
+    await vector_allowed(texts[0], vectors[0]), await keyword_allowed(texts[0], vectors[0])
+    first_ms, after = (time.perf_counter() - started) * 1000, _rss_mb()
+
+    async def both(vector: Any, keyword: Any, q: str, v: np.ndarray) -> None:
+        async with anyio.create_task_group() as group:
+            group.start_soon(vector, q, v)
+            group.start_soon(keyword, q, v)
+
+    variants = {"vector, expression": vector_expr, "vector, allowlist": vector_allowed}
+    variants |= {"full text, expression": keyword_expr, "full text, allowlist": keyword_allowed}
+    spent: dict[str, list[float]] = defaultdict(list)
+    same = {"vector": 0, "full text": 0}
+    for q, v in zip(texts[1:], vectors[1:], strict=True):
+        found = {}
+        for name, run in variants.items():
+            started = time.perf_counter()
+            found[name] = await run(q, v)
+            spent[name].append((time.perf_counter() - started) * 1000)
+        for leg in same:
+            same[leg] += found[f"{leg}, expression"] == found[f"{leg}, allowlist"]
+        for form in ("expression", "allowlist"):
+            started = time.perf_counter()
+            await both(variants[f"vector, {form}"], variants[f"full text, {form}"], q, v)
+            spent[f"both legs at once, {form}"].append((time.perf_counter() - started) * 1000)
+    await kb.close()
+    return {
+        "chunks": await _rows(path),
+        "ef": ef,
+        "queries": queries - 1,
+        "ms": {name: statistics.median(ms) for name, ms in spent.items()},
+        "same_rows": same,
+        "view_rows": len(ids),
+        "allowlist_bytes": len(allowed),
+        "allowlist_lookup_ms": lookup_ms,
+        "first_query_ms": first_ms,
+        "rss_mb_before_after": [before, after],
+    }
+
+
 async def _rows(path: Path) -> int:
     kb = await KnowledgeBase.open(settings_for(path))
     try:
@@ -119,13 +227,23 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, default=Path(__file__).resolve().parent / "results" / "rebuild")
     parser.add_argument("--size", type=int, default=1_000_000)
     parser.add_argument("--queries", type=int, default=12)
+    parser.add_argument("--allowlist", action="store_true", help="The legs under a row-id allowlist instead.")
     args = parser.parse_args()
     host = machine()
-    result = anyio.run(split, args.dir / f"synthetic-{args.size}.lancedb", args.queries + 1)
+    run = allowlist if args.allowlist else split
+    result = anyio.run(run, args.dir / f"synthetic-{args.size}.lancedb", args.queries + 1)
     chunks, ef = result["chunks"], result["ef"]
     print(f"{chunks:,} chunks, a tenth of the documents passing, ef {ef}; medians of {args.queries}")
     for name, ms in result["ms"].items():
         print(f"  {name:>80} {ms:7.1f} ms")
+    if args.allowlist:
+        same, rss = result["same_rows"], result["rss_mb_before_after"]
+        print(
+            f"  same rows in {same} of {args.queries}; the view's {result['view_rows']:,} rows in "
+            f"{result['allowlist_bytes']:,} bytes"
+        )
+        print(f"  allowlist lookup {result['allowlist_lookup_ms']:.0f} ms, the Lance dataset's first query (both legs)")
+        print(f"  {result['first_query_ms']:.0f} ms; resident memory {rss[0]} MB before it, {rss[1]} MB after")
     print(f"{describe()}; load at the start {host['load_1_5_15']}, at the end {machine()['load_1_5_15']}")
     print(json.dumps({"bench": "view_split", "machine": host, **result}))
 
