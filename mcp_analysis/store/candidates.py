@@ -25,15 +25,16 @@ import math
 import re
 import weakref
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 import numpy as np
 
-from mcp_analysis.store import schema
+from mcp_analysis.store import lance_legs, schema
 from mcp_analysis.store.filters import sql_quote
 from mcp_analysis.store.lance import col
+from mcp_analysis.store.lance_legs import LanceLegs, ViewRows
 from mcp_analysis.store.reads import StoreReads
 from mcp_analysis.structure import HEADING_LABELS
 
@@ -133,16 +134,17 @@ class ViewLegs:
 @dataclass(frozen=True)
 class ViewPlan:
     """The form `ViewLegs` chose for one view: the vector leg scans its rows exactly (`flat`), or both
-    legs run unfiltered for rows enough at `chunk_share` and keep the view's (`post`), or neither."""
+    legs run unfiltered for rows enough at `chunk_share` and keep the view's (`post`), or neither; and
+    the view's rows, which the legs run under (as Lance's allowlist, store/lance_legs.py) when known."""
 
     flat: bool = False
     post: bool = False
     chunk_share: float = 1.0
+    rows: ViewRows | None = field(default=None, compare=False)
 
 
-# A view's chunk rows and the table's, counted once per view object and version of the chunks table:
-# (path, version, rows, total).
-_VIEW_ROWS: weakref.WeakKeyDictionary[VisibleDocuments, tuple[str, int, int, int]] = weakref.WeakKeyDictionary()
+# A view's chunk rows, found once per view object and version of the chunks table.
+_VIEW_ROWS: weakref.WeakKeyDictionary[VisibleDocuments, ViewRows] = weakref.WeakKeyDictionary()
 
 
 @dataclass(eq=False)
@@ -216,7 +218,26 @@ class StoreCandidates(StoreReads):
         unit = None if vector is None else _unit(vector)
         plan = await self.view_plan(prefilter, view_legs or ViewLegs(), vector=unit is not None)
         flat, post, chunk_share = plan.flat, plan.post, plan.chunk_share
+        if plan.rows is not None and plan.rows.rows == 0:
+            return []  # the view's documents have no chunks (and an empty allowlist must never reach a leg)
         table = self.tables[schema.CHUNKS]
+        lance = await self.scanner_legs()
+        version = plan.rows.version if plan.rows is not None else await table.version() if lance else 0
+
+        async def fetch(name: str, view: bool, rows: int) -> Any:
+            """A leg's rows, under the view (`view`) or unfiltered: through Lance's scanner when it can."""
+            if lance is None:
+                return await _rows(name, leg(name, prefilter.expression if view and prefilter else None, rows))
+            where: str | bytes | None = None
+            if view and prefilter is not None:
+                where = plan.rows.allowed if plan.rows is not None else prefilter.expression.to_sql()
+            columns = list(CHUNK_COLUMNS)
+            if name == "keyword":
+                columns += ["vector"] if unit is not None else []
+                return await anyio.to_thread.run_sync(lance.keyword, version, query, columns, rows, where)
+            width = None if flat else max(ef, rows * refine_factor)
+            run = functools.partial(lance.vector, ef=width, refine_factor=refine_factor)
+            return await anyio.to_thread.run_sync(run, version, unit, columns, rows, where)
 
         def leg(name: str, where: Any, rows: int) -> Any:
             if name == "keyword":
@@ -234,14 +255,13 @@ class StoreCandidates(StoreReads):
 
         async def run(name: str) -> None:
             if post and prefilter is not None:  # unfiltered, for as many rows as hold `per_leg` visible ones
-                fetch = math.ceil(per_leg * POST_FILTER_MARGIN / chunk_share)
-                found = await _rows(name, leg(name, None, fetch))
+                over = math.ceil(per_leg * POST_FILTER_MARGIN / chunk_share)
+                found = await fetch(name, False, over)
                 visible = _visible(found, prefilter)
-                if _count(visible) >= per_leg or _count(found) < fetch:  # enough, or every match seen
+                if _count(visible) >= per_leg or _count(found) < over:  # enough, or every match seen
                     legs[name] = _head(visible, per_leg)
                     return
-            where = None if prefilter is None else prefilter.expression
-            found = await _rows(name, leg(name, where, per_leg))
+            found = await fetch(name, True, per_leg)
             # Exactly the view's documents, whichever form the leg ran with.
             legs[name] = found if prefilter is None else _visible(found, prefilter)
 
@@ -269,25 +289,44 @@ class StoreCandidates(StoreReads):
 
     async def view_plan(self, prefilter: VisibleDocuments | None, form: ViewLegs, *, vector: bool) -> ViewPlan:
         """How the legs keep to `prefilter` (see `ViewLegs`): a filtered view's chunks decide."""
-        if prefilter is None or prefilter.hidden is None or not form.chooses:
+        if prefilter is None or prefilter.hidden is None:
             return ViewPlan()
-        rows, total = await self._view_rows(prefilter)
-        chunk_share = rows / total if total else 1.0
-        flat = vector and form.flat_scans(rows)
-        post = not flat and rows > 0 and form.post_filters(prefilter, chunk_share)
-        return ViewPlan(flat, post, chunk_share)
+        lance = await self.scanner_legs()
+        if not form.chooses:
+            return ViewPlan() if lance is None else ViewPlan(rows=await self._view_rows(prefilter, lance))
+        counted = await self._view_rows(prefilter, lance)
+        chunk_share = counted.rows / counted.total if counted.total else 1.0
+        flat = vector and form.flat_scans(counted.rows)
+        post = not flat and counted.rows > 0 and form.post_filters(prefilter, chunk_share)
+        return ViewPlan(flat, post, chunk_share, counted)
 
-    async def _view_rows(self, prefilter: VisibleDocuments) -> tuple[int, int]:
-        """The chunks `prefilter` passes and the chunks table's rows, counted once per view and version
-        of the table (a view lives as long as its filter is in use; an add or removal recounts)."""
+    async def _view_rows(self, prefilter: VisibleDocuments, lance: LanceLegs | None) -> ViewRows:
+        """The chunks `prefilter` passes (with Lance, as the legs' allowlist) and the chunks table's rows, found
+        once per view and version of the table (a view lives as long as its filter is in use; an add or
+        removal finds them again)."""
         table = self.tables[schema.CHUNKS]
         version = await table.version()
         known = _VIEW_ROWS.get(prefilter)
-        if known is None or known[:2] != (str(self.path), version):
-            total = await table.count_rows()
-            known = (str(self.path), version, await table.count_rows(prefilter.expression.to_sql()), total)
+        if known is None or (known.path, known.version) != (str(self.path), version) or (lance and not known.allowed):
+            where = prefilter.expression.to_sql()
+            if lance is not None:
+                rows, total, allowed = await anyio.to_thread.run_sync(lance.view_rows, version, where)
+                known = ViewRows(str(self.path), version, rows, total, allowed)
+            else:
+                known = ViewRows(str(self.path), version, await table.count_rows(where), await table.count_rows())
             _VIEW_ROWS[prefilter] = known
-        return known[2], known[3]
+        return known
+
+    async def scanner_legs(self) -> LanceLegs | None:
+        """The legs through Lance's scanner, one per chunks table object (None without pylance)."""
+        if not lance_legs.available():
+            return None
+        table = self.tables[schema.CHUNKS]
+        known = getattr(self, "_lance", None)
+        if known is None or known[0] is not table:
+            known = (table, LanceLegs(await table.uri(), self.lance_options()))
+            self._lance = known
+        return known[1]
 
     async def _join_bare_headings(
         self, listed: list[Candidate], unit: np.ndarray | None, max_words: int
