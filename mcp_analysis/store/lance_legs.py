@@ -10,8 +10,8 @@ per view and version of the chunks table (`ViewRows`), and each leg runs on that
 Every leg of a search runs here when pylance offers it (not only a view's): the scanner keeps its
 own index cache, and LanceDB's would otherwise hold the same vector and full-text indexes a second
 time. One Lance session per store keeps that cache across versions (an add that leaves an index as
-it was does not load it again). Without pylance (the ``ray`` extra installs it), or with one whose
-scanner lacks the allowlist, the store runs its legs through LanceDB as before (`available`).
+it was does not load it again). pylance is a dependency (pyproject.toml); an installation without it,
+or with one whose scanner lacks the allowlist, runs the legs through LanceDB as before (`available`).
 """
 
 from __future__ import annotations
