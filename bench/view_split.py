@@ -2,7 +2,7 @@
 
 For the view `bench/search.py` times as "a tenth passes" (``metadata LIKE '%"group": 3%'``), on a
 cached synthetic knowledge base, each leg as the store sends it under the view's prefilter (the
-`VisibleDocuments` expression, at the ef `KnowledgeBase.search_settings` gives the view) and
+`VisibleDocuments` expression, at the ef the store's plan gives the view: `ViewPlan.ef`) and
 unfiltered, query by query: its time in all; LanceDB planning it alone (``explain_plan``); and from
 ``analyze_plan`` (the query run with DataFusion's metrics) its execution, the prefilter's mask (the
 ``ScalarIndexQuery`` node: the view's ids looked up in the ``document_id`` index), the HNSW walk
@@ -41,7 +41,7 @@ from search import FILTER
 
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.store import schema
-from mcp_analysis.store.candidates import CHUNK_COLUMNS
+from mcp_analysis.store.candidates import CHUNK_COLUMNS, ViewLegs
 
 _UNITS = {"s": 1000.0, "ms": 1.0, "µs": 1e-3, "ns": 1e-6}
 
@@ -64,8 +64,8 @@ async def split(path: Path, queries: int) -> dict[str, Any]:
     view = await kb.open_corpus(FILTER)
     prefilter = await kb.prefilter(view.filter)
     assert prefilter is not None
-    settings = kb.search_settings(view.filter)
-    ef, unfiltered_ef, refine, rows = settings.ann_ef, kb.settings.search.ann_ef, settings.ann_refine_factor, 50
+    ef, settings, rows = await _view_ef(kb, prefilter), kb.settings.search, 50
+    unfiltered_ef, refine = settings.ann_ef, settings.ann_refine_factor
     words, rng = vocabulary(), np.random.default_rng(5)
     texts = [" ".join(words[i] for i in rng.choice(400, size=rng.integers(2, 6))) for _ in range(queries)]
     embedder = await kb.embedder()
@@ -113,6 +113,14 @@ async def split(path: Path, queries: int) -> dict[str, Any]:
     return {"chunks": await _rows(path), "ef": ef, "queries": queries - 1, "ms": medians}
 
 
+async def _view_ef(kb: KnowledgeBase, prefilter: Any) -> int:
+    """The ef of the view's vector leg under its prefilter, as the store's plan chooses it."""
+    settings = kb.settings.search
+    legs = ViewLegs(settings.flat_search_max_rows, settings.post_filter_min_share)
+    plan = await kb.store.view_plan(prefilter, legs, vector=True)
+    return plan.ef(settings.ann_ef, settings.candidates * settings.ann_refine_factor)
+
+
 def _rss_mb() -> int:
     with open("/proc/self/status") as status:
         return int(next(line for line in status if line.startswith("VmRSS")).split()[1]) // 1024
@@ -128,7 +136,7 @@ async def allowlist(path: Path, queries: int) -> dict[str, Any]:
     view = await kb.open_corpus(FILTER)
     prefilter = await kb.prefilter(view.filter)
     assert prefilter is not None
-    ef, refine, rows = kb.search_settings(view.filter).ann_ef, kb.settings.search.ann_refine_factor, 50
+    ef, refine, rows = await _view_ef(kb, prefilter), kb.settings.search.ann_refine_factor, 50
     words, rng = vocabulary(), np.random.default_rng(5)
     texts = [" ".join(words[i] for i in rng.choice(400, size=rng.integers(2, 6))) for _ in range(queries)]
     embedder = await kb.embedder()

@@ -19,10 +19,15 @@ from __future__ import annotations
 import functools
 import importlib.util
 import inspect
+import weakref
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
+import anyio
 import numpy as np
+
+from mcp_analysis.store import schema
+from mcp_analysis.store.reads import StoreReads
 
 NPROBES = 20  # LanceDB 0.40's default for IVF indexes (its queries send it; the scanner's own is lower)
 
@@ -114,3 +119,46 @@ def _restricted(where: str | bytes | None) -> dict[str, Any]:
     if where is not None:
         return {**options, "prefilter": True, "filter": where}
     return options
+
+
+class View(Protocol):
+    """A filtered view's prefilter (`candidates.VisibleDocuments`): its rows are found from its expression."""
+
+    @property
+    def expression(self) -> Any: ...
+
+
+# A view's chunk rows, found once per view object and version of the chunks table.
+_VIEW_ROWS: weakref.WeakKeyDictionary[View, ViewRows] = weakref.WeakKeyDictionary()
+
+
+class StoreLegs(StoreReads):
+    """The store's side: its chunks table's `LanceLegs`, and the rows of each filtered view."""
+
+    async def scanner_legs(self) -> LanceLegs | None:
+        """The legs through Lance's scanner, one per chunks table object (None without pylance)."""
+        if not available():
+            return None
+        table = self.tables[schema.CHUNKS]
+        known = getattr(self, "_lance", None)
+        if known is None or known[0] is not table:
+            known = (table, LanceLegs(await table.uri(), self.lance_options()))
+            self._lance = known
+        return known[1]
+
+    async def view_rows(self, prefilter: View, lance: LanceLegs | None) -> ViewRows:
+        """The chunks `prefilter` passes (with `lance`, also as the legs' allowlist) and the chunks table's
+        rows, found once per view and version of the table (a view lives as long as its filter is in use; an
+        add or removal finds them again)."""
+        table = self.tables[schema.CHUNKS]
+        version = await table.version()
+        known = _VIEW_ROWS.get(prefilter)
+        if known is None or (known.path, known.version) != (str(self.path), version) or (lance and not known.allowed):
+            where = prefilter.expression.to_sql()
+            if lance is not None:
+                rows, total, allowed = await anyio.to_thread.run_sync(lance.view_rows, version, where)
+                known = ViewRows(str(self.path), version, rows, total, allowed)
+            else:
+                known = ViewRows(str(self.path), version, await table.count_rows(where), await table.count_rows())
+            _VIEW_ROWS[prefilter] = known
+        return known
