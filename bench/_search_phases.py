@@ -111,7 +111,7 @@ async def _legs(kb: Any, table: Any, q: str, unit: Any, settings: Any) -> dict[s
     """Each leg unfiltered, as the store runs it: through Lance's scanner when it can (store/lance_legs.py),
     else through LanceDB."""
     rows, ef, refine = settings.candidates, settings.ann_ef, settings.ann_refine_factor
-    scanner = await kb.store.scanner_legs()
+    scanner = await kb.store.scanner_legs(settings.scanner_min_chunks)
     if scanner is not None:
         version, columns = await table.version(), list(CHUNK_COLUMNS)
         vector = functools.partial(scanner.vector, ef=max(ef, rows * refine), refine_factor=refine)

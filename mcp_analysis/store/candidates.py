@@ -115,6 +115,7 @@ class ViewLegs:
 
     flat_max_rows: int = 0
     post_filter_min_share: float = 2.0  # above 1: never
+    scanner_min_rows: int = 0  # the legs through Lance's scanner from this many chunks on (store/lance_legs.py)
 
     @property
     def chooses(self) -> bool:
@@ -220,12 +221,13 @@ class StoreCandidates(StoreLegs):
         if schema.CHUNKS not in self.tables or (prefilter is not None and not prefilter.ids):
             return []
         unit = None if vector is None else _unit(vector)
-        plan = await self.view_plan(prefilter, view_legs or ViewLegs(), vector=unit is not None)
+        form = view_legs or ViewLegs()
+        plan = await self.view_plan(prefilter, form, vector=unit is not None)
         flat, post = plan.flat, plan.post
         if plan.rows is not None and plan.rows.rows == 0:
             return []  # the view's documents have no chunks (and an empty allowlist must never reach a leg)
         table = self.tables[schema.CHUNKS]
-        lance = await self.scanner_legs()
+        lance = await self.scanner_legs(form.scanner_min_rows)
         version = plan.rows.version if plan.rows is not None else await table.version() if lance else 0
 
         async def fetch(name: str, view: bool, rows: int) -> Any:
@@ -299,7 +301,7 @@ class StoreCandidates(StoreLegs):
         """How the legs keep to `prefilter` (see `ViewLegs`): a filtered view's chunks decide."""
         if prefilter is None or prefilter.hidden is None:
             return ViewPlan()
-        lance = await self.scanner_legs()
+        lance = await self.scanner_legs(form.scanner_min_rows)
         if lance is None and not form.chooses:
             return ViewPlan(share=prefilter.share)  # its chunks need not be counted
         # The rows as an allowlist only for a view whose legs can run under it: one passing at least

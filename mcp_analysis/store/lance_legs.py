@@ -7,11 +7,14 @@ on that mask in each leg). Lance's scanner takes the rows instead (``row_addr_al
 serialized set of row ids, applied before the leg ranks), so a view's chunk rows are looked up once
 per view and version of the chunks table (`ViewRows`), and each leg runs on that version with them.
 
-Every leg of a search runs here when pylance offers it (not only a view's): the scanner keeps its
-own index cache, and LanceDB's would otherwise hold the same vector and full-text indexes a second
-time. One Lance session per store keeps that cache across versions (an add that leaves an index as
-it was does not load it again). pylance is a dependency (pyproject.toml); an installation without it,
-or with one whose scanner lacks the allowlist, runs the legs through LanceDB as before (`available`).
+Every leg of a search runs here when pylance offers it (not only a view's) and the chunks table is
+large enough (`search.scanner_min_chunks`: below, the scanner's library costs more memory than the
+plans it saves): the scanner keeps its own index cache, and LanceDB's would otherwise hold the same
+vector and full-text indexes a second time. One Lance session per store keeps that cache across
+versions (an add that leaves an index as it was does not load it again). An exact scan of a view's
+few rows takes its expression (under the allowlist Lance reads every row). pylance is a dependency
+(pyproject.toml); an installation without it, or with one whose scanner lacks the allowlist, runs
+the legs through LanceDB as before (`available`).
 """
 
 from __future__ import annotations
@@ -135,16 +138,21 @@ _VIEW_ROWS: weakref.WeakKeyDictionary[View, ViewRows] = weakref.WeakKeyDictionar
 class StoreLegs(StoreReads):
     """The store's side: its chunks table's `LanceLegs`, and the rows of each filtered view."""
 
-    async def scanner_legs(self) -> LanceLegs | None:
-        """The legs through Lance's scanner, one per chunks table object (None without pylance)."""
+    async def scanner_legs(self, min_rows: int = 0) -> LanceLegs | None:
+        """The legs through Lance's scanner (None: through LanceDB): once the chunks table holds `min_rows`
+        rows, checked once per version until then, and kept from then on (its cache holds the indexes)."""
         if not available():
             return None
         table = self.tables[schema.CHUNKS]
-        known = getattr(self, "_lance", None)
-        if known is None or known[0] is not table:
-            known = (table, LanceLegs(await table.uri(), self.lance_options()))
+        known = getattr(self, "_lance", None)  # (table, (version, min_rows) checked, legs)
+        if known is not None and known[0] is table and known[2] is not None:
+            return known[2]
+        checked = (await table.version(), min_rows)
+        if known is None or known[0] is not table or known[1] != checked:
+            enough = min_rows <= 0 or await table.count_rows() >= min_rows
+            known = (table, checked, LanceLegs(await table.uri(), self.lance_options()) if enough else None)
             self._lance = known
-        return known[1]
+        return known[2]
 
     async def view_rows(self, prefilter: View, lance: LanceLegs | None) -> ViewRows:
         """The chunks `prefilter` passes (with `lance`, also as the legs' allowlist) and the chunks table's

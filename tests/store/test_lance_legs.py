@@ -83,3 +83,18 @@ async def test_a_search_finds_the_same_candidates_through_lance_and_through_lanc
     for name, found in through_lance.items():
         assert len(found) >= 25, name
         assert name == "unfiltered" or not {key.rsplit("-", 1)[0] for key, _, _ in found} & HIDDEN, name
+
+
+async def test_the_scanner_runs_the_legs_from_search_scanner_min_chunks_on_and_stays(tmp_path: Path) -> None:
+    """Below the bound the legs run through LanceDB (the scanner's library is not worth its memory there);
+    once the chunks table reaches it, through the scanner, and from then on (its cache holds the indexes)."""
+    store, vectors = await indexed_store(tmp_path / "kb.lancedb", seed=33)  # 600 chunks
+    try:
+        assert await store.scanner_legs(601) is None
+        legs = await store.scanner_legs(600)
+        assert legs is not None
+        assert await store.scanner_legs(601) is legs
+        found = await store.candidates("crane 7", vectors[3], 10, None, ef=64, refine_factor=4)
+    finally:
+        store.close()
+    assert len([c for c in found if c.vector_rank is not None]) == 10
