@@ -197,10 +197,9 @@ async def measure(path: Path, queries: list[str], mode: str = "hybrid") -> dict[
     vectors = [await embedder.embed_query(q) for q in queries]
     recall = leg_recall = filtered_recall = None
     # The ef the filtered view's vector leg runs with under its prefilter, as the store's plan chooses it.
-    from mcp_analysis.store.candidates import ViewLegs  # this tree's (measure runs no --baseline side)
+    from mcp_analysis.search.hybrid import view_legs  # this tree's (measure runs no --baseline side)
 
-    legs = ViewLegs(search_settings.flat_search_max_rows, search_settings.post_filter_min_share)
-    plan = await kb.store.view_plan(await kb.prefilter(filtered.filter), legs, vector=True)
+    plan = await kb.store.view_plan(await kb.prefilter(filtered.filter), view_legs(search_settings), vector=True)
     filtered_ef = plan.ef(search_settings.ann_ef, search_settings.candidates * search_settings.ann_refine_factor)
     if has_vector_index:
         ef, refine = search_settings.ann_ef, search_settings.ann_refine_factor

@@ -13,8 +13,9 @@ With `--allowlist`, the form Lance's own scanner offers instead (pylance's ``row
 view's chunk row ids, looked up once, given to each leg as a serialized set applied before it ranks;
 lancedb 0.40's queries do not take it): both legs under the prefilter as the store sends them and under
 the allowlist, each alone and both at once (as a search runs them), whether they return the same rows,
-and what the allowlist costs once: its lookup, the process's resident memory before and after the Lance
-dataset's first query, and that first query's time (it loads the indexes into a cache of its own).
+and what the allowlist costs once: its lookup, the process's resident memory before and after pylance's
+import and after the Lance dataset's first query, and that first query's time (it loads the indexes into
+a cache of its own); and an exact scan of a view of 100 documents under its allowlist and its expression.
 
     python bench/view_split.py [--dir bench/results/rebuild] [--size 1000000] [--queries 12] [--allowlist]
 """
@@ -22,6 +23,7 @@ dataset's first query, and that first query's time (it loads the indexes into a 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import statistics
@@ -40,8 +42,9 @@ from _synthetic import settings_for, vocabulary
 from search import FILTER
 
 from mcp_analysis.corpus import KnowledgeBase
+from mcp_analysis.search.hybrid import view_legs
 from mcp_analysis.store import schema
-from mcp_analysis.store.candidates import CHUNK_COLUMNS, ViewLegs
+from mcp_analysis.store.candidates import CHUNK_COLUMNS, VisibleDocuments
 
 _UNITS = {"s": 1000.0, "ms": 1.0, "µs": 1e-3, "ns": 1e-6}
 
@@ -113,10 +116,11 @@ async def split(path: Path, queries: int) -> dict[str, Any]:
     return {"chunks": await _rows(path), "ef": ef, "queries": queries - 1, "ms": medians}
 
 
-async def _view_ef(kb: KnowledgeBase, prefilter: Any) -> int:
-    """The ef of the view's vector leg under its prefilter, as the store's plan chooses it."""
+async def _view_ef(kb: KnowledgeBase, prefilter: Any, scanner: bool = True) -> int:
+    """The ef of the view's vector leg under its prefilter, as the store's plan chooses it (without `scanner`,
+    its chunks counted through LanceDB: pylance not imported yet)."""
     settings = kb.settings.search
-    legs = ViewLegs(settings.flat_search_max_rows, settings.post_filter_min_share)
+    legs = view_legs(settings) if scanner else dataclasses.replace(view_legs(settings), scanner_min_rows=2**62)
     plan = await kb.store.view_plan(prefilter, legs, vector=True)
     return plan.ef(settings.ann_ef, settings.candidates * settings.ann_refine_factor)
 
@@ -128,15 +132,12 @@ def _rss_mb() -> int:
 
 async def allowlist(path: Path, queries: int) -> dict[str, Any]:
     """The legs under the view's prefilter expression and under a row-id allowlist of its chunks."""
-    import lance
-    from lance.dataset import serialize_row_addrs
-
     kb = await KnowledgeBase.open(settings_for(path))
     table = kb.store.table(schema.CHUNKS)
     view = await kb.open_corpus(FILTER)
     prefilter = await kb.prefilter(view.filter)
     assert prefilter is not None
-    ef, refine, rows = await _view_ef(kb, prefilter), kb.settings.search.ann_refine_factor, 50
+    ef, refine, rows = await _view_ef(kb, prefilter, scanner=False), kb.settings.search.ann_refine_factor, 50
     words, rng = vocabulary(), np.random.default_rng(5)
     texts = [" ".join(words[i] for i in rng.choice(400, size=rng.integers(2, 6))) for _ in range(queries)]
     embedder = await kb.embedder()
@@ -155,6 +156,10 @@ async def allowlist(path: Path, queries: int) -> dict[str, Any]:
     for q, v in zip(texts[:1], vectors[:1], strict=True):  # LanceDB's caches warm before the memory is read
         await vector_expr(q, v), await keyword_expr(q, v)
     before = _rss_mb()
+    import lance
+    from lance.dataset import serialize_row_addrs
+
+    imported = _rss_mb()
     started = time.perf_counter()
     dataset = lance.dataset(await table.uri(), version=await table.version())
     ids = dataset.to_table(columns=[], filter=where.to_sql(), with_row_id=True).column("_rowid").to_pylist()
@@ -207,9 +212,12 @@ async def allowlist(path: Path, queries: int) -> dict[str, Any]:
             started = time.perf_counter()
             await both(variants[f"vector, {form}"], variants[f"full text, {form}"], q, v)
             spent[f"both legs at once, {form}"].append((time.perf_counter() - started) * 1000)
+    flat = await _exact_scans(dataset, serialize_row_addrs, sorted(prefilter.ids)[:100], prefilter, vectors[1:4])
     await kb.close()
     return {
         "chunks": await _rows(path),
+        "exact_scan_100_documents_ms": flat,
+        "rss_mb_lance_imported": imported,
         "ef": ef,
         "queries": queries - 1,
         "ms": {name: statistics.median(ms) for name, ms in spent.items()},
@@ -220,6 +228,22 @@ async def allowlist(path: Path, queries: int) -> dict[str, Any]:
         "first_query_ms": first_ms,
         "rss_mb_before_after": [before, after],
     }
+
+
+async def _exact_scans(dataset: Any, serialize: Any, ids: list[str], view: Any, vectors: list[np.ndarray]) -> Any:
+    """An exact scan (no index) of a view of `ids` documents' chunks, under its allowlist and under its
+    expression: Lance reads every row under the allowlist, only the view's under the expression."""
+    small = VisibleDocuments.of(ids, (view.ids | (view.hidden or set())) - set(ids))
+    where = small.expression.to_sql()
+    allowed = serialize(dataset.to_table(columns=[], filter=where, with_row_id=True).column("_rowid").to_pylist())
+    spent: dict[str, list[float]] = defaultdict(list)
+    for v in vectors:
+        for form, options in (("allowlist", {"row_addr_allowlist": allowed}), ("expression", {"filter": where})):
+            nearest = {"column": "vector", "q": v, "k": 50, "metric": "cosine", "use_index": False}
+            started = time.perf_counter()
+            dataset.scanner(columns=["id", "_distance"], nearest=nearest, prefilter=True, **options).to_table()
+            spent[form].append((time.perf_counter() - started) * 1000)
+    return {form: statistics.median(ms) for form, ms in spent.items()}
 
 
 async def _rows(path: Path) -> int:
@@ -251,7 +275,11 @@ def main() -> None:
             f"{result['allowlist_bytes']:,} bytes"
         )
         print(f"  allowlist lookup {result['allowlist_lookup_ms']:.0f} ms, the Lance dataset's first query (both legs)")
-        print(f"  {result['first_query_ms']:.0f} ms; resident memory {rss[0]} MB before it, {rss[1]} MB after")
+        print(f"  {result['first_query_ms']:.0f} ms; resident memory {rss[0]} MB before pylance's import,")
+        print(f"  {result['rss_mb_lance_imported']} MB after it, {rss[1]} MB after that first query")
+        flat = result["exact_scan_100_documents_ms"]
+        print(f"  exact scan of a view of 100 documents: {flat['allowlist']:.1f} ms under its allowlist,")
+        print(f"  {flat['expression']:.1f} ms under its expression")
     print(f"{describe()}; load at the start {host['load_1_5_15']}, at the end {machine()['load_1_5_15']}")
     print(json.dumps({"bench": "view_split", "machine": host, **result}))
 

@@ -141,16 +141,16 @@ class StoreLegs(StoreReads):
     async def scanner_legs(self, min_rows: int = 0) -> LanceLegs | None:
         """The legs through Lance's scanner (None: through LanceDB): once the chunks table holds `min_rows`
         rows, checked once per version until then, and kept from then on (its cache holds the indexes)."""
-        if not available():
-            return None
         table = self.tables[schema.CHUNKS]
         known = getattr(self, "_lance", None)  # (table, (version, min_rows) checked, legs)
         if known is not None and known[0] is table and known[2] is not None:
             return known[2]
         checked = (await table.version(), min_rows)
         if known is None or known[0] is not table or known[1] != checked:
+            # The size first: asking whether pylance offers the allowlist imports it.
             enough = min_rows <= 0 or await table.count_rows() >= min_rows
-            known = (table, checked, LanceLegs(await table.uri(), self.lance_options()) if enough else None)
+            legs = LanceLegs(await table.uri(), self.lance_options()) if enough and available() else None
+            known = (table, checked, legs)
             self._lance = known
         return known[2]
 

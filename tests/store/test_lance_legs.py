@@ -9,6 +9,9 @@ first. And a search gives the same candidates through Lance as through LanceDB.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +19,7 @@ import pytest
 
 from mcp_analysis.store import lance_legs
 from mcp_analysis.store.candidates import CHUNK_COLUMNS, ViewLegs, VisibleDocuments
+from tests.conftest import REPO
 from tests.store.test_vector_leg import indexed_store
 from tests.store.test_view_legs import DOCUMENTS, _exact
 
@@ -98,3 +102,40 @@ async def test_the_scanner_runs_the_legs_from_search_scanner_min_chunks_on_and_s
     finally:
         store.close()
     assert len([c for c in found if c.vector_rank is not None]) == 10
+
+
+PROGRAM = """
+import asyncio, json, sys
+from pathlib import Path
+from mcp_analysis.store.candidates import ViewLegs, VisibleDocuments
+from tests.store.test_vector_leg import indexed_store
+
+async def main():
+    store, vectors = await indexed_store(Path(sys.argv[1]), seed=34)
+    view = VisibleDocuments.of({"doc-1", "doc-2"}, {f"doc-{i}" for i in range(3, 30)} | {"doc-0"})
+    report = {}
+    for bound in (601, 600):
+        found = await store.candidates("crane", vectors[5], 10, view, ef=64, refine_factor=4,
+                                       view_legs=ViewLegs(scanner_min_rows=bound))
+        report[bound] = ["lance" in sys.modules, len(found)]
+    store.close()
+    print(json.dumps(report))
+
+asyncio.run(main())
+"""
+
+
+def test_a_store_below_the_bound_never_imports_pylance(tmp_path: Path) -> None:
+    """Its library is what the bound saves (about 50 MB): a search below it must not import it, not even to
+    ask whether it offers the allowlist. In a fresh process, as the test session has imported it already."""
+    done = subprocess.run(
+        [sys.executable, "-c", PROGRAM, str(tmp_path / "kb.lancedb")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert [report["601"][0], report["600"][0]] == [False, True]  # imported only at the bound
+    assert report["601"][1] == report["600"][1] > 0
