@@ -2,14 +2,14 @@
 
 A view passing thousands of documents is ``document_id IN (<each id>)`` to LanceDB, which plans that
 expression and looks each id up in the ``document_id`` index anew for each leg of every search
-(`bench/view_split.py`: at a million chunks, a view passing a tenth spent 7-9 ms planning and 7-8 ms
-on that mask in each leg). Lance's scanner takes the rows instead (``row_addr_allowlist``: a
+(`bench/view_split.py`: at a million chunks, a view passing a tenth spent about 7 ms planning it and
+7 ms on that mask in each leg). Lance's scanner takes the rows instead (``row_addr_allowlist``: a
 serialized set of row ids, applied before the leg ranks), so a view's chunk rows are looked up once
 per view and version of the chunks table (`ViewRows`), and each leg runs on that version with them.
 
 Every leg of a search runs here when pylance offers it (not only a view's) and the chunks table is
-large enough (`search.scanner_min_chunks`: below, the scanner's library costs more memory than the
-plans it saves): the scanner keeps its own index cache, and LanceDB's would otherwise hold the same
+large enough (`search.scanner_min_chunks`: below, pylance's import is not worth the plans it saves,
+and is never made): the scanner keeps its own index cache, and LanceDB's would otherwise hold the same
 vector and full-text indexes a second time. One Lance session per store keeps that cache across
 versions (an add that leaves an index as it was does not load it again). An exact scan of a view's
 few rows takes its expression (under the allowlist Lance reads every row). pylance is a dependency
