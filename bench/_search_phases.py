@@ -1,17 +1,20 @@
 """Where a search's time goes: each phase of `Corpus.search` timed on its own (bench/search.py).
 
 Phases are timed by wrapping the functions `search_passages` calls (the wrappers only read the
-clock), plus each leg of the candidate fetch run alone with the parameters the store sends.
+clock), plus each leg of the candidate fetch run alone (unfiltered) as the store runs it.
 """
 
 from __future__ import annotations
 
+import functools
 import statistics
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
+
+import anyio
 
 from mcp_analysis.search import passages
 from mcp_analysis.store import schema
@@ -94,17 +97,34 @@ async def phases(
         per_query["total"].append(total)
         per_query["rest (embed, visible, shaping)"].append(total - accounted)
         unit = vector / max(float((vector**2).sum() ** 0.5), 1e-12)
-        vector_leg = table.query().nearest_to(unit).distance_type("cosine").select(list(CHUNK_COLUMNS))
-        vector_leg = vector_leg.limit(settings.candidates).ef(settings.ann_ef).refine_factor(settings.ann_refine_factor)
-        keyword_leg = table.query().nearest_to_text(q, columns=["content_fts"]).select([*CHUNK_COLUMNS, "vector"])
-        legs: dict[str, Callable[[], Any]] = {"keyword_leg": keyword_leg.limit(settings.candidates).to_arrow}
-        if with_vector_leg:
-            legs["vector_leg"] = vector_leg.to_list
+        legs = await _legs(kb, table, q, unit, settings)
+        if not with_vector_leg:
+            legs.pop("vector_leg")
         for name, leg in legs.items():
             started = time.perf_counter()
             await leg()
             per_query[name].append((time.perf_counter() - started) * 1000)
     return {name: statistics.median(values) for name, values in per_query.items()}
+
+
+async def _legs(kb: Any, table: Any, q: str, unit: Any, settings: Any) -> dict[str, Callable[[], Any]]:
+    """Each leg unfiltered, as the store runs it: through Lance's scanner when it can (store/lance_legs.py),
+    else through LanceDB."""
+    rows, ef, refine = settings.candidates, settings.ann_ef, settings.ann_refine_factor
+    scanner = await kb.store.scanner_legs(settings.scanner_min_chunks)
+    if scanner is not None:
+        version, columns = await table.version(), list(CHUNK_COLUMNS)
+        vector = functools.partial(scanner.vector, ef=max(ef, rows * refine), refine_factor=refine)
+        return {
+            "keyword_leg": lambda: anyio.to_thread.run_sync(
+                scanner.keyword, version, q, [*columns, "vector"], rows, None
+            ),
+            "vector_leg": lambda: anyio.to_thread.run_sync(vector, version, unit, columns, rows, None),
+        }
+    vector_leg = table.query().nearest_to(unit).distance_type("cosine").select(list(CHUNK_COLUMNS))
+    vector_leg = vector_leg.limit(rows).ef(max(ef, rows * refine)).refine_factor(refine)
+    keyword_leg = table.query().nearest_to_text(q, columns=["content_fts"]).select([*CHUNK_COLUMNS, "vector"])
+    return {"keyword_leg": keyword_leg.limit(rows).to_arrow, "vector_leg": vector_leg.to_list}
 
 
 async def _items_read_by_column(kb: Any, reads: list[tuple[str, Any]]) -> dict[str, float]:

@@ -196,17 +196,18 @@ async def measure(path: Path, queries: list[str], mode: str = "hybrid") -> dict[
     has_vector_index = any(ix.endswith("(vector)") for ix in indexes)
     vectors = [await embedder.embed_query(q) for q in queries]
     recall = leg_recall = filtered_recall = None
-    # What the filtered view searches with (a --baseline side's code may not scale ef, nor prefilter).
-    filtered_ef = kb.search_settings(filtered.filter).ann_ef if hasattr(kb, "search_settings") else None
+    # The ef the filtered view's vector leg runs with under its prefilter, as the store's plan chooses it.
+    from mcp_analysis.search.hybrid import view_legs  # this tree's (measure runs no --baseline side)
+
+    plan = await kb.store.view_plan(await kb.prefilter(filtered.filter), view_legs(search_settings), vector=True)
+    filtered_ef = plan.ef(search_settings.ann_ef, search_settings.candidates * search_settings.ann_refine_factor)
     if has_vector_index:
         ef, refine = search_settings.ann_ef, search_settings.ann_refine_factor
         truth = await truth_for(table, path, queries, vectors)
         recall = await recall_at_10(table, vectors, max(ef, 10 * refine), refine, 10, truth=truth)
         leg_recall = await recall_at_10(table, vectors, ef, refine, search_settings.candidates, truth=truth)
         if filtered_ef is not None:
-            where = await kb.prefilter(filtered.filter)
-            if where is not None and not isinstance(where, str):  # the documents' ids (older code: SQL text)
-                where = where.expression
+            where = (await kb.prefilter(filtered.filter)).expression
             filtered_recall = await recall_at_10(table, vectors, filtered_ef, refine, search_settings.candidates, where)
     breakdown = await phases(kb, corpus, embedder, queries[:30], LIMIT, with_vector_leg=mode != "keyword")
     filtered_breakdown = await phases(kb, filtered, embedder, queries[:20], LIMIT, with_vector_leg=mode != "keyword")

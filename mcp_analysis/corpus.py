@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import time
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
@@ -29,7 +28,6 @@ from mcp_analysis.embed.embedder import TextEmbedder, create_embedder
 from mcp_analysis.errors import AnalysisError, DocumentNotFoundError, EmbedderError
 from mcp_analysis.search.models import SearchResult
 from mcp_analysis.search.passages import search_passages
-from mcp_analysis.search.settings import SearchSettings
 from mcp_analysis.store.candidates import VisibleDocuments
 from mcp_analysis.store.database import Store
 from mcp_analysis.store.filters import combine_filters, sql_in
@@ -207,19 +205,6 @@ class KnowledgeBase:
             view.built = True
         return view.prefilter
 
-    def search_settings(self, document_filter: str | None) -> SearchSettings:
-        """The search settings of a view whose prefilter is built: under a prefilter, LanceDB's HNSW search
-        keeps walking the graph until it holds ef rows that pass, about ef / share nodes (10x the
-        unfiltered walk for a filter passing a tenth of the documents), so ef is scaled by the share
-        the view passes, never below the rows the vector leg refines (candidates x refine factor). A view
-        whose legs run unfiltered (`search.post_filter_min_share`) keeps the unfiltered ef."""
-        settings = self.settings.search
-        view = self._views.get(document_filter)
-        if view is None or view.prefilter is None or view.prefilter.share >= settings.post_filter_min_share:
-            return settings
-        floor = settings.candidates * settings.ann_refine_factor
-        return settings.model_copy(update={"ann_ef": max(floor, math.ceil(settings.ann_ef * view.prefilter.share))})
-
     def corpus(self, document_filter: str | None = None) -> Corpus:
         """A filtered view. The filter must already be validated (see `open_corpus`)."""
         return Corpus(self, document_filter)
@@ -362,8 +347,7 @@ class Corpus:
         if not visible:
             return []
         self.kb.searched = True
-        prefilter = await self.kb.prefilter(self.filter)
-        settings = self.kb.search_settings(self.filter)
+        prefilter = await self.kb.prefilter(self.filter)  # the store scales ef by what it passes (`ViewPlan.ef`)
         self.kb.store.check_searchable()
         vector = None
         if settings.mode != "keyword":

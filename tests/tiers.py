@@ -183,6 +183,9 @@ SLOW_TESTS: dict[str, set[str]] = {
         "test_the_view_follows_the_host_theme_and_its_changes",
         "test_the_view_speaks_the_extension_handshake_and_answers_host_requests",
     },
+    "tests/store/test_lance_legs.py": {
+        "test_a_store_below_the_bound_never_imports_pylance",
+    },
     "tests/store/test_lance_import.py": {
         "test_lancedb_is_imported_as_on_python_312_and_the_overrides_package_stays_real",
         "test_store_leaves_pandas_and_the_namespace_client_unloaded_and_both_still_work_when_used",

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mcp_analysis.search.settings import SearchSettings
 from mcp_analysis.store.candidates import Candidate, ViewLegs, VisibleDocuments
 from mcp_analysis.store.database import Store
 from mcp_analysis.store.models import ChunkRecord
@@ -31,6 +32,11 @@ class Hit:
     chunk: ChunkRecord
     score: float
     evidence: Evidence | None = None
+
+
+def view_legs(settings: SearchSettings) -> ViewLegs:
+    """How the store's legs keep to a view, and which engine runs them, by the search settings."""
+    return ViewLegs(settings.flat_search_max_rows, settings.post_filter_min_share, settings.scanner_min_chunks)
 
 
 RRF_K = 60  # the usual constant of reciprocal rank fusion (LanceDB's default too)

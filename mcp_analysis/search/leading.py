@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from mcp_analysis.search.hybrid import Hit, hybrid_search
+from mcp_analysis.search.hybrid import Hit, hybrid_search, view_legs
 from mcp_analysis.search.settings import SearchSettings
 from mcp_analysis.store.candidates import VisibleDocuments
 from mcp_analysis.store.database import Store
@@ -49,6 +49,7 @@ async def rank_with_leading(
         ef=settings.ann_ef,
         refine_factor=settings.ann_refine_factor,
         bare_heading_words=settings.bare_heading_words,
+        view_legs=view_legs(settings),
     )
     known = {h.chunk.id for h in ranked}
     joining = [h for h in found if h.chunk.id not in known]

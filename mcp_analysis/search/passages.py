@@ -16,12 +16,12 @@ import numpy as np
 
 from mcp_analysis.search.budget import rank_share
 from mcp_analysis.search.expand import expand_hits
-from mcp_analysis.search.hybrid import Hit, hybrid_search
+from mcp_analysis.search.hybrid import Hit, hybrid_search, view_legs
 from mcp_analysis.search.leading import rank_with_leading
 from mcp_analysis.search.models import SearchResult
 from mcp_analysis.search.rerank import Weights, distinct, rerank
 from mcp_analysis.search.settings import SearchSettings
-from mcp_analysis.store.candidates import ViewLegs, VisibleDocuments
+from mcp_analysis.store.candidates import VisibleDocuments
 from mcp_analysis.store.database import Store
 from mcp_analysis.store.models import DocumentMeta
 
@@ -111,7 +111,7 @@ async def _candidates(
             ef=settings.ann_ef,
             refine_factor=settings.ann_refine_factor,
             bare_heading_words=settings.bare_heading_words,
-            view_legs=ViewLegs(settings.flat_search_max_rows, settings.post_filter_min_share),
+            view_legs=view_legs(settings),
         )
 
     if vector is None and head < settings.candidates:

@@ -38,8 +38,8 @@ class SearchSettings(BaseModel):
         ge=10,
         le=4096,
         description="HNSW search breadth when a vector index exists (at least candidates x ann_refine_factor; "
-        "bench/search.py chose it by recall@10 and p50 at a million chunks); a filtered view uses it times the "
-        "share of documents it passes (bench/prefilter.py).",
+        "bench/search.py chose it by recall@10 and p50 at a million chunks); a vector leg under a filtered view's "
+        "prefilter uses it times the share of chunks the view passes (bench/prefilter.py).",
     )
     ann_refine_factor: int = Field(4, ge=1, le=100, description="Re-rank this many times more ANN candidates exactly.")
     flat_search_max_rows: int = Field(
@@ -47,6 +47,14 @@ class SearchSettings(BaseModel):
         ge=0,
         description="A filtered view passing at most this many chunks has its vector leg scan exactly those "
         "(recall 1; faster than the index's prefiltered walk below this, bench/prefilter.py --strategies; 0 = never).",
+    )
+    scanner_min_chunks: int = Field(
+        100_000,
+        ge=0,
+        description="From this many chunks on, both legs run through Lance's own scanner, which takes a filtered "
+        "view as its chunk rows (found once per view and version) instead of planning and looking up its document "
+        "ids in each leg (bench/view_split.py); below, through LanceDB as before, never importing pylance (its "
+        "import added 21 MB in bench/view_split.py --allowlist). 0 = always.",
     )
     post_filter_min_share: float = Field(
         0.5,

@@ -23,9 +23,8 @@ import functools
 import json
 import math
 import re
-import weakref
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -34,7 +33,7 @@ import numpy as np
 from mcp_analysis.store import schema
 from mcp_analysis.store.filters import sql_quote
 from mcp_analysis.store.lance import col
-from mcp_analysis.store.reads import StoreReads
+from mcp_analysis.store.lance_legs import StoreLegs, ViewRows
 from mcp_analysis.structure import HEADING_LABELS
 
 CHUNK_COLUMNS = ("id", "document_id", "content", "metadata", "order")
@@ -108,13 +107,15 @@ class ViewLegs:
       the visible ones (planning a prefilter of thousands of ids costs more than the rows); a leg left
       with fewer than `per_leg` runs again under the prefilter. Both shares: a view passing most
       documents but few chunks (many small mails, a few large reports hidden) would fall short each
-      time, and its ef is chosen by the documents' share (`KnowledgeBase.search_settings`);
-    - otherwise both legs run under the prefilter, the vector leg at the view's scaled ef.
+      time;
+    - otherwise both legs run under the prefilter, the vector leg at ef scaled by the chunks' share
+      (`ViewPlan.ef`: the walk depends on the rows that pass, not on the documents).
 
     Whichever form ran, only candidates whose document the view passes are kept (`candidates`)."""
 
     flat_max_rows: int = 0
     post_filter_min_share: float = 2.0  # above 1: never
+    scanner_min_rows: int = 0  # the legs through Lance's scanner from this many chunks on (store/lance_legs.py)
 
     @property
     def chooses(self) -> bool:
@@ -133,16 +134,22 @@ class ViewLegs:
 @dataclass(frozen=True)
 class ViewPlan:
     """The form `ViewLegs` chose for one view: the vector leg scans its rows exactly (`flat`), or both
-    legs run unfiltered for rows enough at `chunk_share` and keep the view's (`post`), or neither."""
+    legs run unfiltered for rows enough at `share` and keep the view's (`post`), or neither; the view's
+    rows, which the legs run under (as Lance's allowlist, store/lance_legs.py) when known; and the
+    breadth of a vector leg under the view (`ef`). `share` is the share of the chunks the view passes
+    (of its documents when its chunks were not counted)."""
 
     flat: bool = False
     post: bool = False
-    chunk_share: float = 1.0
+    share: float = 1.0
+    rows: ViewRows | None = field(default=None, compare=False)
 
-
-# A view's chunk rows and the table's, counted once per view object and version of the chunks table:
-# (path, version, rows, total).
-_VIEW_ROWS: weakref.WeakKeyDictionary[VisibleDocuments, tuple[str, int, int, int]] = weakref.WeakKeyDictionary()
+    def ef(self, ef: int, floor: int) -> int:
+        """The HNSW ef of a vector leg under the view: LanceDB's walk under a prefilter goes on until ef
+        rows pass, about ef / share nodes (10x the unfiltered walk for a view passing a tenth of the
+        chunks), so ef is scaled by the share, never below `floor` (the rows the leg refines). An
+        unfiltered leg of the view (`post`) keeps the unscaled ef."""
+        return max(floor, math.ceil(ef * self.share))
 
 
 @dataclass(eq=False)
@@ -187,7 +194,7 @@ def _metadata(row: dict[str, Any]) -> dict[str, Any]:
     return meta if isinstance(meta, dict) else {}
 
 
-class StoreCandidates(StoreReads):
+class StoreCandidates(StoreLegs):
     """The search read of the `Store`: candidate chunks with both legs' scores."""
 
     async def candidates(
@@ -214,9 +221,35 @@ class StoreCandidates(StoreReads):
         if schema.CHUNKS not in self.tables or (prefilter is not None and not prefilter.ids):
             return []
         unit = None if vector is None else _unit(vector)
-        plan = await self.view_plan(prefilter, view_legs or ViewLegs(), vector=unit is not None)
-        flat, post, chunk_share = plan.flat, plan.post, plan.chunk_share
+        form = view_legs or ViewLegs()
+        plan = await self.view_plan(prefilter, form, vector=unit is not None)
+        flat, post = plan.flat, plan.post
+        if plan.rows is not None and plan.rows.rows == 0:
+            return []  # the view's documents have no chunks (and an empty allowlist must never reach a leg)
         table = self.tables[schema.CHUNKS]
+        lance = await self.scanner_legs(form.scanner_min_rows)
+        version = plan.rows.version if plan.rows is not None else await table.version() if lance else 0
+
+        async def fetch(name: str, view: bool, rows: int) -> Any:
+            """A leg's rows, under the view (`view`) or unfiltered: through Lance's scanner when it can."""
+            if lance is None:
+                return await _rows(name, leg(name, prefilter.expression if view and prefilter else None, rows))
+            where: str | bytes | None = None
+            if view and prefilter is not None:  # the view's rows, but not for an exact scan: it would read every row
+                allowed = plan.rows.allowed if plan.rows is not None and not (flat and name == "vector") else None
+                where = allowed or prefilter.expression.to_sql()
+            columns = list(CHUNK_COLUMNS)
+            if name == "keyword":
+                columns += ["vector"] if unit is not None else []
+                return await anyio.to_thread.run_sync(lance.keyword, version, query, columns, rows, where)
+            run = functools.partial(lance.vector, ef=breadth(view, rows), refine_factor=refine_factor)
+            return await anyio.to_thread.run_sync(run, version, unit, columns, rows, where)
+
+        def breadth(view: bool, rows: int) -> int | None:
+            """The vector leg's ef (None: the exact scan of the view's rows): the plan's under the view."""
+            if flat:
+                return None
+            return plan.ef(ef, rows * refine_factor) if view else max(ef, rows * refine_factor)
 
         def leg(name: str, where: Any, rows: int) -> Any:
             if name == "keyword":
@@ -224,24 +257,21 @@ class StoreCandidates(StoreReads):
                 built = built.select([*CHUNK_COLUMNS, *(["vector"] if unit is not None else [])]).limit(rows)
             else:
                 built = table.query().nearest_to(unit).distance_type("cosine").select(list(CHUNK_COLUMNS)).limit(rows)
-                if flat:
-                    built = built.bypass_vector_index()  # exact, over the view's rows only
-                else:
-                    built = built.ef(max(ef, rows * refine_factor)).refine_factor(refine_factor)
+                width = breadth(where is not None, rows)
+                built = built.bypass_vector_index() if width is None else built.ef(width).refine_factor(refine_factor)
             return built.where(where) if where is not None else built
 
         legs: dict[str, Any] = {"vector": [], "keyword": None}
 
         async def run(name: str) -> None:
             if post and prefilter is not None:  # unfiltered, for as many rows as hold `per_leg` visible ones
-                fetch = math.ceil(per_leg * POST_FILTER_MARGIN / chunk_share)
-                found = await _rows(name, leg(name, None, fetch))
+                over = math.ceil(per_leg * POST_FILTER_MARGIN / plan.share)
+                found = await fetch(name, False, over)
                 visible = _visible(found, prefilter)
-                if _count(visible) >= per_leg or _count(found) < fetch:  # enough, or every match seen
+                if _count(visible) >= per_leg or _count(found) < over:  # enough, or every match seen
                     legs[name] = _head(visible, per_leg)
                     return
-            where = None if prefilter is None else prefilter.expression
-            found = await _rows(name, leg(name, where, per_leg))
+            found = await fetch(name, True, per_leg)
             # Exactly the view's documents, whichever form the leg ran with.
             legs[name] = found if prefilter is None else _visible(found, prefilter)
 
@@ -269,25 +299,18 @@ class StoreCandidates(StoreReads):
 
     async def view_plan(self, prefilter: VisibleDocuments | None, form: ViewLegs, *, vector: bool) -> ViewPlan:
         """How the legs keep to `prefilter` (see `ViewLegs`): a filtered view's chunks decide."""
-        if prefilter is None or prefilter.hidden is None or not form.chooses:
+        if prefilter is None or prefilter.hidden is None:
             return ViewPlan()
-        rows, total = await self._view_rows(prefilter)
-        chunk_share = rows / total if total else 1.0
-        flat = vector and form.flat_scans(rows)
-        post = not flat and rows > 0 and form.post_filters(prefilter, chunk_share)
-        return ViewPlan(flat, post, chunk_share)
-
-    async def _view_rows(self, prefilter: VisibleDocuments) -> tuple[int, int]:
-        """The chunks `prefilter` passes and the chunks table's rows, counted once per view and version
-        of the table (a view lives as long as its filter is in use; an add or removal recounts)."""
-        table = self.tables[schema.CHUNKS]
-        version = await table.version()
-        known = _VIEW_ROWS.get(prefilter)
-        if known is None or known[:2] != (str(self.path), version):
-            total = await table.count_rows()
-            known = (str(self.path), version, await table.count_rows(prefilter.expression.to_sql()), total)
-            _VIEW_ROWS[prefilter] = known
-        return known[2], known[3]
+        lance = await self.scanner_legs(form.scanner_min_rows)
+        if lance is None and not form.chooses:
+            return ViewPlan(share=prefilter.share)  # its chunks need not be counted
+        # The rows as an allowlist only for a view whose legs can run under it: one passing at least
+        # `post_filter_min_share` of the documents counts its chunks (a rare leg run again takes the expression).
+        counted = await self.view_rows(prefilter, lance if prefilter.share < form.post_filter_min_share else None)
+        chunk_share = counted.rows / counted.total if counted.total else 1.0
+        flat = vector and form.flat_scans(counted.rows)
+        post = not flat and counted.rows > 0 and form.post_filters(prefilter, chunk_share)
+        return ViewPlan(flat, post, chunk_share, counted)
 
     async def _join_bare_headings(
         self, listed: list[Candidate], unit: np.ndarray | None, max_words: int

@@ -1,6 +1,6 @@
 """A filtered vector leg over an HNSW index, at the breadth a filtered view searches with.
 
-The view scales ef by the share of documents it passes (corpus.py: LanceDB keeps walking the
+The store scales ef by the share of chunks a view passes (`ViewPlan.ef`: LanceDB keeps walking the
 graph until ef rows pass the prefilter); the leg must still find the nearest visible chunks.
 """
 
@@ -12,13 +12,14 @@ import numpy as np
 import pytest
 
 from mcp_analysis.corpus import KnowledgeBase
+from mcp_analysis.store.candidates import ViewLegs
 from tests.conftest import make_settings
 from tests.store.test_vector_leg import DIMENSION, _document
 
 pytestmark = pytest.mark.anyio
 
 
-async def test_a_tenth_of_the_documents_at_a_tenth_of_ef(tmp_path: Path) -> None:
+async def test_a_tenth_of_the_chunks_at_a_tenth_of_ef(tmp_path: Path) -> None:
     rng = np.random.default_rng(11)
     vectors = rng.normal(size=(1200, DIMENSION)).astype(np.float32)
     db = tmp_path / "kb.lancedb"
@@ -31,8 +32,9 @@ async def test_a_tenth_of_the_documents_at_a_tenth_of_ef(tmp_path: Path) -> None
         await kb.refresh(latest=True)
         document_filter = "id IN ('doc-3', 'doc-13', 'doc-23', 'doc-33', 'doc-43', 'doc-53')"
         prefilter = await kb.prefilter(document_filter)
-        search = kb.search_settings(document_filter)
-        assert search.ann_ef == 103  # 1024 x 6/60, rounded up (above the 10 x 4 rows refined)
+        search = kb.settings.search
+        plan = await kb.store.view_plan(prefilter, ViewLegs(), vector=True)
+        assert plan.ef(search.ann_ef, search.candidates * search.ann_refine_factor) == 103  # 1024 x 120/1200 chunks
         query = rng.normal(size=DIMENSION).astype(np.float32)
         found = await kb.store.candidates(
             "harbour crane",
