@@ -178,7 +178,9 @@ class Ingestor:
         pool = self.pool or ConversionPool(self.limits, self.kb.settings.ingest.chunk_tokens)
         try:
             if files:
-                pool.start()  # the workers import their parsers while the store opens
+                pool.start()
+                if not self.kb.store.ready:
+                    pool.warm()  # every file is new here: the parsers load while the embedding model does
             local = [Path(p) for p in paths if not is_object_uri(p)]
             within = self.moves_within or _folders_of(local)
             self._confined = Confinement.of(local, self.moves_within)

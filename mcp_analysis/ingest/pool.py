@@ -3,10 +3,12 @@
 Third-party parsers cannot be bounded from inside: a deeply nested document or a decompression
 bomb can take minutes and gigabytes in C code or in a loop that never checks a flag. So every
 file is read and converted in a child process; the parent waits with a deadline
-(`ingest.max_seconds_per_file`) while watching the child's resident memory (its baseline after
-start-up plus `ingest.max_memory_mb`), and kills it past either. A killed or crashed worker is
-replaced by a fresh one when the next file needs it; the parsers are imported once per worker,
-not once per file. The methods block: call them from a thread.
+(`ingest.max_seconds_per_file`) while watching the child's resident memory (its baseline once
+its parsers are imported, plus `ingest.max_memory_mb`), and kills it past either. A killed or
+crashed worker is replaced by a fresh one when the next file needs it; the parsers are imported
+once per worker, not once per file, and only once a file is to be converted (or one is expected:
+`warm`), so reading and hashing files that turn out unchanged costs no parser imports. The
+methods block: call them from a thread.
 
 A worker's stdout and stderr (a library's prints, a native parser's last words and Rust backtrace)
 never reach this process's stderr, which may be a host's log: they are read into a short tail,
@@ -97,20 +99,46 @@ class ConversionWorker:
         self.outbox.send(("start", limits, chunk_tokens))
         self.baseline: int | None = None
         self.deadline = 0.0
+        self._parsers = "none"  # "asked": ("warm",) sent, its reply not read yet; "loaded"
+        self._held = 0  # bytes of the file read last, held by the worker until `convert` or `drop`
 
     @property
     def alive(self) -> bool:
         return self.process.poll() is None
 
+    def warm(self) -> None:
+        """Have the worker import its parsers now, without waiting for it (a conversion is expected):
+        the next request reads the reply first. Otherwise `convert` asks for them itself."""
+        if self._parsers == "none":
+            with contextlib.suppress(OSError):  # gone: the next request says why
+                self.outbox.send(("warm",))
+                self._parsers = "asked"
+
     def _wait_ready(self) -> None:
-        if self.baseline is not None:
-            return
+        if self.baseline is None:
+            self.baseline = self._started(time.monotonic())  # ("ready",)
+        if self._parsers == "asked":
+            self._wait_parsers(held=0)
+
+    def _started(self, since: float) -> int:
+        """Read the worker's ("ready",) or ("warmed",): its resident size then (the memory bound's baseline)."""
         try:
-            self._receive(time.monotonic() + START_SECONDS, watch_memory=False)  # ("ready",)
+            reply = self._receive(since + START_SECONDS, watch_memory=False)
         except _Gone as gone:
             # Not one file's failure: every file would meet it, so the whole add stops with it.
             raise AnalysisError(f"The ingest conversion worker could not start ({gone}).") from None
-        self.baseline = self._resident()
+        if reply[0] == "error":
+            self.stop()
+            raise AnalysisError(f"The ingest conversion worker could not load its parsers ({reply[2]}).")
+        return self._resident()
+
+    def _wait_parsers(self, held: int) -> None:
+        """The ("warmed",) reply; the bound's baseline is taken again there, less the `held` bytes of a
+        file read before, and the file's clock does not run while the parsers load."""
+        since = time.monotonic()
+        self.baseline = self._started(since) - held
+        self._parsers = "loaded"
+        self.deadline += time.monotonic() - since
 
     def read(self, path: str, name: str) -> ReadReply:
         """Have the worker read (and hash) `path`; it keeps the bytes for `convert` or `drop`.
@@ -119,10 +147,14 @@ class ConversionWorker:
         self.deadline = time.monotonic() + self.limits.max_seconds
         self._tail.clear()  # what the worker says from here on is about this file
         reply = self._request(("read", path, name), self.deadline)
+        self._held = reply[2]
         return ReadReply(reply[1], reply[2], reply[3])
 
     def convert(self) -> PreparedFile:
-        """Convert the bytes the last `read` got."""
+        """Convert the bytes the last `read` got (the parsers imported first, once)."""
+        self.warm()
+        if self._parsers == "asked":
+            self._wait_parsers(held=self._held)
         reply = self._request(("convert",), self.deadline)
         prepared = reply[1]
         if reply[2]:  # a native library panicked on this file and the worker ends: the next file gets a fresh one
@@ -134,6 +166,7 @@ class ConversionWorker:
         return prepared
 
     def drop(self) -> None:
+        self._held = 0
         with contextlib.suppress(OSError):
             self.outbox.send(("drop",))
 
@@ -291,6 +324,12 @@ class ConversionPool:
         with self._lock:
             while len(self._every) < self.size and not self._closed:
                 self._idle.append(self._spawn())
+
+    def warm(self) -> None:
+        """Have the idle workers import their parsers now (files are about to be converted)."""
+        with self._lock:
+            for worker in self._idle:
+                worker.warm()
 
     def _spawn(self) -> ConversionWorker:
         worker = ConversionWorker(self.limits, self.chunk_tokens)

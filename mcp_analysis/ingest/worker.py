@@ -5,18 +5,24 @@ over two pipes (stdout is pointed at stderr, which the parent reads, so a librar
 never reach a stdout that is an MCP wire, nor a native backtrace the host's log):
 
     parent                          child
-    ("start", limits, chunk_tokens)  ("ready",)                        after importing the parsers once
+    ("start", limits, chunk_tokens)  ("ready",)                        at once (no parser imported yet)
+    ("warm",)                        ("warmed",) | ("error", kind, message)   parsers imported, memory capped
     ("read", path, name)             ("read", digest, size, signature) | ("error", kind, message)
     ("convert",)                     ("prepared", PreparedFile, retire) | ("error", kind, message)
     ("drop",)                        nothing: forget the bytes read
+
+The parsers are imported on ("warm",), which the parent sends before the first ("convert",) (or
+ahead, when it expects to convert): a worker that only reads and hashes files that turn out to be
+unchanged (a `sync` or `add` again over the same folder) never pays for them.
 
 `retire` is true when a converter caught a native panic (formats/native.py): the worker ends after
 the reply, and the parent replaces it. `kind` is "refused" (the file cannot be used; the message
 says why), "memory" (the file needed more than `max_memory_mb`; the worker exits after saying so),
 "panic" (a Rust library panicked; the worker exits after saying so) or "failed" (a parser bug). The
-worker's private memory is capped (RLIMIT_DATA) at what it held after start-up plus
-`max_memory_mb`, and its CPU time per file (RLIMIT_CPU) at `max_seconds`: the parent also
-watches the wall clock and the resident size, and kills the worker past either.
+worker's private memory is capped (RLIMIT_DATA) at what it held after importing the parsers (less
+a file's bytes read and waiting) plus `max_memory_mb`, and its CPU time per file (RLIMIT_CPU) at
+`max_seconds`: the parent also watches the wall clock and the resident size, and kills the worker
+past either.
 """
 
 from __future__ import annotations
@@ -78,13 +84,14 @@ def _warm_up() -> Any:
     return tokenizer
 
 
-def _cap_memory(limits: Limits) -> None:
+def _cap_memory(limits: Limits, held: int = 0) -> None:
     """Where the kernel counts it (Linux), allocations past the baseline + max_memory_mb fail at once,
-    as MemoryError, before the parent's next look at the resident size."""
+    as MemoryError, before the parent's next look at the resident size. `held`: bytes of a file read
+    before the cap, which count toward that file's bound, not the baseline."""
     baseline = private_bytes()
     if baseline is None:
         return
-    cap = baseline + limits.max_memory_mb * MB
+    cap = baseline - held + limits.max_memory_mb * MB
     _, hard = resource.getrlimit(resource.RLIMIT_DATA)
     if hard != resource.RLIM_INFINITY:
         cap = min(cap, hard)
@@ -103,10 +110,10 @@ def _cap_cpu(limits: Limits) -> None:
 
 
 class _Worker:
-    def __init__(self, outbox: Connection, limits: Limits, tokenizer: Any, chunk_tokens: int) -> None:
+    def __init__(self, outbox: Connection, limits: Limits, chunk_tokens: int) -> None:
         self.outbox = outbox
         self.limits = limits
-        self.tokenizer = tokenizer
+        self.tokenizer: Any = None  # loaded with the parsers (`warm`)
         self.chunk_tokens = chunk_tokens
         self.pending: Source | None = None
         self.retire = False  # a native library panicked during the last file: end after it
@@ -122,12 +129,24 @@ class _Worker:
         self.pending = Source(read.data, name, self.limits)
         self.outbox.send(("read", read.digest, len(read.data), read.signature))
 
+    def warm(self) -> None:
+        """Import the parsers and load the tokenizer (once), then cap memory there; a file read and
+        waiting gets its CPU time afresh (the imports are not its to pay)."""
+        if self.tokenizer is None:
+            self.tokenizer = _warm_up()
+            _cap_memory(self.limits, len(self.pending.data) if self.pending else 0)
+            if self.pending is not None:
+                _cap_cpu(self.limits)
+        self.outbox.send(("warmed",))
+
     def convert(self) -> None:
         from mcp_analysis.ingest.prepare import prepare
 
         source, self.pending = self.pending, None
         if source is None:
             raise RuntimeError("convert without a file read")
+        if self.tokenizer is None:
+            raise RuntimeError("convert before the parsers were loaded (warm)")
         panics = native.count()
         prepared = prepare(source, self.tokenizer, self.chunk_tokens)
         self.retire = native.count() != panics
@@ -158,6 +177,8 @@ def serve(inbox: Connection, outbox: Connection, worker: _Worker) -> None:
         try:
             if message[0] == "read":
                 worker.read(message[1], message[2])
+            elif message[0] == "warm":
+                worker.warm()
             else:
                 worker.convert()
                 if worker.retire:
@@ -199,10 +220,8 @@ def main(argv: list[str]) -> None:
     configure_logging(argv[3] if len(argv) > 3 else "WARNING")
     with contextlib.suppress(EOFError):
         _, limits, chunk_tokens = inbox.recv()
-        tokenizer = _warm_up()
-        _cap_memory(limits)
         outbox.send(("ready",))
-        serve(inbox, outbox, _Worker(outbox, limits, tokenizer, chunk_tokens))
+        serve(inbox, outbox, _Worker(outbox, limits, chunk_tokens))
 
 
 if __name__ == "__main__":
