@@ -109,9 +109,10 @@ def _document(
         id=str(uuid.uuid4()),
         uri=uri,
         title=title or prepared.title,
-        # A changed file keeps the metadata given earlier (--meta); new values win.
+        # A changed file keeps the metadata given earlier (--meta); new values win. What ingest records
+        # itself comes from this conversion only: a page title the new version dropped is gone.
         metadata={
-            **(existing.metadata if existing else {}),
+            **(existing.user_metadata() if existing else {}),
             **prepared.metadata,
             "format": prepared.format,
             "file_name": display_name(path.name),

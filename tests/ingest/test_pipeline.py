@@ -360,3 +360,27 @@ async def test_a_folder_holding_the_knowledge_base_is_added_without_the_knowledg
         assert [Path(m.uri).name for m in await kb.store.all_meta()] == ["log.md"]
     finally:
         await kb.close()
+
+
+async def test_a_changed_file_keeps_given_metadata_but_not_what_its_old_version_recorded(tmp_path: Path) -> None:
+    """Metadata given with an add stays when the file changes; what ingest recorded from the old
+    version (its HTML page title) does not outlive it, or ranking would read a title the page lost."""
+    page = tmp_path / "page.html"
+    page.write_text(
+        "<html><head><title>Structures (libffi manual)</title></head><body><h1>2.3.2 Structures</h1>"
+        "<p>Structures are described by type descriptors.</p></body></html>"
+    )
+    kb = await _fresh_kb(tmp_path)
+    try:
+        await Ingestor(kb).add([page], metadata={"team": "docs"})
+        (first,) = await kb.store.all_meta()
+        assert first.metadata["page_title"] == "Structures (libffi manual)"
+
+        page.write_text("<html><body><h1>Unions and enums</h1><p>Unions share their storage.</p></body></html>")
+        report = await Ingestor(kb).add([page])
+        assert len(report.replaced) == 1
+        (second,) = await kb.store.all_meta()
+        assert second.title == "Unions and enums" and "page_title" not in second.metadata
+        assert second.metadata["team"] == "docs" and second.metadata["format"] == "html"
+    finally:
+        await kb.close()
