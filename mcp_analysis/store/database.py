@@ -37,13 +37,33 @@ from mcp_analysis.store.maintenance import StoreMaintenance
 
 @contextmanager
 def storage_errors(location: str, kinds: tuple[type[Exception], ...] = (OSError, RuntimeError)) -> Iterator[None]:
-    """On object storage, a store that fails (down, unreachable) is a clear, retryable error, not a crash."""
+    """On object storage, a store that fails (down, unreachable) is a clear, retryable error, not a crash.
+    Reads run at once (a search's two legs) fail together, as a group: the first failure of a kind is the
+    reason. Lance's scanner reports an unreachable store as a ValueError (pyarrow's ArrowInvalid) whose
+    text names Lance's I/O error."""
     try:
         yield
-    except kinds as exc:
-        if is_local_path(location):
+    except BaseExceptionGroup as group:
+        failure = next((exc for exc in _leaves(group) if _unavailable(exc, kinds)), None)
+        if failure is None or is_local_path(location):
+            raise
+        raise StorageUnavailableError(storage_error_message(location, failure)) from group
+    except Exception as exc:
+        if not _unavailable(exc, kinds) or is_local_path(location):
             raise
         raise StorageUnavailableError(storage_error_message(location, exc)) from exc
+
+
+def _unavailable(exc: BaseException, kinds: tuple[type[Exception], ...]) -> bool:
+    return isinstance(exc, kinds) or (isinstance(exc, ValueError) and "LanceError(IO)" in str(exc))
+
+
+def _leaves(group: BaseExceptionGroup) -> Iterator[BaseException]:
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            yield from _leaves(exc)
+        else:
+            yield exc
 
 
 class Store(StoreFragments, StoreCandidates, StoreMaintenance):
