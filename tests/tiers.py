@@ -103,6 +103,7 @@ SLOW_MODULES: dict[str, tuple[str, ...]] = {
     "tests/session/test_memory.py": SUBPROCESS,
     "tests/session/test_redis_sealing.py": SERVICE,
     "tests/session/test_state_chunks.py": SERVICE,
+    "tests/store/test_storage_outage.py": SERVICE,
     "tests/test_logging_setup.py": SUBPROCESS,
     "tests/test_process_gc.py": SUBPROCESS,
     "tests/tooling/test_context.py": SUBPROCESS,
