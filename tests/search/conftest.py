@@ -7,7 +7,7 @@ to a new knowledge base of ours as markdown files.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,32 +36,42 @@ def write_licences(target: Path, work: Path) -> Path:
     return target
 
 
-@pytest.fixture(scope="session")
-def licences_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    work = tmp_path_factory.mktemp("licences")
-    documents = write_licences(work / "documents", work)
-    db = work / "licences.lancedb"
+def build_kb(db: Path, folder: Path, documents: int) -> Path:
+    """A knowledge base at `db` of the files in `folder` (real ingest and embedder), all of them added."""
 
     async def build() -> None:
         kb = await KnowledgeBase.open(make_settings(db), create=True)
-        report = await Ingestor(kb).add([documents])
-        assert len(report.added) == len(LICENCES), report.skipped
+        report = await Ingestor(kb).add([folder])
+        assert len(report.added) == documents, report.skipped
         await kb.close()
 
     anyio.run(build)
     return db
 
 
-@pytest.fixture
-async def licences(licences_db: Path, tmp_path: Path) -> AsyncIterator[Any]:
-    """open(rerank=...) -> a KnowledgeBase on the licence texts; closed after the test."""
+async def kb_opener(db: Path, tmp_path: Path) -> AsyncIterator[Callable[..., Awaitable[KnowledgeBase]]]:
+    """open(**search) -> a KnowledgeBase on `db` with those search settings; each closed after the test."""
     opened: list[KnowledgeBase] = []
 
     async def open_kb(**search: Any) -> KnowledgeBase:
-        kb = await KnowledgeBase.open(make_settings(licences_db, sessions={"dir": tmp_path / "s"}, search=search))
+        kb = await KnowledgeBase.open(make_settings(db, sessions={"dir": tmp_path / "s"}, search=search))
         opened.append(kb)
         return kb
 
     yield open_kb
     for kb in opened:
         await kb.close()
+
+
+@pytest.fixture(scope="session")
+def licences_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    work = tmp_path_factory.mktemp("licences")
+    documents = write_licences(work / "documents", work)
+    return build_kb(work / "licences.lancedb", documents, len(LICENCES))
+
+
+@pytest.fixture
+async def licences(licences_db: Path, tmp_path: Path) -> AsyncIterator[Any]:
+    """open(rerank=...) -> a KnowledgeBase on the licence texts; closed after the test."""
+    async for open_kb in kb_opener(licences_db, tmp_path):
+        yield open_kb

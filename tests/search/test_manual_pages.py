@@ -18,17 +18,15 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.ingest.items import TITLE_CHARS, page_title
-from mcp_analysis.ingest.pipeline import Ingestor
 from mcp_analysis.search.passages import ranking_title
 from mcp_analysis.search.settings import SearchSettings
 from mcp_analysis.store.models import DocumentMeta
-from tests.conftest import make_settings
 from tests.format_files import convert_file
+from tests.search.conftest import build_kb, kb_opener
 
 PAGES = Path(__file__).parent / "data" / "libffi"
 MANUAL = "(libffi: the portable foreign function interface library)"
@@ -39,29 +37,13 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture(scope="module")
 def manual_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = tmp_path_factory.mktemp("libffi") / "manual.lancedb"
-
-    async def build() -> None:
-        kb = await KnowledgeBase.open(make_settings(db), create=True)
-        report = await Ingestor(kb).add([PAGES])
-        assert len(report.added) == len(list(PAGES.glob("*.html"))), report.skipped
-        await kb.close()
-
-    anyio.run(build)
-    return db
+    return build_kb(db, PAGES, len(list(PAGES.glob("*.html"))))
 
 
 @pytest.fixture
 async def manual(manual_db: Path, tmp_path: Path) -> AsyncIterator[Any]:
-    opened: list[KnowledgeBase] = []
-
-    async def open_kb(**search: Any) -> KnowledgeBase:
-        kb = await KnowledgeBase.open(make_settings(manual_db, sessions={"dir": tmp_path / "s"}, search=search))
-        opened.append(kb)
-        return kb
-
-    yield open_kb
-    for kb in opened:
-        await kb.close()
+    async for open_kb in kb_opener(manual_db, tmp_path):
+        yield open_kb
 
 
 async def pages(kb: KnowledgeBase, question: str) -> list[str]:
