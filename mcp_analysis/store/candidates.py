@@ -33,7 +33,7 @@ import numpy as np
 from mcp_analysis.store import schema
 from mcp_analysis.store.filters import sql_quote
 from mcp_analysis.store.lance import col
-from mcp_analysis.store.lance_legs import StoreLegs, ViewRows
+from mcp_analysis.store.lance_legs import LanceLegs, StoreLegs, ViewRows
 from mcp_analysis.structure import HEADING_LABELS
 
 CHUNK_COLUMNS = ("id", "document_id", "content", "metadata", "order")
@@ -222,12 +222,12 @@ class StoreCandidates(StoreLegs):
             return []
         unit = None if vector is None else _unit(vector)
         form = view_legs or ViewLegs()
-        plan = await self.view_plan(prefilter, form, vector=unit is not None)
+        lance = await self.scanner_legs(form.scanner_min_rows)
+        plan = await self._view_plan(prefilter, form, unit is not None, lance)
         flat, post = plan.flat, plan.post
         if plan.rows is not None and plan.rows.rows == 0:
             return []  # the view's documents have no chunks (and an empty allowlist must never reach a leg)
         table = self.tables[schema.CHUNKS]
-        lance = await self.scanner_legs(form.scanner_min_rows)
         version = plan.rows.version if plan.rows is not None else await table.version() if lance else 0
 
         async def fetch(name: str, view: bool, rows: int) -> Any:
@@ -299,9 +299,14 @@ class StoreCandidates(StoreLegs):
 
     async def view_plan(self, prefilter: VisibleDocuments | None, form: ViewLegs, *, vector: bool) -> ViewPlan:
         """How the legs keep to `prefilter` (see `ViewLegs`): a filtered view's chunks decide."""
+        return await self._view_plan(prefilter, form, vector, await self.scanner_legs(form.scanner_min_rows))
+
+    async def _view_plan(
+        self, prefilter: VisibleDocuments | None, form: ViewLegs, vector: bool, lance: LanceLegs | None
+    ) -> ViewPlan:
+        """`view_plan` with the legs' engine a search has already chosen (looked up once per search)."""
         if prefilter is None or prefilter.hidden is None:
             return ViewPlan()
-        lance = await self.scanner_legs(form.scanner_min_rows)
         if lance is None and not form.chooses:
             return ViewPlan(share=prefilter.share)  # its chunks need not be counted
         # The rows as an allowlist only for a view whose legs can run under it: one passing at least
