@@ -7,9 +7,10 @@ question's candidates once (`search.candidates` per leg, the store's query) and 
 every setting given, through the same code as the search tool (search_passages, then the tool's
 text for limit 5, context 900). Sets: easy, hard tune, hard held-out (tuning data since it was
 looked at twice), context45, fresh plain and fresh hard (bench/data/fresh_queries.json), fresh2
-plain and fresh2 hard (bench/data/fresh2_queries.json) and fresh3 plain and fresh3 hard
-(bench/data/fresh3_queries.json), each tuning data since its one run. Never the
-held-out split of bench/data/fresh4_queries.json: no option here reads it.
+plain and fresh2 hard (bench/data/fresh2_queries.json), fresh3 plain and fresh3 hard
+(bench/data/fresh3_queries.json) and fresh4 plain and fresh4 hard (bench/data/fresh4_queries.json),
+each tuning data since its one run. Never the held-out split of bench/data/fresh5_queries.json: no
+option here reads it.
 
     python bench/rank_sweep.py [--variant NAME:KEY=VALUE,...] [--misses] [--out bench/results]
 
@@ -35,7 +36,7 @@ from typing import Any
 
 from _machine import describe, machine
 from context import bare_heading, build_kb, code_digest, contains_answer, hit_blocks, write_corpus
-from passages import CONTEXT45, DATA, FRESH, FRESH2, FRESH3, ROOT, copy_corpus, variant
+from passages import CONTEXT45, DATA, FRESH, FRESH2, FRESH3, FRESH4, ROOT, copy_corpus, variant
 
 import mcp_analysis.search.passages as passages_module
 from mcp_analysis.config import load_settings
@@ -136,7 +137,7 @@ def knowledge_bases(cache: Path) -> dict[str, Path]:
 
 async def measure(dbs: dict[str, Path], variants: list[tuple[str, dict[str, str]]]) -> dict[str, Any]:
     spec, spec45 = json.loads(DATA.read_text()), json.loads(CONTEXT45.read_text())
-    fresh, fresh2, fresh3 = (json.loads(path.read_text()) for path in (FRESH, FRESH2, FRESH3))
+    fresh, fresh2, fresh3, fresh4 = (json.loads(path.read_text()) for path in (FRESH, FRESH2, FRESH3, FRESH4))
     sets = {
         "kb": {
             "easy": spec["easy"],
@@ -148,6 +149,8 @@ async def measure(dbs: dict[str, Path], variants: list[tuple[str, dict[str, str]
             "fresh2 hard": fresh2["hard"],
             "fresh3 plain": fresh3["easy"],
             "fresh3 hard": fresh3["hard"],
+            "fresh4 plain": fresh4["easy"],
+            "fresh4 hard": fresh4["hard"],
         },
         "kb45": {"context45": spec45["queries"]},
     }
