@@ -135,10 +135,11 @@ def knowledge_bases(cache: Path) -> dict[str, Path]:
     return dbs
 
 
-async def measure(dbs: dict[str, Path], variants: list[tuple[str, dict[str, str]]]) -> dict[str, Any]:
+def tuning_sets() -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """Each knowledge base's question sets, by name ("kb": the 36 documents, "kb45": context45's 51)."""
     spec, spec45 = json.loads(DATA.read_text()), json.loads(CONTEXT45.read_text())
     fresh, fresh2, fresh3, fresh4 = (json.loads(path.read_text()) for path in (FRESH, FRESH2, FRESH3, FRESH4))
-    sets = {
+    return {
         "kb": {
             "easy": spec["easy"],
             "hard tune": [q for q in spec["hard"] if q["split"] == "tune"],
@@ -154,6 +155,10 @@ async def measure(dbs: dict[str, Path], variants: list[tuple[str, dict[str, str]
         },
         "kb45": {"context45": spec45["queries"]},
     }
+
+
+async def measure(dbs: dict[str, Path], variants: list[tuple[str, dict[str, str]]]) -> dict[str, Any]:
+    sets = tuning_sets()
     fixed = Fixed()
     passages_module.hybrid_search = fixed  # type: ignore[assignment]
     out: dict[str, dict[str, Any]] = {name: {} for name, _ in variants}
