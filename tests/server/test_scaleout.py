@@ -43,6 +43,7 @@ pytestmark = pytest.mark.anyio
 SECRET = "scale-out-test-secret-0123456789abcdef"
 TOKENS = {"alice": "alice-token-0123456789", "bob": "bob-token-0123456789", "carol": "carol-token-0123456789"}
 LOCK_TIMEOUT = 4.0
+LOCK_LEASE = 3.0  # sessions.lock_lease_seconds
 
 
 @dataclass
@@ -64,6 +65,8 @@ class Cluster:
             "MCP_ANALYSIS_SESSIONS__STORE": f"redis://127.0.0.1:{self.redis_gate.port}/0",
             "MCP_ANALYSIS_SESSIONS__SECRET": SECRET,
             "MCP_ANALYSIS_SESSIONS__LOCK_TIMEOUT": str(LOCK_TIMEOUT),
+            # A killed replica's sessions are free again after 3 s, not 10 (renewed every second meanwhile).
+            "MCP_ANALYSIS_SESSIONS__LOCK_LEASE_SECONDS": str(LOCK_LEASE),
             "MCP_ANALYSIS_SERVER__WATCH_INTERVAL": "0.5",
             "MCP_ANALYSIS_SANDBOX__WORKERS": "1",
             # An outage fails a call at once, not after 3 retries (~5 s a call): the store is on loopback.
