@@ -70,6 +70,13 @@ class SessionSettings(BaseModel):
     lock_timeout: float = Field(
         30.0, gt=0, description="Shared store: seconds a call waits while another replica runs the same session."
     )
+    lock_lease_seconds: float = Field(
+        10.0,
+        ge=1,
+        le=3600,
+        description="Shared store: how long a session's lock lasts without renewal (renewed every 3 s, or every "
+        "third of it when shorter, while its call runs): a killed replica's sessions are free again after this.",
+    )
     encrypt: bool = Field(
         True,
         description="Shared store: encrypt kept sessions (state and interpreter dump) with AES-GCM, so a reader "

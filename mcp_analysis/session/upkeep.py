@@ -95,7 +95,7 @@ async def maintain(health: StoreHealth, settings: Settings, expire: Callable[[],
         try:
             store = health.store
             if store is not None and store.shared:
-                if now - last["renew"] >= _LOCK_RENEW_SECONDS:
+                if now - last["renew"] >= min(_LOCK_RENEW_SECONDS, settings.sessions.lock_lease_seconds / 3):
                     last["renew"] = now
                     await store.renew_locks()
                 if now - last["health"] >= _HEALTH_SECONDS:

@@ -1,4 +1,4 @@
-"""A knowledge base of near-duplicate licence texts, built once per run with the real ingest and embedder.
+"""A knowledge base of near-duplicate licence texts, built once per test run with the real ingest and embedder.
 
 The texts are the five licences of the haiku.rag fixture (GPL-2, GPL-3, LGPL-2.1, MPL-1.1,
 MPL-2.0, as docling rendered them to markdown), read from a copy of that database and added
@@ -7,6 +7,7 @@ to a new knowledge base of ours as markdown files.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ import pytest
 
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.ingest.pipeline import Ingestor
-from tests.conftest import make_settings
+from tests.conftest import make_settings, run_lock
 from tests.haiku_db import copy_fixture
 
 LICENCES = ("license-GPL-2", "license-GPL-3", "license-LGPL-2.1", "license-MPL-1.1", "license-MPL-2.0")
@@ -65,9 +66,16 @@ async def kb_opener(db: Path, tmp_path: Path) -> AsyncIterator[Callable[..., Awa
 
 @pytest.fixture(scope="session")
 def licences_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    work = tmp_path_factory.mktemp("licences")
-    documents = write_licences(work / "documents", work)
-    return build_kb(work / "licences.lancedb", documents, len(LICENCES))
+    """Built once per test run, as the sample is: the first xdist worker to need it builds it (embedding
+    the five licences costs seconds of CPU), the others wait and find it built. Tests read it only."""
+    with run_lock(tmp_path_factory, "licences") as shared:
+        work = shared / "licences"
+        built = work / "built"
+        if not built.exists():
+            shutil.rmtree(work, ignore_errors=True)  # what a worker that died mid-build left
+            build_kb(work / "licences.lancedb", write_licences(work / "documents", work), len(LICENCES))
+            built.touch()
+    return work / "licences.lancedb"
 
 
 @pytest.fixture

@@ -3,7 +3,8 @@
 The real store (session/stores/redis.py) on a real redis-server, several store objects standing
 for replicas configured differently: a key change keeps sessions readable only through
 `sessions.previous_encryption_keys`, a replica that does not decrypt names the setting to
-check, and a record copied under another session's key never loads there.
+check, and a record copied under another session's key never loads there. A session's lock
+lasts `sessions.lock_lease_seconds` there.
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ from collections.abc import Iterator
 import pytest
 import redis as redis_client
 
+from mcp_analysis.config import load_settings
 from mcp_analysis.session.keys import SessionKey
 from mcp_analysis.session.state import AnalysisState
 from mcp_analysis.session.stores.base import Limits, RecordRefused, SessionRecord, Signer
 from mcp_analysis.session.stores.cipher import RecordCipher, derive_key
+from mcp_analysis.session.stores.factory import open_session_store
 from mcp_analysis.session.stores.redis import RedisSessionStore
 from tests.services import redis
 
@@ -90,3 +93,22 @@ async def test_the_dump_and_record_are_not_in_redis_in_clear(port: int) -> None:
     admin.close()
     await sealed.close()
     assert b"CITATION-IN-CLEAR" not in held and b"DUMP-IN-CLEAR" not in held and b"alice" not in held
+
+
+async def test_a_sessions_lock_lasts_the_configured_lease(port: int) -> None:
+    """`sessions.lock_lease_seconds` is the lock's life in Redis without renewal (10 s unless set)."""
+    ttls = {}
+    for lease in (None, 2.0):
+        configured = {"store": f"redis://127.0.0.1:{port}/0", "secret": SECRET.decode()}
+        settings = load_settings(sessions=configured | ({"lock_lease_seconds": lease} if lease else {}))
+        opened = open_session_store(settings)
+        assert isinstance(opened, RedisSessionStore)
+        admin = redis_client.Redis(port=port)
+        key = SessionKey.principal(f"lease-{lease}")
+        await opened.acquire(key, wait=1)
+        [lock] = [k for k in admin.keys("*lock:*") if admin.pttl(k) > 0]
+        ttls[lease] = admin.pttl(lock)
+        admin.delete(lock)
+        admin.close()
+        await opened.close()
+    assert 9_000 < ttls[None] <= 10_000 and 1_000 < ttls[2.0] <= 2_000, ttls

@@ -36,6 +36,7 @@ def open_session_store(settings: Settings) -> SessionStore | None:
             namespace=store_namespace(settings),
             cipher=record_cipher(settings),
             remember=sessions.max_stored,
+            lease_seconds=sessions.lock_lease_seconds,
         )
     if not sessions.persist:
         return None

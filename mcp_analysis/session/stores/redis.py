@@ -20,7 +20,7 @@ re-creation too; each save is a compare-and-set script that also checks the boun
 counts the session at what Redis really holds (redis_memory.py). Records are sealed
 (sealed.py): signed over key, version and epoch, encrypted with AES-GCM unless
 `sessions.encrypt` is off. Locks are leases renewed by the replica that holds them, so a
-killed replica's lock lapses within `LOCK_LEASE_SECONDS`. A Redis at its maxmemory refuses
+killed replica's lock lapses within `sessions.lock_lease_seconds`. A Redis at its maxmemory refuses
 writes: that is `StoreOutOfMemory` (full), never "unreachable". Records written by earlier
 versions of mcp-analysis live under ``mcpa:{ns}:`` without ``r2:``: never read (their
 signatures do not cover the version, so they cannot be told from a replay), they expire.
@@ -67,7 +67,6 @@ from mcp_analysis.session.stores.sealed import Sealer, SeenVersions
 
 log = logging.getLogger(__name__)
 
-LOCK_LEASE_SECONDS = 10.0
 LOCK_POLL_SECONDS = 0.05  # how often a call waiting for a busy session tries its lock again
 _TIMEOUT_SECONDS = 5.0
 _FULL = -4
@@ -79,9 +78,17 @@ class RedisSessionStore(SessionStore):
     shared = True
 
     def __init__(
-        self, url: str, signer: Signer, *, namespace: str, cipher: RecordCipher | None = None, remember: int = 10_000
+        self,
+        url: str,
+        signer: Signer,
+        *,
+        namespace: str,
+        cipher: RecordCipher | None = None,
+        remember: int = 10_000,
+        lease_seconds: float = 10.0,
     ) -> None:
         super().__init__(signer)
+        self.lease_seconds = lease_seconds  # sessions.lock_lease_seconds
         self._redact = Redactor(url)
         self.description = self._redact.url
         self._redis = aioredis.Redis.from_url(
@@ -316,7 +323,7 @@ class RedisSessionStore(SessionStore):
     def _lock(self, lock_key: str) -> Lock:
         """redis-py's lease lock (SET NX PX, compare-and-delete, compare-and-extend scripts); its token
         lives on the object, not in a thread-local: one event loop runs every call."""
-        return self._redis.lock(lock_key, timeout=LOCK_LEASE_SECONDS, sleep=LOCK_POLL_SECONDS, thread_local=False)
+        return self._redis.lock(lock_key, timeout=self.lease_seconds, sleep=LOCK_POLL_SECONDS, thread_local=False)
 
     @staticmethod
     async def _owned(step: Awaitable[Any]) -> bool:
