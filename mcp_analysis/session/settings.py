@@ -72,10 +72,11 @@ class SessionSettings(BaseModel):
     )
     lock_lease_seconds: float = Field(
         10.0,
-        ge=1,
+        ge=3,  # renewals come on the upkeep loop's 1 s ticks: a shorter lease could lapse between two
         le=3600,
         description="Shared store: how long a session's lock lasts without renewal (renewed every 3 s, or every "
-        "third of it when shorter, while its call runs): a killed replica's sessions are free again after this.",
+        "third of it when shorter, while its call runs; at least 3 s): a killed replica's sessions are free "
+        "again after this.",
     )
     encrypt: bool = Field(
         True,

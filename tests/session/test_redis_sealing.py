@@ -15,6 +15,7 @@ import pytest
 import redis as redis_client
 
 from mcp_analysis.config import load_settings
+from mcp_analysis.errors import ConfigError
 from mcp_analysis.session.keys import SessionKey
 from mcp_analysis.session.state import AnalysisState
 from mcp_analysis.session.stores.base import Limits, RecordRefused, SessionRecord, Signer
@@ -96,9 +97,12 @@ async def test_the_dump_and_record_are_not_in_redis_in_clear(port: int) -> None:
 
 
 async def test_a_sessions_lock_lasts_the_configured_lease(port: int) -> None:
-    """`sessions.lock_lease_seconds` is the lock's life in Redis without renewal (10 s unless set)."""
+    """`sessions.lock_lease_seconds` is the lock's life in Redis without renewal (10 s unless set), and a
+    lease shorter than the upkeep loop can renew is refused with the setting's name."""
+    with pytest.raises(ConfigError, match="lock_lease_seconds"):
+        load_settings(sessions={"lock_lease_seconds": 1})
     ttls = {}
-    for lease in (None, 2.0):
+    for lease in (None, 4.0):
         configured = {"store": f"redis://127.0.0.1:{port}/0", "secret": SECRET.decode()}
         settings = load_settings(sessions=configured | ({"lock_lease_seconds": lease} if lease else {}))
         opened = open_session_store(settings)
@@ -111,4 +115,4 @@ async def test_a_sessions_lock_lasts_the_configured_lease(port: int) -> None:
         admin.delete(lock)
         admin.close()
         await opened.close()
-    assert 9_000 < ttls[None] <= 10_000 and 1_000 < ttls[2.0] <= 2_000, ttls
+    assert 9_000 < ttls[None] <= 10_000 and 3_000 < ttls[4.0] <= 4_000, ttls
