@@ -5,9 +5,10 @@ needs dozens of settings. This script opens the two knowledge bases bench/passag
 (36 Debian documents; 51 manuals for the 45 queries of bench/context.py), fetches each
 question's candidates once (`search.candidates` per leg, the store's query) and ranks them under
 every setting given, through the same code as the search tool (search_passages, then the tool's
-text for limit 5, context 900). Sets: easy, hard tune, hard held-out (tuning data since it was
-looked at twice), context45, fresh plain and fresh hard (bench/data/fresh_queries.json), fresh2
-plain and fresh2 hard (bench/data/fresh2_queries.json), fresh3 plain and fresh3 hard
+text for limit 5 and `search.context_chars`: 900 unless a variant sets it). Sets: easy, hard tune,
+hard held-out (tuning data since it was looked at twice), context45, fresh plain and fresh hard
+(bench/data/fresh_queries.json), fresh2 plain and fresh2 hard (bench/data/fresh2_queries.json),
+fresh3 plain and fresh3 hard
 (bench/data/fresh3_queries.json), fresh4 plain and fresh4 hard (bench/data/fresh4_queries.json) and
 fresh5 plain and fresh5 hard (bench/data/fresh5_queries.json), each tuning data since its one run.
 Never the held-out split of bench/data/fresh6_queries.json: no option here reads it.
@@ -96,7 +97,8 @@ async def score(
             kb.store, vectors[query["q"]], query["q"], 5, None, visible, settings
         )
         resource = uris.document_file("{document_id}", "content.txt")
-        out, text = search_result("bench", query["q"], results, 900, settings.max_context_chars, "", 10**9, resource)
+        widths = settings.context_chars, settings.max_context_chars
+        out, text = search_result("bench", query["q"], results, *widths, "", 10**9, resource)
         ranks = [i for i, h in enumerate(out.results, 1) if names.get(h.document_id) in set(query["relevant"])]
         blocks = hit_blocks(text, [h.chunk_id for h in out.results])
         answered = any(contains_answer(blocks.get(out.results[r - 1].chunk_id, ""), query) for r in ranks)
