@@ -116,19 +116,24 @@ async def forms(path: Path, queries: int, repeat: int) -> dict[str, Any]:
         exact = dataset.scanner(columns=["id", "_distance"], nearest=nearest, prefilter=True, filter=where)
         return set(_ids(exact.to_table()))
 
-    today = functools.partial(vector, leg_ef=view_ef, leg_refine=refine)
+    view_refine = plan.refine(refine)  # the store's, as `StoreCandidates.candidates` sends it
+    today = functools.partial(vector, leg_ef=view_ef, leg_refine=view_refine)
     vector_forms: dict[str, Callable[[np.ndarray], Any]] = {
-        f"today: allowlist, ef {view_ef}, refine {refine}": today,
-        f"ef {view_ef}, refine {refine}, fast_search": functools.partial(today, fast_search=True),
-        f"ef {view_ef}, refine {refine}, late_materialization": functools.partial(today, late_materialization=True),
+        f"the store's: allowlist, ef {view_ef}, refine {view_refine}": today,
+        f"ef {view_ef}, refine {view_refine}, fast_search": functools.partial(today, fast_search=True),
+        f"ef {view_ef}, refine {view_refine}, late_materialization": functools.partial(
+            today, late_materialization=True
+        ),
     }
-    for leg_ef, leg_refine in ((200, 3), (150, 3), (100, 2)):  # Lance requires ef >= rows x refine
+    for leg_ef, leg_refine in ((view_ef, refine), (200, 3), (150, 3), (100, 2)):  # Lance: ef >= rows x refine
+        if (leg_ef, leg_refine) == (view_ef, view_refine):
+            continue
         vector_forms[f"ef {leg_ef}, refine {leg_refine}"] = functools.partial(
             vector, leg_ef=leg_ef, leg_refine=leg_refine
         )
     vector_forms[f"unfiltered, {over} rows at ef {max(ef, over * refine)}, post-filtered"] = vector_unfiltered
     keyword_forms: dict[str, Callable[[str], Any]] = {
-        "today: allowlist": keyword,
+        "the store's: allowlist": keyword,
         "allowlist, late_materialization": functools.partial(keyword, late_materialization=True),
         f"unfiltered, {over} rows, post-filtered": lambda q: lance.keyword(
             version, q, [*columns, "vector"], over, None
@@ -167,7 +172,7 @@ async def forms(path: Path, queries: int, repeat: int) -> dict[str, Any]:
                 (f"full text: {name}", functools.partial(in_thread, form, q)) for name, form in keyword_forms.items()
             ]
             timed += [
-                ("both at once, under the view (today)", functools.partial(both, today, keyword, q, u)),
+                ("both at once, under the view (the store's)", functools.partial(both, today, keyword, q, u)),
                 ("both at once, unfiltered", functools.partial(both, unfiltered_vector, unfiltered_keyword, q, u)),
                 ("vector alone, unfiltered", functools.partial(in_thread, unfiltered_vector, u)),
                 ("full text alone, unfiltered", functools.partial(in_thread, unfiltered_keyword, q)),
@@ -183,7 +188,7 @@ async def forms(path: Path, queries: int, repeat: int) -> dict[str, Any]:
                     rows = results[f"vector: {name}"]
                     ids = rows if isinstance(rows, list) else _ids(rows)
                     recall[name].append(len(set(ids[:10]) & truths[i]) / 10)
-                reference = _ids(results["full text: today: allowlist"])
+                reference = _ids(results["full text: the store's: allowlist"])
                 for name in keyword_forms:
                     table = results[f"full text: {name}"]
                     head = _visible_head(table, prefilter.passes, ROWS)

@@ -41,6 +41,11 @@ CHUNK_COLUMNS = ("id", "document_id", "content", "metadata", "order")
 # one document, so exactly per leg / share rows often hold fewer than per leg of the view's, and the leg would
 # run again under the prefilter (bench/prefilter.py --strategies counts the queries left short).
 POST_FILTER_MARGIN = 1.5
+# A vector leg under a view's prefilter re-ranks at most this many times its rows exactly, its walk as broad as
+# the unfiltered leg's re-rank needs (`ViewPlan.ef`): that walk goes on until ef of the view's rows pass, and
+# re-ranking 150 of the 200 it found kept the exact 10 nearest as often as all 200 at a million chunks, one read
+# of 50 vectors fewer (bench/view_forms.py).
+VIEW_REFINE_FACTOR = 3
 _FOLLOWERS = 3  # chunks looked at after a bare heading (a heading over sub-headings over text)
 _WORD = re.compile(r"\w+")
 _LONGEST_BARE = 600  # characters: a longer chunk is never only headings and a few words (skips parsing it)
@@ -147,9 +152,15 @@ class ViewPlan:
     def ef(self, ef: int, floor: int) -> int:
         """The HNSW ef of a vector leg under the view: LanceDB's walk under a prefilter goes on until ef
         rows pass, about ef / share nodes (10x the unfiltered walk for a view passing a tenth of the
-        chunks), so ef is scaled by the share, never below `floor` (the rows the leg refines). An
-        unfiltered leg of the view (`post`) keeps the unscaled ef."""
+        chunks), so ef is scaled by the share, never below `floor` (the rows the unfiltered leg refines; under
+        the view it refines fewer: `refine`). An unfiltered leg of the view (`post`) keeps the unscaled ef."""
         return max(floor, math.ceil(ef * self.share))
+
+    @staticmethod
+    def refine(refine_factor: int) -> int:
+        """The exact re-rank factor of a vector leg under the view (`VIEW_REFINE_FACTOR`); its `ef` keeps the
+        floor of the caller's factor."""
+        return min(refine_factor, VIEW_REFINE_FACTOR)
 
 
 @dataclass(eq=False)
@@ -242,7 +253,7 @@ class StoreCandidates(StoreLegs):
             if name == "keyword":
                 columns += ["vector"] if unit is not None else []
                 return await anyio.to_thread.run_sync(lance.keyword, version, query, columns, rows, where)
-            run = functools.partial(lance.vector, ef=breadth(view, rows), refine_factor=refine_factor)
+            run = functools.partial(lance.vector, ef=breadth(view, rows), refine_factor=refined(view))
             return await anyio.to_thread.run_sync(run, version, unit, columns, rows, where)
 
         def breadth(view: bool, rows: int) -> int | None:
@@ -251,6 +262,9 @@ class StoreCandidates(StoreLegs):
                 return None
             return plan.ef(ef, rows * refine_factor) if view else max(ef, rows * refine_factor)
 
+        def refined(view: bool) -> int:
+            return plan.refine(refine_factor) if view and prefilter is not None else refine_factor
+
         def leg(name: str, where: Any, rows: int) -> Any:
             if name == "keyword":
                 built = table.query().nearest_to_text(query, columns=["content_fts"])
@@ -258,7 +272,10 @@ class StoreCandidates(StoreLegs):
             else:
                 built = table.query().nearest_to(unit).distance_type("cosine").select(list(CHUNK_COLUMNS)).limit(rows)
                 width = breadth(where is not None, rows)
-                built = built.bypass_vector_index() if width is None else built.ef(width).refine_factor(refine_factor)
+                if width is None:
+                    built = built.bypass_vector_index()
+                else:
+                    built = built.ef(width).refine_factor(refined(where is not None))
             return built.where(where) if where is not None else built
 
         legs: dict[str, Any] = {"vector": [], "keyword": None}
