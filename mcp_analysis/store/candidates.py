@@ -236,6 +236,7 @@ class StoreCandidates(StoreLegs):
         lance = await self.scanner_legs(form.scanner_min_rows)
         plan = await self._view_plan(prefilter, form, unit is not None, lance)
         flat, post = plan.flat, plan.post
+        refined = {False: refine_factor, True: plan.refine(refine_factor) if prefilter else refine_factor}  # by `view`
         if plan.rows is not None and plan.rows.rows == 0:
             return []  # the view's documents have no chunks (and an empty allowlist must never reach a leg)
         table = self.tables[schema.CHUNKS]
@@ -253,7 +254,7 @@ class StoreCandidates(StoreLegs):
             if name == "keyword":
                 columns += ["vector"] if unit is not None else []
                 return await anyio.to_thread.run_sync(lance.keyword, version, query, columns, rows, where)
-            run = functools.partial(lance.vector, ef=breadth(view, rows), refine_factor=refined(view))
+            run = functools.partial(lance.vector, ef=breadth(view, rows), refine_factor=refined[view])
             return await anyio.to_thread.run_sync(run, version, unit, columns, rows, where)
 
         def breadth(view: bool, rows: int) -> int | None:
@@ -262,20 +263,14 @@ class StoreCandidates(StoreLegs):
                 return None
             return plan.ef(ef, rows * refine_factor) if view else max(ef, rows * refine_factor)
 
-        def refined(view: bool) -> int:
-            return plan.refine(refine_factor) if view and prefilter is not None else refine_factor
-
         def leg(name: str, where: Any, rows: int) -> Any:
             if name == "keyword":
                 built = table.query().nearest_to_text(query, columns=["content_fts"])
                 built = built.select([*CHUNK_COLUMNS, *(["vector"] if unit is not None else [])]).limit(rows)
             else:
                 built = table.query().nearest_to(unit).distance_type("cosine").select(list(CHUNK_COLUMNS)).limit(rows)
-                width = breadth(where is not None, rows)
-                if width is None:
-                    built = built.bypass_vector_index()
-                else:
-                    built = built.ef(width).refine_factor(refined(where is not None))
+                width, refine = breadth(where is not None, rows), refined[where is not None]
+                built = built.bypass_vector_index() if width is None else built.ef(width).refine_factor(refine)
             return built.where(where) if where is not None else built
 
         legs: dict[str, Any] = {"vector": [], "keyword": None}
@@ -289,8 +284,7 @@ class StoreCandidates(StoreLegs):
                     legs[name] = _head(visible, per_leg)
                     return
             found = await fetch(name, True, per_leg)
-            # Exactly the view's documents, whichever form the leg ran with.
-            legs[name] = found if prefilter is None else _visible(found, prefilter)
+            legs[name] = found if prefilter is None else _visible(found, prefilter)  # whichever form the leg ran with
 
         async with anyio.create_task_group() as group:  # both legs at once, as LanceDB's hybrid query does
             group.start_soon(run, "keyword")
