@@ -208,7 +208,9 @@ async def measure(path: Path, queries: list[str], mode: str = "hybrid") -> dict[
         leg_recall = await recall_at_10(table, vectors, ef, refine, search_settings.candidates, truth=truth)
         if filtered_ef is not None:
             where = (await kb.prefilter(filtered.filter)).expression
-            filtered_recall = await recall_at_10(table, vectors, filtered_ef, refine, search_settings.candidates, where)
+            filtered_recall = await recall_at_10(
+                table, vectors, filtered_ef, plan.refine(refine), search_settings.candidates, where
+            )
     breakdown = await phases(kb, corpus, embedder, queries[:30], LIMIT, with_vector_leg=mode != "keyword")
     filtered_breakdown = await phases(kb, filtered, embedder, queries[:20], LIMIT, with_vector_leg=mode != "keyword")
     chunks = await table.count_rows()

@@ -41,6 +41,11 @@ CHUNK_COLUMNS = ("id", "document_id", "content", "metadata", "order")
 # one document, so exactly per leg / share rows often hold fewer than per leg of the view's, and the leg would
 # run again under the prefilter (bench/prefilter.py --strategies counts the queries left short).
 POST_FILTER_MARGIN = 1.5
+# A vector leg under a view's prefilter re-ranks at most this many times its rows exactly, its walk as broad as
+# the unfiltered leg's re-rank needs (`ViewPlan.ef`): that walk goes on until ef of the view's rows pass, and
+# re-ranking 150 of the 200 it found kept the exact 10 nearest as often as all 200 at a million chunks, one read
+# of 50 vectors fewer (bench/view_forms.py).
+VIEW_REFINE_FACTOR = 3
 _FOLLOWERS = 3  # chunks looked at after a bare heading (a heading over sub-headings over text)
 _WORD = re.compile(r"\w+")
 _LONGEST_BARE = 600  # characters: a longer chunk is never only headings and a few words (skips parsing it)
@@ -147,9 +152,15 @@ class ViewPlan:
     def ef(self, ef: int, floor: int) -> int:
         """The HNSW ef of a vector leg under the view: LanceDB's walk under a prefilter goes on until ef
         rows pass, about ef / share nodes (10x the unfiltered walk for a view passing a tenth of the
-        chunks), so ef is scaled by the share, never below `floor` (the rows the leg refines). An
-        unfiltered leg of the view (`post`) keeps the unscaled ef."""
+        chunks), so ef is scaled by the share, never below `floor` (the rows the unfiltered leg refines; under
+        the view it refines fewer: `refine`). An unfiltered leg of the view (`post`) keeps the unscaled ef."""
         return max(floor, math.ceil(ef * self.share))
+
+    @staticmethod
+    def refine(refine_factor: int) -> int:
+        """The exact re-rank factor of a vector leg under the view (`VIEW_REFINE_FACTOR`); its `ef` keeps the
+        floor of the caller's factor."""
+        return min(refine_factor, VIEW_REFINE_FACTOR)
 
 
 @dataclass(eq=False)
@@ -225,6 +236,7 @@ class StoreCandidates(StoreLegs):
         lance = await self.scanner_legs(form.scanner_min_rows)
         plan = await self._view_plan(prefilter, form, unit is not None, lance)
         flat, post = plan.flat, plan.post
+        refined = {False: refine_factor, True: plan.refine(refine_factor) if prefilter else refine_factor}  # by `view`
         if plan.rows is not None and plan.rows.rows == 0:
             return []  # the view's documents have no chunks (and an empty allowlist must never reach a leg)
         table = self.tables[schema.CHUNKS]
@@ -242,7 +254,7 @@ class StoreCandidates(StoreLegs):
             if name == "keyword":
                 columns += ["vector"] if unit is not None else []
                 return await anyio.to_thread.run_sync(lance.keyword, version, query, columns, rows, where)
-            run = functools.partial(lance.vector, ef=breadth(view, rows), refine_factor=refine_factor)
+            run = functools.partial(lance.vector, ef=breadth(view, rows), refine_factor=refined[view])
             return await anyio.to_thread.run_sync(run, version, unit, columns, rows, where)
 
         def breadth(view: bool, rows: int) -> int | None:
@@ -257,8 +269,8 @@ class StoreCandidates(StoreLegs):
                 built = built.select([*CHUNK_COLUMNS, *(["vector"] if unit is not None else [])]).limit(rows)
             else:
                 built = table.query().nearest_to(unit).distance_type("cosine").select(list(CHUNK_COLUMNS)).limit(rows)
-                width = breadth(where is not None, rows)
-                built = built.bypass_vector_index() if width is None else built.ef(width).refine_factor(refine_factor)
+                width, refine = breadth(where is not None, rows), refined[where is not None]
+                built = built.bypass_vector_index() if width is None else built.ef(width).refine_factor(refine)
             return built.where(where) if where is not None else built
 
         legs: dict[str, Any] = {"vector": [], "keyword": None}
@@ -272,8 +284,7 @@ class StoreCandidates(StoreLegs):
                     legs[name] = _head(visible, per_leg)
                     return
             found = await fetch(name, True, per_leg)
-            # Exactly the view's documents, whichever form the leg ran with.
-            legs[name] = found if prefilter is None else _visible(found, prefilter)
+            legs[name] = found if prefilter is None else _visible(found, prefilter)  # whichever form the leg ran with
 
         async with anyio.create_task_group() as group:  # both legs at once, as LanceDB's hybrid query does
             group.start_soon(run, "keyword")

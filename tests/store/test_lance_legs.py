@@ -14,12 +14,13 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from mcp_analysis.store import lance_legs
-from mcp_analysis.store.candidates import CHUNK_COLUMNS, ViewLegs, VisibleDocuments
+from mcp_analysis.store.candidates import CHUNK_COLUMNS, VIEW_REFINE_FACTOR, ViewLegs, VisibleDocuments
 from tests.conftest import REPO
 from tests.store.test_vector_leg import indexed_store
 from tests.store.test_view_legs import DOCUMENTS, _exact
@@ -138,3 +139,37 @@ def test_a_store_below_the_bound_never_imports_pylance(tmp_path: Path) -> None:
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert [report["601"][0], report["600"][0]] == [False, True]  # imported only at the bound
     assert report["601"][1] == report["600"][1] > 0
+
+
+async def test_a_views_prefiltered_vector_leg_refines_fewer_rows_at_the_same_walk_and_only_the_views(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under a view's allowlist the vector leg walks as broadly as the unfiltered leg's re-rank needs (ef at
+    least rows x the caller's refine factor) and re-ranks `VIEW_REFINE_FACTOR` x rows exactly; an unfiltered
+    search keeps the caller's factor. Through the store's own search, the query a hidden chunk's vector: the
+    leg still finds as many of the view's chunks as it asks for, the exact nearest first, and none hidden (a
+    leg without the allowlist would find hidden ones first, and the store's check would leave it short)."""
+    store, vectors = await indexed_store(tmp_path / "kb.lancedb", seed=35)
+    visible = set(DOCUMENTS) - HIDDEN - {f"doc-{i}" for i in range(10)}  # 18 of 30: prefiltered
+    view = VisibleDocuments.of(visible, set(DOCUMENTS) - visible)
+    query = vectors[20 * 17 + 9]  # a chunk of doc-17
+    sent: list[tuple[bool, int | None, int]] = []
+    vector = lance_legs.LanceLegs.vector
+
+    def recorded(self: lance_legs.LanceLegs, *args: Any, ef: int | None, refine_factor: int) -> Any:
+        sent.append((isinstance(args[-1], bytes), ef, refine_factor))  # the allowlist, as the leg got it
+        return vector(self, *args, ef=ef, refine_factor=refine_factor)
+
+    monkeypatch.setattr(lance_legs.LanceLegs, "vector", recorded)
+    try:
+        legs = ViewLegs(post_filter_min_share=0.9)
+        found = await store.candidates("crane 17", query, 30, view, ef=64, refine_factor=4, view_legs=legs)
+        unfiltered = await store.candidates("crane 17", query, 30, None, ef=64, refine_factor=4, view_legs=legs)
+    finally:
+        store.close()
+    leg = sorted((c for c in found if c.vector_rank is not None), key=lambda c: c.vector_rank or 0)
+    assert len(leg) == 30
+    assert not {c.row["document_id"] for c in found} - visible
+    assert [c.key for c in leg][:10] == _exact(vectors, query, visible, 10)
+    assert sorted(c.vector_rank or 0 for c in unfiltered if c.vector_rank)[:30] == list(range(1, 31))
+    assert sent == [(True, 120, VIEW_REFINE_FACTOR), (False, 120, 4)]  # ef: 30 rows x 4, under the view too
