@@ -33,7 +33,7 @@ import numpy as np
 from mcp_analysis.store import schema
 from mcp_analysis.store.filters import sql_quote
 from mcp_analysis.store.lance import col
-from mcp_analysis.store.lance_legs import LanceLegs, StoreLegs, ViewRows
+from mcp_analysis.store.lance_legs import LanceLegs, StoreLegs, ViewRows, reopened_once
 from mcp_analysis.structure import HEADING_LABELS
 
 CHUNK_COLUMNS = ("id", "document_id", "content", "metadata", "order")
@@ -208,6 +208,7 @@ def _metadata(row: dict[str, Any]) -> dict[str, Any]:
 class StoreCandidates(StoreLegs):
     """The search read of the `Store`: candidate chunks with both legs' scores."""
 
+    @reopened_once
     async def candidates(
         self,
         query: str,

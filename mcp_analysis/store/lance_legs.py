@@ -22,15 +22,19 @@ from __future__ import annotations
 import functools
 import importlib.util
 import inspect
+import logging
 import weakref
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
 
 import anyio
 import numpy as np
 
 from mcp_analysis.store import schema
 from mcp_analysis.store.reads import StoreReads
+
+log = logging.getLogger(__name__)
 
 NPROBES = 20  # LanceDB 0.40's default for IVF indexes (its queries send it; the scanner's own is lower)
 
@@ -55,6 +59,7 @@ class ViewRows:
     rows: int
     total: int
     allowed: bytes | None = None
+    legs: LanceLegs | None = field(default=None, compare=False)  # whose dataset the allowlist's row ids are of
 
 
 class LanceLegs:
@@ -161,12 +166,42 @@ class StoreLegs(StoreReads):
         table = self.tables[schema.CHUNKS]
         version = await table.version()
         known = _VIEW_ROWS.get(prefilter)
-        if known is None or (known.path, known.version) != (str(self.path), version) or (lance and not known.allowed):
+        if known is None or (known.path, known.version) != (str(self.path), version) or known.legs is not lance:
             where = prefilter.expression.to_sql()
             if lance is not None:
                 rows, total, allowed = await anyio.to_thread.run_sync(lance.view_rows, version, where)
-                known = ViewRows(str(self.path), version, rows, total, allowed)
+                known = ViewRows(str(self.path), version, rows, total, allowed, lance)
             else:
                 known = ViewRows(str(self.path), version, await table.count_rows(where), await table.count_rows())
             _VIEW_ROWS[prefilter] = known
         return known
+
+    def drop_scanner_legs(self) -> bool:
+        """Forget the scanner's datasets (and the view rows found in them); whether there were any."""
+        known = getattr(self, "_lance", None)
+        self._lance = None
+        return known is not None and known[2] is not None
+
+
+T = TypeVar("T")
+
+
+def reopened_once(search: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
+    """A store search that, failing through the scanner, runs once more on datasets opened afresh.
+
+    The scanner reads the files of the version it opened, named by number: a knowledge base deleted and
+    written again to the same version under a running server leaves it naming files that are gone
+    (LanceDB's own handle opens the new ones). A failure that is not that (an object store that is
+    down) fails again, as it would have."""
+
+    @functools.wraps(search)
+    async def searched(self: StoreLegs, *args: Any, **kwargs: Any) -> T:
+        try:
+            return await search(self, *args, **kwargs)
+        except Exception as exc:
+            if not self.drop_scanner_legs():
+                raise
+            log.info("a search through Lance's scanner failed (%s); opening the chunks table again", type(exc).__name__)
+            return await search(self, *args, **kwargs)
+
+    return searched

@@ -11,6 +11,7 @@ first. And a search of an indexed table gives the same candidates through Lance 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -173,3 +174,29 @@ async def test_a_views_prefiltered_vector_leg_refines_fewer_rows_at_the_same_wal
     assert [c.key for c in leg][:10] == _exact(vectors, query, visible, 10)
     assert sorted(c.vector_rank or 0 for c in unfiltered if c.vector_rank)[:30] == list(range(1, 31))
     assert sent == [(True, 120, VIEW_REFINE_FACTOR), (False, 120, 4)]  # ef: 30 rows x 4, under the view too
+
+
+async def test_a_knowledge_base_written_again_to_the_same_version_is_searched_as_it_is_now(tmp_path: Path) -> None:
+    """Deleted and written again (other chunks, the same number of writes) under an open store: the scanner's
+    dataset of that version number names files that are gone; the search opens it afresh and finds the new
+    chunks, and a view's rows are found again in it (its old row ids name other documents' rows now)."""
+    path = tmp_path / "kb.lancedb"
+    store, before = await indexed_store(path, seed=41)
+    visible = set(DOCUMENTS) - HIDDEN
+    view = VisibleDocuments.of(visible, HIDDEN)
+    try:
+        await store.candidates("crane", before[20 * 3 + 2], 10, view, ef=64, refine_factor=4)
+        version = await store.tables["chunks"].version()
+        shutil.rmtree(path)
+        again, after = await indexed_store(path, seed=42, reverse=True)
+        again.close()
+        assert await store.tables["chunks"].version() == version
+        query = after[20 * 17 + 5]  # a chunk of doc-17 (hidden) as written now
+        unfiltered = await store.candidates("crane", query, 10, None, ef=512, refine_factor=4)
+        filtered = await store.candidates("crane", query, 10, view, ef=512, refine_factor=4)
+    finally:
+        store.close()
+    assert unfiltered[0].key == "doc-17-5" and unfiltered[0].cosine == pytest.approx(1.0, abs=1e-5)
+    by_vector = [c for c in filtered if c.vector_rank is not None]
+    assert len(by_vector) == 10 and {c.row["document_id"] for c in filtered} <= visible
+    assert [c.key for c in sorted(by_vector, key=lambda c: c.vector_rank or 0)] == _exact(after, query, visible, 10)

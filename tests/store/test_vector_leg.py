@@ -38,12 +38,14 @@ def _document(index: int, vectors: np.ndarray) -> DocumentRows:
     return rows_of(doc_id, [], chunks)
 
 
-async def indexed_store(path: Path, seed: int) -> tuple[Store, np.ndarray]:
-    """30 documents of 20 random chunks each, HNSW-indexed: a vector leg that walks a graph."""
+async def indexed_store(path: Path, seed: int, *, reverse: bool = False) -> tuple[Store, np.ndarray]:
+    """30 documents of 20 random chunks each, HNSW-indexed: a vector leg that walks a graph (written last to
+    first with `reverse`: the same commits, other rows where each document's chunks lie)."""
     vectors = np.random.default_rng(seed).normal(size=(600, DIMENSION)).astype(np.float32)
     store = await Store.open(path, create=True)
     await store.initialize("test", DIMENSION)
-    await store.write_documents([_document(i, vectors[i * 20 : (i + 1) * 20]) for i in range(30)])
+    order = range(29, -1, -1) if reverse else range(30)
+    await store.write_documents([_document(i, vectors[i * 20 : (i + 1) * 20]) for i in order])
     await store.ensure_indexes(vector_index_min_rows=1)
     return store, vectors
 
