@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import inspect
+import itertools
 import logging
 import weakref
 from collections.abc import Awaitable, Callable
@@ -36,6 +37,7 @@ from mcp_analysis.store.reads import StoreReads
 
 log = logging.getLogger(__name__)
 
+_SERIALS = itertools.count(1)
 NPROBES = 20  # LanceDB 0.40's default for IVF indexes (its queries send it; the scanner's own is lower)
 
 
@@ -59,7 +61,7 @@ class ViewRows:
     rows: int
     total: int
     allowed: bytes | None = None
-    legs: LanceLegs | None = field(default=None, compare=False)  # whose dataset the allowlist's row ids are of
+    legs: int | None = field(default=None, compare=False)  # the `LanceLegs.serial` whose rows the allowlist names
 
 
 class LanceLegs:
@@ -69,6 +71,7 @@ class LanceLegs:
         import lance
 
         self._uri, self._options = uri, options
+        self.serial = next(_SERIALS)  # a view's rows name this one's (kept by number: a reference would keep its cache)
         self._session = lance.Session()
         self._dataset: Any = None
 
@@ -165,12 +168,12 @@ class StoreLegs(StoreReads):
         add or removal finds them again)."""
         table = self.tables[schema.CHUNKS]
         version = await table.version()
-        known = _VIEW_ROWS.get(prefilter)
-        if known is None or (known.path, known.version) != (str(self.path), version) or known.legs is not lance:
+        known, source = _VIEW_ROWS.get(prefilter), lance.serial if lance is not None else None
+        if known is None or (known.path, known.version, known.legs) != (str(self.path), version, source):
             where = prefilter.expression.to_sql()
             if lance is not None:
                 rows, total, allowed = await anyio.to_thread.run_sync(lance.view_rows, version, where)
-                known = ViewRows(str(self.path), version, rows, total, allowed, lance)
+                known = ViewRows(str(self.path), version, rows, total, allowed, lance.serial)
             else:
                 known = ViewRows(str(self.path), version, await table.count_rows(where), await table.count_rows())
             _VIEW_ROWS[prefilter] = known
