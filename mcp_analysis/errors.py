@@ -8,6 +8,7 @@ it into a tool error the model can act on. Anything else escaping is a bug.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 
 class AnalysisError(Exception):
@@ -102,6 +103,16 @@ class SessionLimitError(AnalysisError):
 _S3_ERROR = re.compile(r"<Code>(\w+)</Code>\s*(?:<Message>([^<]*)</Message>)?")
 _NO_CREDENTIALS = ("CredentialsNotLoaded", "no providers in chain provided credentials")  # the AWS SDK's words
 _CREDENTIALS_REFUSED = {"InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "ExpiredToken", "InvalidToken"}
+
+
+def exception_leaves(exc: BaseException) -> Iterator[BaseException]:
+    """The failures inside `exc`: itself, or each one its (nested) exception groups hold (reads run at once,
+    such as a search's two legs, fail together as a group)."""
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            yield from exception_leaves(inner)
+    else:
+        yield exc
 
 
 def storage_error_message(location: str, exc: BaseException) -> str:

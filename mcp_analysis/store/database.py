@@ -22,6 +22,7 @@ from mcp_analysis.errors import (
     DatabaseNotFoundError,
     EmbedderError,
     StorageUnavailableError,
+    exception_leaves,
     storage_error_message,
 )
 from mcp_analysis.paths import is_local_path, make_database_directory
@@ -44,7 +45,7 @@ def storage_errors(location: str, kinds: tuple[type[Exception], ...] = (OSError,
     try:
         yield
     except BaseExceptionGroup as group:
-        failure = next((exc for exc in _leaves(group) if _unavailable(exc, kinds)), None)
+        failure = next((exc for exc in exception_leaves(group) if _unavailable(exc, kinds)), None)
         if failure is None or is_local_path(location):
             raise
         raise StorageUnavailableError(storage_error_message(location, failure)) from group
@@ -56,14 +57,6 @@ def storage_errors(location: str, kinds: tuple[type[Exception], ...] = (OSError,
 
 def _unavailable(exc: BaseException, kinds: tuple[type[Exception], ...]) -> bool:
     return isinstance(exc, kinds) or (isinstance(exc, ValueError) and "LanceError(IO)" in str(exc))
-
-
-def _leaves(group: BaseExceptionGroup) -> Iterator[BaseException]:
-    for exc in group.exceptions:
-        if isinstance(exc, BaseExceptionGroup):
-            yield from _leaves(exc)
-        else:
-            yield exc
 
 
 class Store(StoreFragments, StoreCandidates, StoreMaintenance):

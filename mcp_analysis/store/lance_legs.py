@@ -32,6 +32,7 @@ from typing import Any, Protocol, TypeVar
 import anyio
 import numpy as np
 
+from mcp_analysis.errors import exception_leaves
 from mcp_analysis.store import schema
 from mcp_analysis.store.reads import StoreReads
 
@@ -194,17 +195,22 @@ def reopened_once(search: Callable[..., Awaitable[T]]) -> Callable[..., Awaitabl
 
     The scanner reads the files of the version it opened, named by number: a knowledge base deleted and
     written again to the same version under a running server leaves it naming files that are gone
-    (LanceDB's own handle opens the new ones). A failure that is not that (an object store that is
-    down) fails again, as it would have."""
+    (LanceDB's own handle opens the new ones). Any other failure (an object store that is down) is
+    raised at once: searching again would only wait out its retries twice."""
 
     @functools.wraps(search)
     async def searched(self: StoreLegs, *args: Any, **kwargs: Any) -> T:
         try:
             return await search(self, *args, **kwargs)
         except Exception as exc:
-            if not self.drop_scanner_legs():
+            if not any(_vanished(leaf) for leaf in exception_leaves(exc)) or not self.drop_scanner_legs():
                 raise
             log.info("a search through Lance's scanner failed (%s); opening the chunks table again", type(exc).__name__)
             return await search(self, *args, **kwargs)
 
     return searched
+
+
+def _vanished(exc: BaseException) -> bool:
+    """A file the scanner's dataset names is gone (Lance says "Not found", as pyarrow's ArrowInvalid)."""
+    return isinstance(exc, FileNotFoundError) or (isinstance(exc, ValueError) and "Not found" in str(exc))
