@@ -61,18 +61,24 @@ def executed(plan: str) -> float:
     return float(found.group(1)) * _UNITS[found.group(2)] if found else float("nan")
 
 
-async def split(path: Path, queries: int) -> dict[str, Any]:
+async def _view_and_queries(path: Path, queries: int) -> tuple[KnowledgeBase, Any, Any, list[str], list[np.ndarray]]:
+    """The knowledge base, its chunks table, the view's prefilter, and `queries` questions of 2-5 of the
+    corpus's words with their vectors (the same in every run)."""
     kb = await KnowledgeBase.open(settings_for(path))
-    table = kb.store.table(schema.CHUNKS)
     view = await kb.open_corpus(FILTER)
     prefilter = await kb.prefilter(view.filter)
     assert prefilter is not None
-    ef, settings, rows = await _view_ef(kb, prefilter), kb.settings.search, 50
-    unfiltered_ef, refine = settings.ann_ef, settings.ann_refine_factor
     words, rng = vocabulary(), np.random.default_rng(5)
     texts = [" ".join(words[i] for i in rng.choice(400, size=rng.integers(2, 6))) for _ in range(queries)]
     embedder = await kb.embedder()
     vectors = [np.asarray(await embedder.embed_query(q), dtype=np.float32) for q in texts]
+    return kb, kb.store.table(schema.CHUNKS), prefilter, texts, vectors
+
+
+async def split(path: Path, queries: int) -> dict[str, Any]:
+    kb, table, prefilter, texts, vectors = await _view_and_queries(path, queries)
+    ef, settings, rows = await _view_ef(kb, prefilter), kb.settings.search, 50
+    unfiltered_ef, refine = settings.ann_ef, settings.ann_refine_factor
 
     def vector_leg(v: np.ndarray, where: Any, leg_ef: int) -> Any:
         query = table.query().nearest_to(v / np.linalg.norm(v)).distance_type("cosine").select(list(CHUNK_COLUMNS))
@@ -132,16 +138,8 @@ def _rss_mb() -> int:
 
 async def allowlist(path: Path, queries: int) -> dict[str, Any]:
     """The legs under the view's prefilter expression and under a row-id allowlist of its chunks."""
-    kb = await KnowledgeBase.open(settings_for(path))
-    table = kb.store.table(schema.CHUNKS)
-    view = await kb.open_corpus(FILTER)
-    prefilter = await kb.prefilter(view.filter)
-    assert prefilter is not None
+    kb, table, prefilter, texts, vectors = await _view_and_queries(path, queries)
     ef, refine, rows = await _view_ef(kb, prefilter, scanner=False), kb.settings.search.ann_refine_factor, 50
-    words, rng = vocabulary(), np.random.default_rng(5)
-    texts = [" ".join(words[i] for i in rng.choice(400, size=rng.integers(2, 6))) for _ in range(queries)]
-    embedder = await kb.embedder()
-    vectors = [np.asarray(await embedder.embed_query(q), dtype=np.float32) for q in texts]
     vectors = [v / np.linalg.norm(v) for v in vectors]
     where = prefilter.expression
 
