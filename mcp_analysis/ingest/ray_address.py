@@ -8,6 +8,7 @@ import importlib
 import os
 import re
 import socket
+import sys
 from types import ModuleType
 
 from mcp_analysis.errors import AnalysisError
@@ -15,6 +16,14 @@ from mcp_analysis.errors import AnalysisError
 ADDRESS_FORMS = "auto, local, HOST:PORT or ray://HOST:PORT"
 _REACH_SECONDS = 10.0
 _HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+):\d{1,5}")
+# Ray 2.60 rewrites the job of a driver started under `uv run` (as `python3 -m uv run mcp-analysis`
+# is): the driver's working directory is packed up and copied to every node, and each worker starts
+# through `uv run` there, in a virtual environment uv builds on the node (2.0 GB for a clone of this
+# repository), so a node needs uv and the packages' index, and a driver run from another folder gets
+# workers without mcp-analysis. The nodes run their own installation (the driver checks its
+# version, ray_engine.Cluster), so the driver turns that off unless its environment sets the switch.
+# Ray reads it once, when first imported.
+UV_RUN_SWITCH = "RAY_ENABLE_UV_RUN_RUNTIME_ENV"
 
 
 def missing_extra(module: str) -> AnalysisError:
@@ -27,6 +36,8 @@ def missing_extra(module: str) -> AnalysisError:
 
 def import_extra(module: str) -> ModuleType:
     """`module`, from the `ray` extra, or the error that says how to install it."""
+    if "ray" not in sys.modules:
+        os.environ.setdefault(UV_RUN_SWITCH, "0")
     try:
         return importlib.import_module(module)
     except ImportError as exc:

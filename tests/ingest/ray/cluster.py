@@ -19,6 +19,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from mcp_analysis.ingest.ray_address import UV_RUN_SWITCH, import_extra
+
 HEAD_IP = "127.0.0.2"
 NODE_IP = "127.0.0.3"
 START_SECONDS = 180.0
@@ -49,6 +53,10 @@ class RayCluster:
         # are closed before the exec: on busy cores every Ray Client connection failed ("Starting Ray
         # client server failed"). Off, the child only execs. github.com/ray-project/ray/issues/63202
         ray_env["GRPC_ENABLE_FORK_SUPPORT"] = "0"
+        # The nodes start from a suite run under `uv run`: a Ray Client's server process on the head (a
+        # driver of its own, for the client) would apply Ray's uv hook with the head's working directory
+        # ("Expected URI but received path"), as on a head started with `uv run ray start` (docs/deploying.md).
+        ray_env[UV_RUN_SWITCH] = "0"
         self.env = {**os.environ, **(env or {}), **ray_env}
         self.nodes = nodes
         self.groups: list[subprocess.Popen[bytes]] = []
@@ -97,8 +105,12 @@ class RayCluster:
 
     def _wait_nodes(self) -> None:
         """Until the cluster reports every node alive (asked as a driver, then disconnected; the
-        caller sets RAY_AUTH_MODE=disabled for this process)."""
-        import ray
+        caller sets RAY_AUTH_MODE=disabled for this process). Ray is imported here as the product
+        imports it (`import_extra`: without Ray's `uv run` hook, read once at import), and the
+        switch is gone again after: the drivers the tests start get the product's own default."""
+        with pytest.MonkeyPatch.context() as patch:
+            patch.delenv(UV_RUN_SWITCH, raising=False)
+            ray = import_extra("ray")
 
         ray.init(address=self.address, log_to_driver=False, logging_level="WARNING")
         try:
@@ -120,6 +132,11 @@ class RayCluster:
                     if marker in (entry / "environ").read_bytes().split(b"\0"):
                         found.append(int(entry.name))
         return found
+
+    def working_dir_copies(self) -> list[Path]:
+        """The copies of a driver's working directory the nodes unpacked (Ray's `uv run` hook makes
+        one per job's working directory, with a virtual environment built in it)."""
+        return list(Path(self.tmpdir).glob("ray/session_*/runtime_resources/working_dir_files/*"))
 
     def kill_a_worker_running(self, title: str) -> int | None:
         """SIGKILL one of this cluster's processes whose title (Ray sets it to the task it runs) starts

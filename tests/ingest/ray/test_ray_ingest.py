@@ -96,6 +96,9 @@ def test_a_ray_add_makes_the_knowledge_base_a_local_add_makes(cluster: RayCluste
     assert sorted(remote["added"]) == sorted(local["added"]) and remote["chunks"] == local["chunks"]
     assert remote["stages"]["conversion"] > 0 and remote["stages"]["embedding"] > 0
     assert_same_knowledge_base(snapshot(ray_db), snapshot(local_db))
+    # The workers ran the nodes' own installation: a driver under `uv run` (the suite's documented
+    # command) had none of its working directory copied to the nodes (Ray's uv hook stays off).
+    assert not cluster.working_dir_copies(), cluster.working_dir_copies()
 
     # The rerun finds every file unchanged: nothing to embed, so no embedding actor is started.
     with (
@@ -547,3 +550,21 @@ class socket_closed:
 
     def __exit__(self, *exc: object) -> None:
         self.sock.close()
+
+
+@pytest.mark.parametrize(("given", "ray_reads"), [(None, "False"), ("1", "True")])
+def test_rays_uv_run_hook_is_off_unless_the_environment_turns_it_on(given: str | None, ray_reads: str) -> None:
+    """The driver imports Ray with its `uv run` hook off (the nodes run their own installation), and an
+    environment that sets the switch keeps its choice."""
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ENABLE_UV_RUN_RUNTIME_ENV"}
+    if given is not None:
+        env["RAY_ENABLE_UV_RUN_RUNTIME_ENV"] = given
+    program = (
+        "from mcp_analysis.ingest.ray_address import import_extra; import_extra('ray'); "
+        "from ray._private import ray_constants; print(ray_constants.RAY_ENABLE_UV_RUN_RUNTIME_ENV)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == ray_reads
