@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
+from hypothesis import given
+from hypothesis import strategies as st
+
 from mcp_analysis.search.clauses import clause_scores, within_documents
 from mcp_analysis.search.hybrid import Evidence, Hit
 from mcp_analysis.search.rerank import (
@@ -15,6 +20,8 @@ from mcp_analysis.search.rerank import (
     rerank,
     title_match,
     title_names,
+    token_counts,
+    tokens,
     version_conflicts,
 )
 from mcp_analysis.store.models import ChunkRecord
@@ -25,6 +32,14 @@ TITLES = {"gpl2": "license-GPL-2", "gpl3": "license-GPL-3", "mpl2": "Mozilla Pub
 def hit(doc: str, cosine: float, keyword: float | None, content: str = "") -> Hit:
     chunk = ChunkRecord(id=f"{doc}-{cosine}-{keyword}", document_id=doc, content=content or f"text of {doc}", order=0)
     return Hit(chunk, 0.0, Evidence(cosine, keyword))
+
+
+@given(st.text(alphabet="abglpv0123456789.\u00e9 -\n", max_size=60))
+def test_token_counts_count_what_tokens_names(text: str) -> None:
+    """The counting the distinctive-terms signal uses is the tokens' own: versions ("gplv3" -> gpl, 3),
+    trailing ".0"s ("2.0.0" -> 2), numbers with dots, words."""
+    counted, counts = token_counts(text)
+    assert counted == len(tokens(text)) and counts == Counter(tokens(text))
 
 
 def test_versions_and_abbreviations_are_names() -> None:
