@@ -49,6 +49,7 @@ async def search_passages(
         settings.weight_version,
         settings.weight_passage,
         settings.nearest_place,
+        settings.nearest_by_chunk,
     )
     ranked = await rank_with_leading(
         store,

@@ -16,10 +16,11 @@ v1 and v2 of a manual) rank by chance. The fused score here weighs, for each can
 - with `distinct`, the query's words scored (BM25) over the best candidates themselves, so a word
   every near-duplicate shares counts for nothing and one that tells them apart for much.
 
-The chunk nearest the query in meaning then takes at least place `nearest_place` unless its
-document stands there or before (`place_nearest`). Then, with `passage`, the chunks of each of
-the first documents are re-ordered among that document's places by the question's words over
-its own chunks (clauses.py), so the clause that answers stands first. Candidates whose text
+The chunk nearest the query in meaning then takes at least place `nearest_place` unless it
+stands there or before (without `nearest_by_chunk`: any chunk of its document; `place_nearest`).
+Then, with `passage`, the chunks of each of the first documents are re-ordered among that
+document's places by the question's words over its own chunks (clauses.py), so the clause that
+answers stands first. Candidates whose text
 repeats a better one of another document almost word for word are moved after the others
 (`distinct`), so the first hits are distinct passages, each under its own title. Costs no model
 call: the vectors and scores come with the query's rows.
@@ -52,6 +53,7 @@ class Weights:
     version: float = 0.75  # share of its title signal a title of another release than the query names loses
     passage: float = 0.0  # second stage: the question's words over a document's own chunks (clauses.py; off)
     nearest_place: int = 3  # the chunk nearest in meaning takes at least this place (`place_nearest`; 0 = off)
+    nearest_by_chunk: bool = True  # ... unless it stands there (else: unless a chunk of its document does)
 
 
 WEIGHTS = Weights()
@@ -260,22 +262,25 @@ def rerank(
         for hit, distinct_terms in zip(best, distinctive(fields, query), strict=True):
             hit.score += weights.distinct * distinct_terms
     order = sorted(range(len(scored)), key=lambda i: (-scored[i].score, i))
-    ranked = place_nearest([scored[i] for i in order], weights.nearest_place)
+    ranked = place_nearest([scored[i] for i in order], weights.nearest_place, weights.nearest_by_chunk)
     return within_documents(ranked, query, title_of, weights.passage)
 
 
-def place_nearest(ranked: list[Hit], place: int) -> list[Hit]:
+def place_nearest(ranked: list[Hit], place: int, by_chunk: bool = True) -> list[Hit]:
     """`ranked` with the chunk nearest the question in meaning (the best cosine, the vector leg's first)
-    moved up to `place` (1-based) when neither it nor another chunk of its document stands there or
-    before; it takes the score of the hit whose place it takes. The other signals (the words, a title the
-    question names) can bury the one page that means what the question asks in other words under pages
-    that share its words ("count tokens for a given OpenAI model": the OpenAI README over tiktoken's);
-    this keeps the embedder's best guess in view without letting it push out the first hits."""
+    moved up to `place` (1-based) when it does not stand there or before (without `by_chunk`: when no
+    chunk of its document does); it takes the score of the hit whose place it takes. The other signals
+    (the words, a title the question names) can bury the one page that means what the question asks in
+    other words under pages that share its words ("count tokens for a given OpenAI model": the OpenAI
+    README over tiktoken's), and, inside the leading document, the clause that answers under clauses
+    that share more of the question's words (GFDL's "you may omit a network location" for "can I leave
+    out the web address of an old edition"); this keeps the embedder's best guess in view without
+    letting it push out the first hits."""
     if place < 1 or len(ranked) <= place:
         return ranked
     nearest = max(ranked, key=lambda h: h.evidence.cosine if h.evidence else float("-inf"))
     head = ranked[:place]
-    if any(h is nearest or h.chunk.document_id == nearest.chunk.document_id for h in head):
+    if any(h is nearest or (not by_chunk and h.chunk.document_id == nearest.chunk.document_id) for h in head):
         return ranked
     out = [h for h in ranked if h is not nearest]
     nearest.score = out[place - 1].score

@@ -109,9 +109,17 @@ class SearchSettings(BaseModel):
         ge=0,
         le=100,
         description="Re-ranking: the chunk nearest the question in meaning (the vector leg's best) takes at least "
-        "this place among the hits unless a chunk of its document stands there or before (0 = off; "
+        "this place among the hits unless it stands there or before (search.nearest_by_chunk false: unless a "
+        "chunk of its document does; 0 = off; "
         "bench/rank_sweep.py: 3 ranks three questions' documents higher on the tuning sets, one into the top 5, and "
         "loses none; 2 loses answers).",
+    )
+    nearest_by_chunk: bool = Field(
+        True,
+        description="Re-ranking: the nearest chunk takes its place (search.nearest_place) unless it stands there "
+        "itself, also when another chunk of its document stands before it (bench/rank_sweep.py: 3 more answers "
+        "shown on the 14 tuning sets, no first hit or top-5 document lost; false = unless a chunk of its "
+        "document stands there, the rule before).",
     )
     weight_version: float = Field(
         0.75,

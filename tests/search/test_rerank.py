@@ -189,7 +189,7 @@ def test_a_titles_names_are_cached_and_a_huge_title_is_not_kept() -> None:
     assert title_names(huge) is not title_names(huge) and title_names(huge).words == Names.of(huge).words
 
 
-def test_the_nearest_chunk_moves_up_to_its_place_unless_its_document_stands_there() -> None:
+def test_the_nearest_chunk_moves_up_to_its_place_unless_it_stands_there() -> None:
     ranked = [hit("intro", 0.5, 9.0), hit("basics", 0.52, 8.0), hit("arrays", 0.51, 7.0), hit("structs", 0.58, 1.0)]
     for h, score in zip(ranked, (0.6, 0.5, 0.45, 0.4), strict=True):
         h.score = score
@@ -198,6 +198,13 @@ def test_the_nearest_chunk_moves_up_to_its_place_unless_its_document_stands_ther
     assert [h.score for h in moved] == [0.6, 0.5, 0.45, 0.45]  # it takes the score of the place it takes
     assert place_nearest(list(ranked), 0) == ranked  # off
     assert place_nearest(list(ranked), 4) == ranked  # already there
-    # Another chunk of its document holds a place before: nothing moves.
-    same = [*ranked[:2], hit("structs", 0.3, 5.0), ranked[2], ranked[3]]
-    assert place_nearest(list(same), 3) == same
+    # Another chunk of its document holds a place before: it still takes its place, for it may be the
+    # clause that answers; with by_chunk off (the rule before), nothing moves.
+    same = [hit("structs", 0.3, 5.0), *ranked]
+    for h, score in zip(same, (0.7, 0.6, 0.5, 0.45, 0.4), strict=True):
+        h.score = score
+    moved = place_nearest(list(same), 3)
+    assert [h.chunk.document_id for h in moved] == ["structs", "intro", "structs", "basics", "arrays"]
+    assert moved[2] is ranked[3] and moved[2].evidence.cosine == 0.58
+    assert place_nearest(list(same), 3, by_chunk=False) == same
+    assert place_nearest(list(moved), 3) == moved  # standing there itself: nothing moves
