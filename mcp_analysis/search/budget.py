@@ -4,8 +4,9 @@ Re-ranked results (search.rerank) share one budget: `context` times the number o
 passage no longer than `context` is shown whole, as with a fixed width; the longer ones share
 the rest in proportion to their rank's share (RANK_SHARES): the best-ranked get more, since the
 answer is most often there and a long chunk then fits whole. A hit whose passage is shorter
-than its share shows it whole and leaves the rest to the others. Without re-ranking every hit
-shows at most `context` characters.
+than its share shows it whole and leaves the rest to the others, and one at most NEARLY_WHOLE
+longer than its share is shown whole too (its last lines cost little and were sometimes the
+answer: a list's last item). Without re-ranking every hit shows at most `context` characters.
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ from collections.abc import Sequence
 
 # Tuned on bench/data/passages_queries.json's tune split (bench/passages.py measures them).
 RANK_SHARES = (2.0, 1.25, 0.75, 0.5, 0.5)  # relative shares of ranks 1..5; later ranks get the last one
+# Chosen with bench/rank_sweep.py on 16 tuning sets: 0.1, 0.2 and 0.3 each show one more answer (fresh6
+# hard) and lose none; 0.1 costs the least text (docs/ranking.md).
+NEARLY_WHOLE = 0.1
 
 
 def rank_share(rank: int) -> float:
@@ -24,7 +28,8 @@ def rank_share(rank: int) -> float:
 def passage_widths(lengths: Sequence[int], context: int, shares: Sequence[float] | None) -> list[int]:
     """Characters to show of each passage (whole `lengths`, best first): `context` each without
     `shares`; with them, passages up to `context` whole and the rest of `context` per hit split
-    among the longer ones in proportion to `shares` (never more than a passage's length)."""
+    among the longer ones in proportion to `shares` (never more than a passage's length), and a
+    passage at most NEARLY_WHOLE longer than its part whole."""
     if shares is None:
         return [context] * len(lengths)
     widths = [min(length, context) for length in lengths]
@@ -41,4 +46,6 @@ def passage_widths(lengths: Sequence[int], context: int, shares: Sequence[float]
             widths[i] = lengths[i]
             budget -= lengths[i]
         waiting = [i for i in waiting if i not in whole]
-    return widths
+    return [
+        length if length <= width * (1 + NEARLY_WHOLE) else width for width, length in zip(widths, lengths, strict=True)
+    ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mcp_analysis.search.budget import RANK_SHARES, passage_widths, rank_share
+from mcp_analysis.search.budget import NEARLY_WHOLE, RANK_SHARES, passage_widths, rank_share
 
 
 def test_without_shares_every_hit_shows_context_characters() -> None:
@@ -36,3 +36,12 @@ def test_a_passage_that_fits_in_context_is_shown_whole_at_any_rank() -> None:
     shares = [rank_share(rank) for rank in range(1, 6)]
     widths = passage_widths([5000, 5000, 5000, 5000, 850], 900, shares)
     assert widths[4] == 850 and widths[3] < 850
+
+
+def test_a_passage_a_little_longer_than_its_part_is_shown_whole_and_a_longer_one_is_cut() -> None:
+    shares = [rank_share(rank) for rank in range(1, 4)]
+    part = passage_widths([5000, 5000, 5000], 900, shares)[1]  # the second hit's part of the budget
+    nearly = int(part * (1 + NEARLY_WHOLE))
+    assert passage_widths([5000, nearly, 5000], 900, shares)[1] == nearly  # its last lines are not cut
+    widths = passage_widths([5000, nearly + 200, 5000], 900, shares)
+    assert part - 5 <= widths[1] < nearly  # a passage longer still is cut to about its part
