@@ -21,11 +21,10 @@ file, each hard question's "split"; both old splits have been looked at more tha
 tuning data now); with --context45 also the 45 queries of bench/context.py over 51 manuals (a
 second knowledge base). `--split fresh` adds the questions of bench/data/fresh_queries.json
 (plain and paraphrased, over the same 36 documents; held out for one run, tuning data since);
-`--split fresh2`, `--split fresh3`, `--split fresh4` and `--split fresh5` those of
-bench/data/fresh2_queries.json, fresh3_queries.json, fresh4_queries.json and fresh5_queries.json
-(each held out for one run, tuning data since); `--split fresh6` those of
-bench/data/fresh6_queries.json, the held-out split now: run once, after tuning, with the final
-code, never to choose a setting.
+`--split fresh2` to `--split fresh6` those of bench/data/fresh2_queries.json, fresh3_queries.json,
+fresh4_queries.json, fresh5_queries.json and fresh6_queries.json (each held out for one run,
+tuning data since); `--split fresh7` those of bench/data/fresh7_queries.json, the held-out split
+now: run once, after tuning, with the final code, never to choose a setting.
 For each: hit@1, hit@5 and MRR@5 by document, answer@5 (the text the model is shown for a
 relevant hit contains the answer phrase), bare headings (hits whose text is a heading plus at
 most 3 words, over all top-5 lists) and the median characters of a search result's text (and
@@ -33,7 +32,7 @@ WordPiece tokens). With --curve, answer@5 against the `context` argument; then s
 interleaved calls (several rounds) and each server's RSS at the end.
 
     python bench/passages.py [--baseline REV] [--variant NAME:K=V,...] [--held-out] [--context45]
-                             [--split fresh|fresh2|fresh3|fresh4|fresh5|fresh6] [--curve] [--rounds 3] [--rebuild]
+                             [--split fresh|fresh2|...|fresh6|fresh7] [--curve] [--rounds 3] [--rebuild]
                              [--out bench/results]
 
 Targets: hard answer@5 >= 0.92, hit@5 1.0 and MRR >= 0.93; easy MRR@5 >= 0.97, hit@1 >= 0.93;
@@ -83,7 +82,16 @@ FRESH3 = ROOT / "bench" / "data" / "fresh3_queries.json"
 FRESH4 = ROOT / "bench" / "data" / "fresh4_queries.json"
 FRESH5 = ROOT / "bench" / "data" / "fresh5_queries.json"
 FRESH6 = ROOT / "bench" / "data" / "fresh6_queries.json"
-SPLITS = {"fresh": FRESH, "fresh2": FRESH2, "fresh3": FRESH3, "fresh4": FRESH4, "fresh5": FRESH5, "fresh6": FRESH6}
+FRESH7 = ROOT / "bench" / "data" / "fresh7_queries.json"
+SPLITS = {
+    "fresh": FRESH,
+    "fresh2": FRESH2,
+    "fresh3": FRESH3,
+    "fresh4": FRESH4,
+    "fresh5": FRESH5,
+    "fresh6": FRESH6,
+    "fresh7": FRESH7,
+}
 DEFAULT_SIDES = {"rrf": {"MCP_ANALYSIS_SEARCH__RERANK": "false"}, "rerank": {}}
 CONTEXTS = (300, 600, 900, 1200, 2000, 4000)
 # Result size in tokens too, counted by the bundled WordPiece tokenizer (no truncation): a proxy for
@@ -293,9 +301,8 @@ def main() -> None:
     parser.add_argument(
         "--split",
         choices=list(SPLITS),
-        help="also a fresh split's questions: fresh, fresh2, fresh3, fresh4 or fresh5 (bench/data/fresh*_queries.json, "
-        "tuning data since their one run) or fresh6 (bench/data/fresh6_queries.json: held out, once, after "
-        "tuning, with the final code)",
+        help="also a fresh split's questions: fresh to fresh6 (bench/data/fresh*_queries.json, tuning data since "
+        "their one run) or fresh7 (bench/data/fresh7_queries.json: held out, once, after tuning, with the final code)",
     )
     parser.add_argument("--curve", action="store_true", help="answer@5 against the context argument")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the cached knowledge bases")
