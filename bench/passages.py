@@ -21,10 +21,9 @@ file, each hard question's "split"; both old splits have been looked at more tha
 tuning data now); with --context45 also the 45 queries of bench/context.py over 51 manuals (a
 second knowledge base). `--split fresh` adds the questions of bench/data/fresh_queries.json
 (plain and paraphrased, over the same 36 documents; held out for one run, tuning data since);
-`--split fresh2` to `--split fresh6` those of bench/data/fresh2_queries.json, fresh3_queries.json,
-fresh4_queries.json, fresh5_queries.json and fresh6_queries.json (each held out for one run,
-tuning data since); `--split fresh7` those of bench/data/fresh7_queries.json, the held-out split
-now: run once, after tuning, with the final code, never to choose a setting.
+`--split fresh2` to `--split fresh7` those of bench/data/fresh2_queries.json ... fresh7_queries.json
+(each held out for one run, tuning data since; a new held-out split is written, and committed
+alone, before the ranking change it is to check, then run once, never to choose a setting).
 For each: hit@1, hit@5 and MRR@5 by document, answer@5 (the text the model is shown for a
 relevant hit contains the answer phrase), bare headings (hits whose text is a heading plus at
 most 3 words, over all top-5 lists) and the median characters of a search result's text (and
@@ -301,8 +300,8 @@ def main() -> None:
     parser.add_argument(
         "--split",
         choices=list(SPLITS),
-        help="also a fresh split's questions: fresh to fresh6 (bench/data/fresh*_queries.json, tuning data since "
-        "their one run) or fresh7 (bench/data/fresh7_queries.json: held out, once, after tuning, with the final code)",
+        help="also a fresh split's questions: fresh to fresh7 (bench/data/fresh*_queries.json, each held out for "
+        "one run, tuning data since)",
     )
     parser.add_argument("--curve", action="store_true", help="answer@5 against the context argument")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the cached knowledge bases")

@@ -10,9 +10,10 @@ hard held-out (tuning data since it was looked at twice), context45, fresh plain
 (bench/data/fresh_queries.json), fresh2 plain and fresh2 hard (bench/data/fresh2_queries.json),
 fresh3 plain and fresh3 hard
 (bench/data/fresh3_queries.json), fresh4 plain and fresh4 hard (bench/data/fresh4_queries.json),
-fresh5 plain and fresh5 hard (bench/data/fresh5_queries.json) and fresh6 plain and fresh6 hard
-(bench/data/fresh6_queries.json), each tuning data since its one run. Never the held-out split of
-bench/data/fresh7_queries.json: nothing here imports its path or reads it, and no option chooses a set.
+fresh5 plain and fresh5 hard (bench/data/fresh5_queries.json), fresh6 plain and fresh6 hard
+(bench/data/fresh6_queries.json) and fresh7 plain and fresh7 hard (bench/data/fresh7_queries.json),
+each tuning data since its one run. A held-out split written later must stay out of this list until
+its run.
 
     python bench/rank_sweep.py [--variant NAME:KEY=VALUE,...] [--misses] [--out bench/results]
 
@@ -38,7 +39,7 @@ from typing import Any
 
 from _machine import describe, machine
 from context import bare_heading, build_kb, code_digest, contains_answer, hit_blocks, write_corpus
-from passages import CONTEXT45, DATA, FRESH, FRESH2, FRESH3, FRESH4, FRESH5, FRESH6, ROOT, copy_corpus, variant
+from passages import CONTEXT45, DATA, FRESH, FRESH2, FRESH3, FRESH4, FRESH5, FRESH6, FRESH7, ROOT, copy_corpus, variant
 
 import mcp_analysis.search.passages as passages_module
 from mcp_analysis.config import load_settings
@@ -141,8 +142,8 @@ def knowledge_bases(cache: Path) -> dict[str, Path]:
 def tuning_sets() -> dict[str, dict[str, list[dict[str, Any]]]]:
     """Each knowledge base's question sets, by name ("kb": the 36 documents, "kb45": context45's 51)."""
     spec, spec45 = json.loads(DATA.read_text()), json.loads(CONTEXT45.read_text())
-    fresh, fresh2, fresh3, fresh4, fresh5, fresh6 = (
-        json.loads(path.read_text()) for path in (FRESH, FRESH2, FRESH3, FRESH4, FRESH5, FRESH6)
+    fresh, fresh2, fresh3, fresh4, fresh5, fresh6, fresh7 = (
+        json.loads(path.read_text()) for path in (FRESH, FRESH2, FRESH3, FRESH4, FRESH5, FRESH6, FRESH7)
     )
     return {
         "kb": {
@@ -161,6 +162,8 @@ def tuning_sets() -> dict[str, dict[str, list[dict[str, Any]]]]:
             "fresh5 hard": fresh5["hard"],
             "fresh6 plain": fresh6["easy"],
             "fresh6 hard": fresh6["hard"],
+            "fresh7 plain": fresh7["easy"],
+            "fresh7 hard": fresh7["hard"],
         },
         "kb45": {"context45": spec45["queries"]},
     }
