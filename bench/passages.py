@@ -22,8 +22,10 @@ tuning data now); with --context45 also the 45 queries of bench/context.py over 
 second knowledge base). `--split fresh` adds the questions of bench/data/fresh_queries.json
 (plain and paraphrased, over the same 36 documents; held out for one run, tuning data since);
 `--split fresh2` to `--split fresh7` those of bench/data/fresh2_queries.json ... fresh7_queries.json
-(each held out for one run, tuning data since; a new held-out split is written, and committed
-alone, before the ranking change it is to check, then run once, never to choose a setting).
+(each held out for one run, tuning data since); `--split fresh8` those of
+bench/data/fresh8_queries.json, the held-out split now: run once, after tuning, with the final code,
+never to choose a setting (a held-out split is written, and committed alone, before the ranking
+change it is to check).
 For each: hit@1, hit@5 and MRR@5 by document, answer@5 (the text the model is shown for a
 relevant hit contains the answer phrase), bare headings (hits whose text is a heading plus at
 most 3 words, over all top-5 lists) and the median characters of a search result's text (and
@@ -31,7 +33,7 @@ WordPiece tokens). With --curve, answer@5 against the `context` argument; then s
 interleaved calls (several rounds) and each server's RSS at the end.
 
     python bench/passages.py [--baseline REV] [--variant NAME:K=V,...] [--held-out] [--context45]
-                             [--split fresh|fresh2|...|fresh6|fresh7] [--curve] [--rounds 3] [--rebuild]
+                             [--split fresh|fresh2|...|fresh7|fresh8] [--curve] [--rounds 3] [--rebuild]
                              [--out bench/results]
 
 Targets: hard answer@5 >= 0.92, hit@5 1.0 and MRR >= 0.93; easy MRR@5 >= 0.97, hit@1 >= 0.93;
@@ -82,6 +84,7 @@ FRESH4 = ROOT / "bench" / "data" / "fresh4_queries.json"
 FRESH5 = ROOT / "bench" / "data" / "fresh5_queries.json"
 FRESH6 = ROOT / "bench" / "data" / "fresh6_queries.json"
 FRESH7 = ROOT / "bench" / "data" / "fresh7_queries.json"
+FRESH8 = ROOT / "bench" / "data" / "fresh8_queries.json"
 SPLITS = {
     "fresh": FRESH,
     "fresh2": FRESH2,
@@ -90,6 +93,7 @@ SPLITS = {
     "fresh5": FRESH5,
     "fresh6": FRESH6,
     "fresh7": FRESH7,
+    "fresh8": FRESH8,
 }
 DEFAULT_SIDES = {"rrf": {"MCP_ANALYSIS_SEARCH__RERANK": "false"}, "rerank": {}}
 CONTEXTS = (300, 600, 900, 1200, 2000, 4000)
@@ -300,8 +304,9 @@ def main() -> None:
     parser.add_argument(
         "--split",
         choices=list(SPLITS),
-        help="also a fresh split's questions: fresh to fresh7 (bench/data/fresh*_queries.json, each held out for "
-        "one run, tuning data since)",
+        help="also a fresh split's questions (bench/data/fresh*_queries.json): fresh to fresh7, each held out for "
+        "one run, tuning data since; fresh8, the held-out split now: run once, after tuning, with the final code, "
+        "never to choose a setting",
     )
     parser.add_argument("--curve", action="store_true", help="answer@5 against the context argument")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the cached knowledge bases")
