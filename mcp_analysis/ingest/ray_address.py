@@ -22,7 +22,8 @@ _HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+):\d{1,5}")
 # repository), so a node needs uv and the packages' index, and a driver run from another folder gets
 # workers without mcp-analysis. The nodes run their own installation (the driver checks its
 # version, ray_engine.Cluster), so the driver turns that off unless its environment sets the switch.
-# Ray reads it once, when first imported.
+# Ray reads it once, when first imported: it is set only around that import, so the processes this
+# one starts (a server's conversion workers, a caller's own programs) inherit nothing of it.
 UV_RUN_SWITCH = "RAY_ENABLE_UV_RUN_RUNTIME_ENV"
 
 
@@ -35,13 +36,18 @@ def missing_extra(module: str) -> AnalysisError:
 
 
 def import_extra(module: str) -> ModuleType:
-    """`module`, from the `ray` extra, or the error that says how to install it."""
-    if "ray" not in sys.modules:
-        os.environ.setdefault(UV_RUN_SWITCH, "0")
+    """`module`, from the `ray` extra, or the error that says how to install it (Ray's first import
+    without its `uv run` hook, unless the environment sets UV_RUN_SWITCH)."""
+    switched = "ray" not in sys.modules and UV_RUN_SWITCH not in os.environ
+    if switched:
+        os.environ[UV_RUN_SWITCH] = "0"
     try:
         return importlib.import_module(module)
     except ImportError as exc:
         raise missing_extra(exc.name or module) from None
+    finally:
+        if switched:
+            os.environ.pop(UV_RUN_SWITCH, None)
 
 
 def init_address(address: str) -> str:

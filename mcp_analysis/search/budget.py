@@ -1,6 +1,7 @@
 """How many characters of its passage each hit of a search result shows.
 
-Re-ranked results (search.rerank) share one budget: `context` times the number of hits. A
+Re-ranked results (search.rerank) share one budget: `context` times the number of hits (up to a
+tenth more, below). A
 passage no longer than `context` is shown whole, as with a fixed width; the longer ones share
 the rest in proportion to their rank's share (RANK_SHARES): the best-ranked get more, since the
 answer is most often there and a long chunk then fits whole. A hit whose passage is shorter
@@ -15,8 +16,8 @@ from collections.abc import Sequence
 
 # Tuned on bench/data/passages_queries.json's tune split (bench/passages.py measures them).
 RANK_SHARES = (2.0, 1.25, 0.75, 0.5, 0.5)  # relative shares of ranks 1..5; later ranks get the last one
-# Chosen with bench/rank_sweep.py on 16 tuning sets: 0.1, 0.2 and 0.3 each show one more answer (fresh6
-# hard) and lose none; 0.1 costs the least text (docs/ranking.md).
+# Chosen with bench/rank_sweep.py on its tuning sets, fresh6 among them: 0.1, 0.2 and 0.3 each show one
+# more answer (fresh6 hard) and lose none; 0.1 costs the least text (docs/ranking.md).
 NEARLY_WHOLE = 0.1
 
 

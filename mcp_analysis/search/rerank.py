@@ -20,10 +20,9 @@ The chunk nearest the query in meaning then takes at least place `nearest_place`
 stands there or before (without `nearest_by_chunk`: any chunk of its document; `place_nearest`).
 Then, with `passage`, the chunks of each of the first documents are re-ordered among that
 document's places by the question's words over its own chunks (clauses.py), so the clause that
-answers stands first. Candidates whose text
-repeats a better one of another document almost word for word are moved after the others
-(`distinct`), so the first hits are distinct passages, each under its own title. Costs no model
-call: the vectors and scores come with the query's rows.
+answers stands first. Candidates whose text repeats a better one of another document almost
+word for word are moved after the others (`distinct`), so the first hits are distinct passages,
+each under its own title. Costs no model call: the vectors and scores come with the query's rows.
 """
 
 from __future__ import annotations

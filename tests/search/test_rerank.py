@@ -34,7 +34,7 @@ def hit(doc: str, cosine: float, keyword: float | None, content: str = "") -> Hi
     return Hit(chunk, 0.0, Evidence(cosine, keyword))
 
 
-@given(st.text(alphabet="abglpv0123456789.\u00e9 -\n", max_size=60))
+@given(st.text(alphabet="abglpvGPLV0123456789.,\u00e9\u0130\u0660\u00b2 -\t\n", max_size=60))
 def test_token_counts_count_what_tokens_names(text: str) -> None:
     """The counting the distinctive-terms signal uses is the tokens' own: versions ("gplv3" -> gpl, 3),
     trailing ".0"s ("2.0.0" -> 2), numbers with dots, words."""

@@ -19,8 +19,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from mcp_analysis.ingest.ray_address import UV_RUN_SWITCH, import_extra
 
 HEAD_IP = "127.0.0.2"
@@ -106,11 +104,9 @@ class RayCluster:
     def _wait_nodes(self) -> None:
         """Until the cluster reports every node alive (asked as a driver, then disconnected; the
         caller sets RAY_AUTH_MODE=disabled for this process). Ray is imported here as the product
-        imports it (`import_extra`: without Ray's `uv run` hook, read once at import), and the
-        switch is gone again after: the drivers the tests start get the product's own default."""
-        with pytest.MonkeyPatch.context() as patch:
-            patch.delenv(UV_RUN_SWITCH, raising=False)
-            ray = import_extra("ray")
+        imports it (`import_extra`: without Ray's `uv run` hook, read once at import; the switch is
+        set only around the import, so the drivers the tests start get the product's own default)."""
+        ray = import_extra("ray")
 
         ray.init(address=self.address, log_to_driver=False, logging_level="WARNING")
         try:

@@ -24,6 +24,7 @@ from typing import Any
 import lancedb
 import pytest
 
+from mcp_analysis.ingest.ray_address import UV_RUN_SWITCH
 from mcp_analysis.sample import documents_dir
 from mcp_analysis.store import schema
 from tests.conftest import REPO, make_settings, run_cli
@@ -75,6 +76,20 @@ def add(db: Path | str, *args: str, env: dict[str, str] | None = None) -> tuple[
     return done.returncode, json.loads(done.stdout), done.stderr
 
 
+def add_under_uv_run(db: Path, *args: str) -> tuple[int, dict[str, Any], str]:
+    """`add` as `python3 -m uv run mcp-analysis add ...` runs it: a `uv run` process its parent (what
+    Ray's uv hook looks for), the environment without UV_RUN_SWITCH (the product's own default)."""
+    uv = os.environ.get("UV") or shutil.which("uv")
+    assert uv, "this test needs uv, which `.ci/run` installs (python3 -m pip install uv)"
+    env = {k: v for k, v in os.environ.items() if k != UV_RUN_SWITCH} | RAY_ENV
+    command = [uv, "run", "--no-project", "--", sys.executable, "-m", "mcp_analysis", "--db", str(db), "add", *args]
+    done = subprocess.run(
+        [*command, "--json"], cwd=REPO, env=env, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL
+    )
+    assert done.stdout.startswith("{"), done.stderr[-3000:]
+    return done.returncode, json.loads(done.stdout), done.stderr
+
+
 # The module's first test: its timeout covers starting the two-node cluster too, then a local
 # and a Ray add of a mixed folder with OCR (over 300 s in a CI run beside another long module).
 @pytest.mark.timeout(900)
@@ -88,7 +103,7 @@ def test_a_ray_add_makes_the_knowledge_base_a_local_add_makes(cluster: RayCluste
 
     code, local, _ = add(local_db, str(folder))
     assert code == 0 and "engine" not in local  # without --ray, nothing changes
-    code, remote, _ = add(ray_db, str(folder), "--ray", cluster.address)
+    code, remote, _ = add_under_uv_run(ray_db, str(folder), "--ray", cluster.address)
     assert code == 0, remote["skipped"]
     assert remote["engine"] == "ray" and remote["nodes"] == 2  # conversion and embedding ran on both nodes
     stages = ("connecting", "listing", "conversion", "embedding", "writing", "commit", "indexing")
@@ -96,8 +111,8 @@ def test_a_ray_add_makes_the_knowledge_base_a_local_add_makes(cluster: RayCluste
     assert sorted(remote["added"]) == sorted(local["added"]) and remote["chunks"] == local["chunks"]
     assert remote["stages"]["conversion"] > 0 and remote["stages"]["embedding"] > 0
     assert_same_knowledge_base(snapshot(ray_db), snapshot(local_db))
-    # The workers ran the nodes' own installation: a driver under `uv run` (the suite's documented
-    # command) had none of its working directory copied to the nodes (Ray's uv hook stays off).
+    # The workers ran the nodes' own installation: the driver, started by `uv run`, had none of its
+    # working directory copied to the nodes (Ray's uv hook stays off).
     assert not cluster.working_dir_copies(), cluster.working_dir_copies()
 
     # The rerun finds every file unchanged: nothing to embed, so no embedding actor is started.
@@ -552,16 +567,17 @@ class socket_closed:
         self.sock.close()
 
 
-@pytest.mark.parametrize(("given", "ray_reads"), [(None, "False"), ("1", "True")])
+@pytest.mark.parametrize(("given", "ray_reads"), [(None, "False None"), ("1", "True 1")])
 def test_rays_uv_run_hook_is_off_unless_the_environment_turns_it_on(given: str | None, ray_reads: str) -> None:
-    """The driver imports Ray with its `uv run` hook off (the nodes run their own installation), and an
-    environment that sets the switch keeps its choice."""
+    """The driver imports Ray with its `uv run` hook off (the nodes run their own installation) and leaves
+    no switch in its environment after, and an environment that sets the switch keeps its choice."""
     env = {k: v for k, v in os.environ.items() if k != "RAY_ENABLE_UV_RUN_RUNTIME_ENV"}
     if given is not None:
         env["RAY_ENABLE_UV_RUN_RUNTIME_ENV"] = given
-    program = (
-        "from mcp_analysis.ingest.ray_address import import_extra; import_extra('ray'); "
-        "from ray._private import ray_constants; print(ray_constants.RAY_ENABLE_UV_RUN_RUNTIME_ENV)"
+    program = (  # what Ray read, and what the processes this one starts would inherit
+        "import os; from mcp_analysis.ingest.ray_address import import_extra; import_extra('ray'); "
+        "from ray._private import ray_constants as c; "
+        "print(c.RAY_ENABLE_UV_RUN_RUNTIME_ENV, os.environ.get('RAY_ENABLE_UV_RUN_RUNTIME_ENV'))"
     )
     done = subprocess.run(
         [sys.executable, "-c", program], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
