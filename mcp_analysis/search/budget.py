@@ -1,10 +1,9 @@
 """How many characters of its passage each hit of a search result shows.
 
 Re-ranked results (search.rerank) share one budget: `context` times the number of hits (up to a
-tenth more, below). A
-passage no longer than `context` is shown whole, as with a fixed width; the longer ones share
-the rest in proportion to their rank's share (RANK_SHARES): the best-ranked get more, since the
-answer is most often there and a long chunk then fits whole. A hit whose passage is shorter
+tenth more, below). A passage no longer than `context` is shown whole, as with a fixed width; the
+longer ones share the rest in proportion to their rank's share (RANK_SHARES): the best-ranked get
+more, since the answer is most often there and a long chunk then fits whole. A hit whose passage is shorter
 than its share shows it whole and leaves the rest to the others, and one at most NEARLY_WHOLE
 longer than its share is shown whole too (its last lines cost little and were sometimes the
 answer: a list's last item). Without re-ranking every hit shows at most `context` characters.
