@@ -7,7 +7,8 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Hashable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -39,14 +40,16 @@ def run_cli(
     stdin: str | None = None,
     timeout: float = 300,
     cwd: Path = REPO,
+    launcher: Sequence[str] = (),
 ) -> subprocess.CompletedProcess[str]:
     """`python -m mcp_analysis ARGS` as a user runs it, in a real process from `cwd` (the repo): `env`
-    over this process's environment (without `unset`), output captured as text, stdin closed unless given."""
+    over this process's environment (without `unset`), output captured as text, stdin closed unless given;
+    started through `launcher` when given (e.g. `uv run --`)."""
     dropped = set(unset)
     environment = {k: v for k, v in {**os.environ, **(env or {})}.items() if k not in dropped}
     feed: dict[str, Any] = {"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}
     return subprocess.run(
-        [sys.executable, "-m", "mcp_analysis", *args],
+        [*launcher, sys.executable, "-m", "mcp_analysis", *args],
         cwd=cwd,
         env=environment,
         capture_output=True,
@@ -54,6 +57,16 @@ def run_cli(
         timeout=timeout,
         **feed,
     )
+
+
+def run_cli_at_once(
+    runs: Mapping[Hashable, tuple[Sequence[str], Mapping[str, str]]], timeout: float = 300
+) -> dict[Hashable, subprocess.CompletedProcess[str]]:
+    """`run_cli(*args, env=env)` for each run, all at once (commands that each wait out an object store's
+    retries, seconds that need not add up): their results by the runs' keys, in the runs' order."""
+    with ThreadPoolExecutor(max(1, len(runs))) as pool:
+        started = {key: pool.submit(run_cli, *args, env=env, timeout=timeout) for key, (args, env) in runs.items()}
+        return {key: run.result() for key, run in started.items()}
 
 
 def shared_model_cache(cache: Path) -> Path:

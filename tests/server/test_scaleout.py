@@ -15,7 +15,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +32,7 @@ from mcp_analysis.sandbox.pool import WorkerPool
 from mcp_analysis.session.keys import SessionKey
 from mcp_analysis.session.manager import SessionManager
 from mcp_analysis.session.stores.redis import RedisSessionStore
-from tests.conftest import REPO, make_settings, run_cli
+from tests.conftest import REPO, make_settings, run_cli, run_cli_at_once
 from tests.docs_factory import write_markdown
 from tests.mcp_helpers import HttpServer, http_server, metric_samples, text
 from tests.services import S3, TcpGate, moto_s3, redis
@@ -314,10 +313,9 @@ def test_a_missing_bucket_is_named_with_what_to_do(cluster: Cluster, tmp_path: P
     """The store's NoSuchBucket leads the error, with what to do: never a cut "cannot be read right now ... Retry"."""
     (tmp_path / "note.md").write_text("# Note\n\nA first document.\n")
     env = {**cluster.env, "XDG_DATA_HOME": str(tmp_path)}
-    commands = (["add", str(tmp_path / "note.md")], ["list"])
-    with ThreadPoolExecutor(len(commands)) as pool:  # at once: each waits out the store's own retries first
-        runs = list(pool.map(lambda args: run_cli("--db", "s3://no-such-bucket/kb", *args, env=env), commands))
-    for run in runs:
+    commands = (["add", str(tmp_path / "note.md")], ["list"])  # at once: each waits out the store's own retries first
+    runs = run_cli_at_once({n: (["--db", "s3://no-such-bucket/kb", *args], env) for n, args in enumerate(commands)})
+    for run in runs.values():
         assert run.returncode == 1 and len(run.stderr.strip().splitlines()) == 1, run.stderr
         assert "the object store has no bucket 'no-such-bucket' (NoSuchBucket" in run.stderr
         assert "Create the bucket first" in run.stderr and "Retry" not in run.stderr

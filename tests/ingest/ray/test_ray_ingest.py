@@ -17,7 +17,6 @@ import time
 import urllib.request
 import zipfile
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ import pytest
 from mcp_analysis.ingest.ray_address import UV_RUN_SWITCH
 from mcp_analysis.sample import documents_dir
 from mcp_analysis.store import schema
-from tests.conftest import REPO, make_settings, run_cli
+from tests.conftest import REPO, make_settings, run_cli, run_cli_at_once
 from tests.ingest.ray.cluster import RayCluster, ray_cluster
 from tests.ingest.ray.kb_snapshot import assert_same_knowledge_base, snapshot
 from tests.services import S3, S3_ENV_BASE, TcpGate, moto_s3
@@ -70,8 +69,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, s3: S3, nodes_gate: TcpGat
             yield started
 
 
-def add(db: Path | str, *args: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any], str]:
-    done = run_cli("--db", str(db), "add", *args, "--json", env={**RAY_ENV, **(env or {})}, timeout=600)
+def add(db: Path | str, *args: str, env: dict[str, str] | None = None, **run: Any) -> tuple[int, dict[str, Any], str]:
+    """`add ARGS --json` through `run_cli` (`run`: its `unset`, `launcher`), its exit code, report and stderr."""
+    done = run_cli("--db", str(db), "add", *args, "--json", env={**RAY_ENV, **(env or {})}, timeout=600, **run)
     assert done.stdout.startswith("{"), done.stderr[-3000:]
     return done.returncode, json.loads(done.stdout), done.stderr
 
@@ -81,13 +81,7 @@ def add_under_uv_run(db: Path, *args: str) -> tuple[int, dict[str, Any], str]:
     Ray's uv hook looks for), the environment without UV_RUN_SWITCH (the product's own default)."""
     uv = os.environ.get("UV") or shutil.which("uv")
     assert uv, "this test needs uv, which `.ci/run` installs (python3 -m pip install uv)"
-    env = {k: v for k, v in os.environ.items() if k != UV_RUN_SWITCH} | RAY_ENV
-    command = [uv, "run", "--no-project", "--", sys.executable, "-m", "mcp_analysis", "--db", str(db), "add", *args]
-    done = subprocess.run(
-        [*command, "--json"], cwd=REPO, env=env, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL
-    )
-    assert done.stdout.startswith("{"), done.stderr[-3000:]
-    return done.returncode, json.loads(done.stdout), done.stderr
+    return add(db, *args, unset=[UV_RUN_SWITCH], launcher=[uv, "run", "--no-project", "--"])
 
 
 # The module's first test: its timeout covers starting the two-node cluster too, then a local
@@ -383,14 +377,6 @@ def without_credentials(env: dict[str, str], home: Path) -> dict[str, str]:
     }
 
 
-def at_once(cases: dict[str, dict[str, str]], *args: str) -> list[tuple[str, subprocess.CompletedProcess[str]]]:
-    """The CLI run with `args` in each case's environment, the runs at once (each refused one waits out
-    the AWS SDK's retries, seconds that need not add up): (case, its run), in the cases' order."""
-    with ThreadPoolExecutor(len(cases)) as pool:
-        runs = {case: pool.submit(run_cli, *args, env=env, timeout=600) for case, env in cases.items()}
-        return [(case, run.result()) for case, run in runs.items()]
-
-
 def objects_under(s3: S3, prefix: str) -> list[str]:
     import boto3
 
@@ -411,7 +397,8 @@ def test_an_object_store_source_without_good_credentials_stops_the_add_in_one_li
         missing = without_credentials(refused, tmp_path)
         cases = {"refused": refused, "missing": missing, "nodes": {**RAY_ENV, **allowed}}
         said = {}
-        for case, done in at_once(cases, "--db", str(db), "add", source, "--ray", cluster.address):
+        args = ("--db", str(db), "add", source, "--ray", cluster.address)
+        for case, done in run_cli_at_once({case: (args, env) for case, env in cases.items()}, timeout=600).items():
             assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
             said[case] = done.stderr.strip().splitlines()[-1]
     assert said["refused"].startswith(f"error: Cannot list {source}: the object store refused access with these")
@@ -436,7 +423,8 @@ def test_an_object_store_knowledge_base_without_good_credentials_is_one_line(
         cases = {"refused": refused, "missing": without_credentials(refused, tmp_path)}
         db = f"s3://{s3.bucket}/{prefix}"
         said = {}
-        for case, done in at_once(cases, "--db", db, "add", str(folder), "--ray", cluster.address):
+        args = ("--db", db, "add", str(folder), "--ray", cluster.address)
+        for case, done in run_cli_at_once({case: (args, env) for case, env in cases.items()}, timeout=600).items():
             assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
             said[case] = done.stderr.strip().splitlines()[-1]
     where = f"error: The knowledge base at s3://{s3.bucket}/{prefix} cannot be opened:"
@@ -571,9 +559,9 @@ class socket_closed:
 def test_rays_uv_run_hook_is_off_unless_the_environment_turns_it_on(given: str | None, ray_reads: str) -> None:
     """The driver imports Ray with its `uv run` hook off (the nodes run their own installation) and leaves
     no switch in its environment after, and an environment that sets the switch keeps its choice."""
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ENABLE_UV_RUN_RUNTIME_ENV"}
+    env = {k: v for k, v in os.environ.items() if k != UV_RUN_SWITCH}
     if given is not None:
-        env["RAY_ENABLE_UV_RUN_RUNTIME_ENV"] = given
+        env[UV_RUN_SWITCH] = given
     program = (  # what Ray read, and what the processes this one starts would inherit
         "import os; from mcp_analysis.ingest.ray_address import import_extra; import_extra('ray'); "
         "from ray._private import ray_constants as c; "
