@@ -19,14 +19,15 @@ import anyio
 from mcp_analysis.search import passages
 from mcp_analysis.store import schema
 from mcp_analysis.store.candidates import CHUNK_COLUMNS, StoreCandidates
+from mcp_analysis.store.item_offsets import StoreItemOffsets
 from mcp_analysis.store.reads import StoreReads
 
 PHASES = ("candidates", "complete_chunks", "rerank", "expand", "items_read")
 
 
 @contextmanager
-def _timing(spent: dict[str, float], reads: list[tuple[str, Any]]) -> Iterator[None]:
-    """Wrap the phases of a search so each adds its time (ms) to `spent`; the items reads' arguments go to
+def _timing(spent: dict[str, float], reads: list[tuple[Any, Any]]) -> Iterator[None]:
+    """Wrap the phases of a search so each adds its time (ms) to `spent`; the item windows read go to
     `reads`."""
     saved: list[tuple[Any, str, Any]] = []
 
@@ -57,15 +58,15 @@ def _timing(spent: dict[str, float], reads: list[tuple[str, Any]]) -> Iterator[N
     wrap(passages, "rerank", "rerank")
     wrap(passages, "distinct", "rerank")
     wrap(passages, "expand_hits", "expand")
-    wrap(StoreReads, "items", "items_read")
-    original_items = StoreReads.items
+    wrap(StoreItemOffsets, "item_windows", "items_read")
+    original_windows = StoreItemOffsets.item_windows
 
-    async def recorded(self: Any, where: str, columns: Any = None) -> Any:  # the read, for `items_read_by_column`
-        reads.append((where, columns))
-        return await original_items(self, where, columns)
+    async def recorded(self: Any, windows: Any, columns: Any = None) -> Any:  # the read, for `items_read_by_filter`
+        reads.append((windows, columns))
+        return await original_windows(self, windows, columns)
 
-    StoreReads.items = recorded  # type: ignore[method-assign]
-    saved.append((StoreReads, "items", original_items))
+    StoreItemOffsets.item_windows = recorded  # type: ignore[method-assign]
+    saved.append((StoreItemOffsets, "item_windows", original_windows))
     try:
         yield
     finally:
@@ -84,14 +85,14 @@ async def phases(
     for q in queries:
         vector = await embedder.embed_query(q)
         spent: dict[str, float] = defaultdict(float)
-        reads: list[tuple[str, Any]] = []
+        reads: list[tuple[Any, Any]] = []
         with _timing(spent, reads):
             started = time.perf_counter()
             await corpus.search(q, limit)
             total = (time.perf_counter() - started) * 1000
         for phase in PHASES:
             per_query[phase].append(spent[phase])
-        for name, ms in (await _items_read_by_column(kb, reads)).items():
+        for name, ms in (await _items_read_by_filter(kb, reads)).items():
             per_query[name].append(ms)
         accounted = spent["candidates"] + spent["rerank"] + spent["expand"]
         per_query["total"].append(total)
@@ -127,18 +128,25 @@ async def _legs(kb: Any, table: Any, q: str, unit: Any, settings: Any) -> dict[s
     return {"keyword_leg": keyword_leg.limit(rows).to_arrow, "vector_leg": vector_leg.to_list}
 
 
-async def _items_read_by_column(kb: Any, reads: list[tuple[str, Any]]) -> dict[str, float]:
-    """The expansion's items read again, as it ran and without ``heading_level``: a nullable column whose
-    values are all one level (the synthetic documents', and a PDF's whose headings docling gives one level)
-    is stored by Lance as a constant with a validity buffer of the whole file, which each read decodes."""
-    out = {"items_read_again": 0.0, "items_read_without_heading_level": 0.0}
-    for where, columns in reads:
-        for name, selected in (
-            ("items_read_again", columns),
-            ("items_read_without_heading_level", [c for c in columns or () if c != "heading_level"] or None),
+async def _items_read_by_filter(kb: Any, reads: list[tuple[Any, Any]]) -> dict[str, float]:
+    """The expansion's item windows read again: as the search read them (by offset where the store knows
+    where each document's items sit, store/item_offsets.py), by filter as before, and by filter without
+    ``heading_level``: a nullable column whose values are all one level (the synthetic documents', and a
+    PDF's whose headings docling gives one level) is stored by Lance as a constant with a validity buffer
+    of the whole file, which each filtered read decodes."""
+    out = {"items_read_again": 0.0, "items_read_by_filter": 0.0, "items_read_by_filter_without_heading_level": 0.0}
+    for windows, columns in reads:
+        for name, read, selected in (
+            ("items_read_again", kb.store.item_windows, columns),
+            ("items_read_by_filter", functools.partial(StoreReads.item_windows, kb.store), columns),
+            (
+                "items_read_by_filter_without_heading_level",
+                functools.partial(StoreReads.item_windows, kb.store),
+                [c for c in columns or () if c != "heading_level"] or None,
+            ),
         ):
             started = time.perf_counter()
-            await kb.store.items(where, selected)
+            await read(windows, selected)
             out[name] += (time.perf_counter() - started) * 1000
     return out
 

@@ -18,6 +18,11 @@ def report_details(rows: list[dict[str, Any]], choices: dict[int, list[dict[str,
     for r in firsts:
         sizes = ", ".join(f"{name} {mb} MB" for name, mb in r.get("index_mb", {}).items())
         print(f"indexes of the chunks table at {r['chunks']} chunks: {sizes}")
+        if r.get("item_spans_s") is not None:
+            print(
+                f"where each document's items sit, found at {r['chunks']} chunks in {r['item_spans_s']:.2f} s "
+                f"({r['item_spans_documents']} documents in one run each; store/item_offsets.py)"
+            )
     for size, found in choices.items():
         print(f"\nvector index choices at {size} chunks (vector leg as search runs it, {len(found)} settings):")
         print(f"{'index':>42} {'build s':>8} {'nprobes':>7} {'ef':>5} {'refine':>6} {'recall@10':>9} {'p50 ms':>7}")

@@ -214,6 +214,7 @@ async def measure(path: Path, queries: list[str], mode: str = "hybrid") -> dict[
     breakdown = await phases(kb, corpus, embedder, queries[:30], LIMIT, with_vector_leg=mode != "keyword")
     filtered_breakdown = await phases(kb, filtered, embedder, queries[:20], LIMIT, with_vector_leg=mode != "keyword")
     chunks = await table.count_rows()
+    spans_s, spans_documents = await _item_spans_scan(kb)
     index_mb = {
         f"{ix.index_type}({', '.join(ix.columns)})": round((getattr(ix, "size_bytes", 0) or 0) / 1e6, 1)
         for ix in await table.list_indices()
@@ -244,6 +245,8 @@ async def measure(path: Path, queries: list[str], mode: str = "hybrid") -> dict[
         "phases_ms": breakdown,
         "filtered_phases_ms": filtered_breakdown,
         "index_mb": index_mb,  # on disk, per index of the chunks table
+        "item_spans_s": spans_s,  # the scan that finds where each document's items sit (store/item_offsets.py)
+        "item_spans_documents": spans_documents,
         "mode": mode,
         "ef": search_settings.ann_ef,
         "refine_factor": search_settings.ann_refine_factor,
@@ -389,6 +392,19 @@ async def search_state(path: Path, queries: list[str]) -> dict[str, float]:
     recall = await recall_at_10(table, vectors, s.ann_ef, s.ann_refine_factor, s.candidates, truth=truth)
     await kb.close()
     return {"p50 ms": statistics.median(spent), "leg recall@10": recall}
+
+
+async def _item_spans_scan(kb: Any) -> tuple[float | None, int | None]:
+    """Seconds the store's scan of the items table takes at this version, and the documents it finds
+    in one run (None, None with code that reads no windows by offset: a --baseline side)."""
+    try:
+        from mcp_analysis.store.item_offsets import ItemSpans
+    except ImportError:
+        return None, None
+    dataset = await kb.store.table(schema.DOCUMENT_ITEMS).to_lance()
+    started = time.perf_counter()
+    spans = await anyio.to_thread.run_sync(ItemSpans.scan, dataset, dataset.version)
+    return time.perf_counter() - started, len(spans.ids)
 
 
 def compare(args: argparse.Namespace) -> None:

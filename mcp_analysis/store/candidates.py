@@ -32,8 +32,9 @@ import numpy as np
 
 from mcp_analysis.store import schema
 from mcp_analysis.store.filters import sql_quote
+from mcp_analysis.store.item_offsets import StoreItemOffsets
 from mcp_analysis.store.lance import col
-from mcp_analysis.store.lance_legs import LanceLegs, StoreLegs, ViewRows, reopened_once
+from mcp_analysis.store.lance_legs import LanceLegs, ViewRows, reopened_once
 from mcp_analysis.structure import HEADING_LABELS
 
 CHUNK_COLUMNS = ("id", "document_id", "content", "metadata", "order")
@@ -205,7 +206,7 @@ def _metadata(row: dict[str, Any]) -> dict[str, Any]:
     return meta if isinstance(meta, dict) else {}
 
 
-class StoreCandidates(StoreLegs):
+class StoreCandidates(StoreItemOffsets):
     """The search read of the `Store`: candidate chunks with both legs' scores."""
 
     @reopened_once

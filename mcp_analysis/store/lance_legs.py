@@ -65,26 +65,33 @@ class ViewRows:
     legs: int | None = field(default=None, compare=False)  # the `LanceLegs.serial` whose rows the allowlist names
 
 
-class LanceLegs:
-    """The legs of one store's chunks table: a dataset per version, sharing one session (one cache)."""
+class LanceDatasets:
+    """One table through pylance: a dataset per version, sharing one session (one cache)."""
 
     def __init__(self, uri: str, options: dict[str, str] | None) -> None:
         import lance
 
         self._uri, self._options = uri, options
-        self.serial = next(_SERIALS)  # a view's rows name this one's (kept by number: a reference would keep its cache)
         self._session = lance.Session()
         self._dataset: Any = None
 
     def dataset(self, version: int) -> Any:
-        """The chunks table at `version` (the one LanceDB's handle reads), opened once per version."""
-        dataset = self._dataset  # both legs ask at once, each in a thread of its own
+        """The table at `version` (the one LanceDB's handle reads), opened once per version."""
+        dataset = self._dataset  # several threads ask at once (both legs; an item read and a scan)
         if dataset is None or dataset.version != version:
             import lance
 
             dataset = lance.dataset(self._uri, version=version, storage_options=self._options, session=self._session)
             self._dataset = dataset
         return dataset
+
+
+class LanceLegs(LanceDatasets):
+    """The legs of one store's chunks table."""
+
+    def __init__(self, uri: str, options: dict[str, str] | None) -> None:
+        super().__init__(uri, options)
+        self.serial = next(_SERIALS)  # a view's rows name this one's (kept by number: a reference would keep its cache)
 
     def view_rows(self, version: int, where: str) -> tuple[int, int, bytes]:
         """The rows `where` passes at `version`: their count, the table's rows, and the allowlist."""
@@ -179,6 +186,11 @@ class StoreLegs(StoreReads):
                 known = ViewRows(str(self.path), version, await table.count_rows(where), await table.count_rows())
             _VIEW_ROWS[prefilter] = known
         return known
+
+    def scanner_legs_running(self) -> bool:
+        """Whether the legs run through Lance's scanner (the chunks table was found large enough)."""
+        known = getattr(self, "_lance", None)
+        return known is not None and known[2] is not None
 
     def drop_scanner_legs(self) -> bool:
         """Forget the scanner's datasets (and the view rows found in them); whether there were any."""
