@@ -16,7 +16,6 @@ bases, store/lance_legs.py): below, pylance is never imported.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import threading
 import time
@@ -56,26 +55,38 @@ class ItemSpans:
 
     @classmethod
     def scan(cls, dataset: Any, version: int, batch_size: int = SCAN_BATCH) -> ItemSpans:
-        """The runs of `dataset` (the items table at `version`), in one ordered scan of two columns."""
+        """The runs of `dataset` (the items table at `version`), in one ordered scan of two columns: each
+        batch's runs and the check of their positions in Arrow and numpy, a dictionary step per run."""
+        import pyarrow as pa
+        import pyarrow.compute as pc  # here: a server below the scanner's bound never needs it
+
         runs: dict[str, list[int]] = {}  # document -> [first offset, items so far]
         broken: set[str] = set()  # documents not in one run from position 0 on: read by filter
         previous, offset = None, 0
         for batch in dataset.to_batches(columns=["document_id", "position"], batch_size=batch_size, scan_in_order=True):
-            ids = batch.column(0).to_numpy(zero_copy_only=False)
-            positions = batch.column(1).to_numpy(zero_copy_only=False)
-            changes = np.flatnonzero(ids[1:] != ids[:-1]) + 1 if len(ids) > 1 else []
-            for lo, hi in itertools.pairwise([0, *list(changes), len(ids)]):
-                doc = ids[lo]
-                if doc != previous:  # a run starts (within a batch, always; at its start, unless carried on)
+            ids, n = batch.column(0), batch.num_rows
+            if n == 0:
+                continue
+            changed = pc.not_equal(ids.slice(1), ids.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+            starts = np.concatenate(([0], np.flatnonzero(changed) + 1))
+            lengths = np.diff(np.append(starts, n))
+            names = ids.take(pa.array(starts)).to_pylist()
+            before = np.zeros(len(starts), dtype=np.int64)  # items a run had before this batch
+            if names[0] == previous:
+                before[0] = runs[names[0]][1]
+            run_of = np.repeat(np.arange(len(starts)), lengths)
+            expected = np.arange(n) - starts[run_of] + before[run_of]
+            ordered = np.logical_and.reduceat(batch.column(1).to_numpy(zero_copy_only=False) == expected, starts)
+            for i, (doc, length, good) in enumerate(zip(names, lengths.tolist(), ordered.tolist(), strict=True)):
+                if i > 0 or doc != previous:  # a run starts (a batch's first may carry the last one on)
                     if doc in runs or doc in broken:
                         broken.add(doc)
-                    runs[doc] = [offset + lo, 0]
-                run = runs[doc]
-                if doc not in broken and not (positions[lo:hi] == np.arange(run[1], run[1] + hi - lo)).all():
+                    runs[doc] = [offset + int(starts[i]), 0]
+                runs[doc][1] += length
+                if not good:
                     broken.add(doc)
-                run[1] += hi - lo
-                previous = doc
-            offset += len(ids)
+            previous = names[-1]
+            offset += n
         kept = sorted((doc.encode(), run) for doc, run in runs.items() if doc not in broken)
         return cls(
             version,
