@@ -123,7 +123,7 @@ class StoreItemOffsets(StoreLegs):
                 )
             except Exception as exc:  # e.g. the files of that version gone (the knowledge base written anew)
                 log.info("reading items by offset failed (%s); reading them by filter", type(exc).__name__)
-                self._items_spans = None
+                self._item_state().forget()  # found again, on datasets opened afresh (no sooner than the rest)
                 return await super().item_windows(windows, columns)
             rows = await self._layout.item_rows(taken, self.tables, columns)
         if rest:
@@ -132,6 +132,7 @@ class StoreItemOffsets(StoreLegs):
 
     def _item_datasets(self) -> LanceDatasets:
         state = self._item_state()
+        assert state.uri is not None, "the table's location is known before its first dataset"
         if state.datasets is None:
             state.datasets = LanceDatasets(state.uri, self.lance_options())
         return state.datasets
@@ -183,6 +184,10 @@ class _SpansState:
         self.done = threading.Event()
         self.done.set()
         self._next_after = 0.0
+
+    def forget(self) -> None:
+        """Drop the spans and datasets (a read by offset failed), keeping the rest between scans."""
+        self.spans, self.datasets = None, None
 
     def start(self, datasets: LanceDatasets, version: int) -> None:
         if not self.done.is_set() or time.monotonic() < self._next_after:

@@ -7,6 +7,7 @@ the spans of the new version are not known yet (read by filter) and then once th
 
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ pytestmark = pytest.mark.anyio
 COLUMNS = ["document_id", "position", "self_ref", "label", "text", "page_numbers", "heading_level"]
 
 
-def _document(index: int, items: int) -> DocumentRows:
+def _document(index: int, items: int, mark: str = "") -> DocumentRows:
     doc_id = f"doc-{index:02d}"
     rows = [
         {
@@ -38,7 +39,7 @@ def _document(index: int, items: int) -> DocumentRows:
             "position": p,
             "self_ref": f"#/texts/{p}",
             "label": "section_header" if p % 7 == 0 else "text",
-            "text": f"{doc_id} item {p}",
+            "text": f"{doc_id} item {p}{mark}",
             "page_numbers": [1 + p // 10],
             "heading_level": 2 if p % 7 == 0 else None,
             "picture_data": None,
@@ -58,12 +59,14 @@ def _document(index: int, items: int) -> DocumentRows:
     return rows_of(doc_id, rows, [chunk])
 
 
-async def _store(path: Path) -> Store:
-    """24 documents of 1 to 47 items, written in two commits (two fragments of the items table)."""
+async def _store(path: Path, mark: str = "", reverse: bool = False) -> Store:
+    """24 documents of 1 to 47 items, written in two commits (two fragments of the items table); with
+    `reverse`, the other way round (other rows at each offset)."""
     store = await Store.open(path, create=True)
     await store.initialize("test", 4)
-    await store.write_documents([_document(i, 1 + (i * 11) % 47) for i in range(12)])
-    await store.write_documents([_document(i, 1 + (i * 11) % 47) for i in range(12, 24)])
+    order = list(range(23, -1, -1) if reverse else range(24))
+    for half in (order[:12], order[12:]):
+        await store.write_documents([_document(i, 1 + (i * 11) % 47, mark) for i in half])
     assert await store.scanner_legs() is not None  # the offsets are read where the legs run through Lance
     return store
 
@@ -124,6 +127,31 @@ async def test_windows_read_by_offset_are_the_filters_rows_across_removals_and_c
         await store.optimize()  # the files rewritten: the rows' offsets anew
         await _offsets_known(store, windows)
         assert await _reads_agree(store, _windows(3, documents)) > 100
+    finally:
+        store.close()
+
+
+async def test_a_knowledge_base_written_again_to_the_same_version_is_read_as_it_is_now(tmp_path: Path) -> None:
+    """Deleted and written again (other rows at each offset, the same number of writes) under an open store:
+    the offsets found in the old files are never applied to the new ones (the read by offset finds its
+    files gone and reads by filter, as LanceDB's handle does once it reads the latest version), and the
+    offsets are found again in the new files."""
+    path = tmp_path / "kb.lancedb"
+    store = await _store(path)
+    try:
+        documents = [f"doc-{i:02d}" for i in range(24)]
+        windows = _windows(5, documents)
+        version = await _offsets_known(store, windows)
+        shutil.rmtree(path)
+        again = await _store(path, mark=" (new)", reverse=True)
+        again.close()
+        assert await store.table(schema.DOCUMENT_ITEMS).version() == version
+        await store.read_latest()
+        read = await store.item_windows(windows, COLUMNS)
+        assert len(read) > 100 and all(row["text"].endswith(" (new)") for row in read)
+        assert sorted(read, key=_key) == sorted(await StoreReads.item_windows(store, windows, COLUMNS), key=_key)
+        await _offsets_known(store, windows)
+        assert all(row["text"].endswith(" (new)") for row in await store.item_windows(windows, COLUMNS))
     finally:
         store.close()
 
