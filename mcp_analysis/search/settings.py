@@ -53,8 +53,8 @@ class SearchSettings(BaseModel):
         ge=0,
         description="From this many chunks on, both legs run through Lance's own scanner, which takes a filtered "
         "view as its chunk rows (found once per view and version) instead of planning and looking up its document "
-        "ids in each leg (bench/view_split.py), and a search's item windows are read by offset (store/item_offsets.py); "
-        "below, through LanceDB as before, never importing pylance (its "
+        "ids in each leg (bench/view_split.py), and a search's item windows are read by offset "
+        "(store/item_offsets.py); below, through LanceDB as before, never importing pylance (its "
         "import added 21 MB in bench/view_split.py --allowlist). 0 = always.",
     )
     post_filter_min_share: float = Field(
