@@ -11,21 +11,23 @@ from mcp_analysis.store.writes import DocumentRows
 ITEMS = 200  # one long section of paragraphs per document: windows bound the expansion
 
 
+def item_row(doc_id: str, position: int, heading_level: int | None, text: str, page: int = 1) -> dict[str, Any]:
+    """An item row: a section header when it has a heading level, else a paragraph."""
+    return {
+        "document_id": doc_id,
+        "position": position,
+        "self_ref": f"#/texts/{position}",
+        "label": "section_header" if heading_level is not None else "text",
+        "text": text,
+        "page_numbers": [page],
+        "heading_level": heading_level,
+        "picture_data": None,
+        "chunk_ids": [],
+    }
+
+
 def document_rows(doc_id: str, hit_at: int) -> tuple[DocumentRows, ChunkRecord]:
-    items = [
-        {
-            "document_id": doc_id,
-            "position": p,
-            "self_ref": f"#/texts/{p}",
-            "label": "section_header" if p == 0 else "text",
-            "text": f"{doc_id} item {p}",
-            "page_numbers": [1],
-            "heading_level": 1 if p == 0 else None,
-            "picture_data": None,
-            "chunk_ids": [],
-        }
-        for p in range(ITEMS)
-    ]
+    items = [item_row(doc_id, p, 1 if p == 0 else None, f"{doc_id} item {p}") for p in range(ITEMS)]
     chunk = {
         "id": f"{doc_id}-chunk",
         "document_id": doc_id,

@@ -24,7 +24,7 @@ from mcp_analysis.store.item_offsets import ItemSpans
 from mcp_analysis.store.reads import StoreReads
 from mcp_analysis.store.writes import DocumentRows
 from tests.haiku_db import copy_fixture
-from tests.search.long_sections import rows_of
+from tests.search.long_sections import item_row, rows_of
 
 pytestmark = pytest.mark.anyio
 
@@ -34,17 +34,7 @@ COLUMNS = ["document_id", "position", "self_ref", "label", "text", "page_numbers
 def _document(index: int, items: int, mark: str = "") -> DocumentRows:
     doc_id = f"doc-{index:02d}"
     rows = [
-        {
-            "document_id": doc_id,
-            "position": p,
-            "self_ref": f"#/texts/{p}",
-            "label": "section_header" if p % 7 == 0 else "text",
-            "text": f"{doc_id} item {p}{mark}",
-            "page_numbers": [1 + p // 10],
-            "heading_level": 2 if p % 7 == 0 else None,
-            "picture_data": None,
-            "chunk_ids": [],
-        }
+        item_row(doc_id, p, 2 if p % 7 == 0 else None, f"{doc_id} item {p}{mark}", page=1 + p // 10)
         for p in range(items)
     ]
     chunk = {
