@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import stat
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -10,6 +14,7 @@ from rich.markup import escape
 from mcp_analysis.cli.options import FilterOption, JsonOption, SampleOption, command_options, knowledge_base
 from mcp_analysis.cli.output import err, out, print_json
 from mcp_analysis.errors import AnalysisError
+from mcp_analysis.paths import is_local_path
 
 
 class _RichProgress:
@@ -84,21 +89,23 @@ def add(
     options = command_options(ctx)
 
     async def go() -> int:
-        from mcp_analysis.corpus import KnowledgeBase
-        from mcp_analysis.ingest.sources import as_sources
-
         metadata = parse_meta(meta)
         if ray is not None:
             from mcp_analysis.ingest.ray_address import preflight
 
             preflight(ray)  # before the knowledge base is made
         settings = options.settings()
-        kb = await KnowledgeBase.open(settings, create=True)
-        progress = _RichProgress() if err.is_terminal and not as_json else None
-        try:
-            report = await _ingestor(kb, progress, ray).add(as_sources(paths), title=title, metadata=metadata)
-        finally:
-            await kb.close()
+        with _early_pool(settings, ray, paths) as pool:
+            from mcp_analysis.corpus import KnowledgeBase
+            from mcp_analysis.ingest.sources import as_sources
+
+            kb = await KnowledgeBase.open(settings, create=True)
+            progress = _RichProgress() if err.is_terminal and not as_json else None
+            try:
+                add = _ingestor(kb, progress, ray, pool).add
+                report = await add(as_sources(paths), title=title, metadata=metadata)
+            finally:
+                await kb.close()
         failed = 1 if report.skipped else 0
         if as_json:
             print_json(report.__dict__)
@@ -115,11 +122,52 @@ def add(
     raise typer.Exit(options.run(go))
 
 
-def _ingestor(kb: Any, progress: _RichProgress | None, ray: str | None) -> Any:
+@contextlib.contextmanager
+def _early_pool(settings: Any, ray: str | None, paths: list[str]) -> Iterator[Any]:
+    """The add's conversion worker, started before anything else so its own start-up runs beside the
+    command's, and loading its parsers too (about 2 s of CPU, docling's imports) when a file is sure
+    to be converted (`_converts`): otherwise files that turn out unchanged would wait for them
+    (`bench/cli_add.py`). None on Ray (its nodes convert)."""
+    if ray is not None:
+        yield None
+        return
+    from mcp_analysis.ingest.pool import ConversionPool
+
+    pool = ConversionPool(settings.ingest.limits(), settings.ingest.chunk_tokens)
+    try:
+        pool.start()
+        if _converts(settings.db, paths):
+            pool.warm()
+        yield pool
+    finally:
+        pool.close()
+
+
+def _converts(db: Any, paths: list[str]) -> bool:
+    """Whether the add is sure to convert something: a new knowledge base and a path that exists, or a
+    named file modified since the knowledge base was last written. A wrong guess costs time only."""
+    from mcp_analysis.store.written import last_written
+
+    written = last_written(db)
+    if written is None:
+        return False
+    for path in paths:
+        if not is_local_path(path):
+            continue
+        try:
+            found = Path(path).stat()
+        except OSError:
+            continue
+        if written == 0.0 or (stat.S_ISREG(found.st_mode) and found.st_mtime > written):
+            return True
+    return False
+
+
+def _ingestor(kb: Any, progress: _RichProgress | None, ray: str | None, pool: Any) -> Any:
     from mcp_analysis.ingest.pipeline import Ingestor
 
     if ray is None:
-        return Ingestor(kb, progress)
+        return Ingestor(kb, progress, pool)
     from mcp_analysis.ingest.ray_engine import RayIngestor
 
     return RayIngestor(kb, ray, progress)
