@@ -31,6 +31,7 @@ from pydantic_monty import (
 )
 
 from mcp_analysis.logging_setup import TO_HOST
+from mcp_analysis.sandbox.budget import OVER_CALLS, CallBudget
 from mcp_analysis.sandbox.hints import with_hint
 from mcp_analysis.sandbox.liveness import WorkerLiveness
 from mcp_analysis.sandbox.models import ExecutionResult
@@ -189,6 +190,8 @@ class Interpreter:
         error: str | None = None
         rollback = False
         timeout = self.settings.code_timeout
+        budget = CallBudget(self.settings.max_host_calls, timeout)
+        functions, os_handler = budget.functions(functions), budget.os(os_handler)
         try:
             with anyio.fail_after(timeout + _GRACE_SECONDS):
                 result = await session.feed_run(code, external_lookup=functions, os=os_handler, print_callback=output)
@@ -296,12 +299,14 @@ class Interpreter:
                 "Process documents one at a time instead of holding them all.",
                 True,
             )
-        if "suspension limit" in text:
+        if OVER_CALLS in text or "suspension limit" in text:
+            # Over this call's budget (budget.py): the heap is intact. monty's own per-checkout count
+            # (a backstop far above any call's budget) is reset only by a fresh worker: discard it.
             return (
                 f"{text.rstrip()}\nHint: one call may make at most {s.max_host_calls} host calls "
-                "(file reads, searches; sandbox.max_host_calls). Read fewer files per call, or reuse "
+                "(file reads, searches, sleeps; sandbox.max_host_calls). Read fewer files per call, or reuse "
                 "what earlier calls stored in variables.",
-                False,
+                OVER_CALLS not in text,
             )
         if isinstance(inner, RecursionError):
             return (

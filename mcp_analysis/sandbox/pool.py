@@ -23,6 +23,7 @@ import anyio
 from pydantic_monty import AsyncMonty, AsyncMontySession, MontyCrashedError
 
 from mcp_analysis.errors import SandboxError
+from mcp_analysis.sandbox.budget import BACKSTOP_SUSPENSIONS
 from mcp_analysis.sandbox.modules import host_modules
 from mcp_analysis.sandbox.settings import SandboxSettings
 
@@ -91,8 +92,7 @@ class WorkerPool:
             "max_feed_duration_secs": s.code_timeout,
             "max_memory": s.max_memory_mb * 1024 * 1024,
             "max_recursion_depth": s.max_recursion_depth,
-            "max_suspensions": s.max_host_calls,
-            "max_total_sleep_secs": s.code_timeout,
+            "max_suspensions": BACKSTOP_SUSPENSIONS,  # per checkout: each call's count is its CallBudget's
         }
 
     @property
@@ -142,7 +142,7 @@ class WorkerPool:
         while True:
             session = self._monty.checkout(
                 limits=self.limits(),  # type: ignore[arg-type]
-                os_policy={"timezone": "utc"},
+                os_policy={"timezone": "utc", "sleep": "call_host"},  # sleeps are the call's budget's
                 external_modules=self._modules,
             )
             try:

@@ -1,0 +1,97 @@
+"""Per-call bounds on host calls and sleep, counted here because monty counts per checkout.
+
+monty's `max_suspensions` and `max_total_sleep_secs` add up over a worker's whole checkout,
+which lasts as long as a session keeps its worker: a long analysis would exhaust them across
+calls and then fail every call, `NameError`s included, although each call kept to the limit. So
+each `execute_code` call gets a `CallBudget`: its host calls (file system callbacks, searches,
+listings, charts, sleeps) count against `sandbox.max_host_calls`, and its sleeps (routed to the
+host by the checkout's `os_policy`) against `sandbox.code_timeout`. monty's own limits stay as a
+backstop far above them (`BACKSTOP_SUSPENSIONS`). Going over raises an ordinary exception in
+the sandbox: the heap is intact and the variables stay.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+from pydantic_monty import NOT_HANDLED
+
+BACKSTOP_SUSPENSIONS = 1_000_000_000  # monty's per-checkout count; a call is bounded by its budget
+SLEEPS = frozenset({"time.sleep", "asyncio.sleep", "system.sleep", "system.async_sleep"})
+OVER_CALLS = "host call limit"  # in the message a call over its budget raises; hints.py adds what to do
+
+
+class CallBudget:
+    """What one `execute_code` call may spend on the host."""
+
+    def __init__(self, max_calls: int, max_sleep: float) -> None:
+        self.max_calls = max_calls
+        self.max_sleep = max_sleep
+        self.calls = 0
+        self.slept = 0.0
+        self._running: set[anyio.CancelScope] = set()  # host functions in flight (gathered searches)
+
+    def spend(self) -> None:
+        self.calls += 1
+        if self.calls > self.max_calls:
+            for scope in self._running:  # a flood fails now, not after the calls already started
+                scope.cancel()
+            raise self._over()
+
+    def _over(self) -> RuntimeError:
+        return RuntimeError(f"{OVER_CALLS} of {self.max_calls} exceeded in this call (sandbox.max_host_calls)")
+
+    def functions(self, functions: dict[str, Any]) -> dict[str, Any]:
+        """`functions` (the host functions by name) with each call counted."""
+        return {name: self._counted(fn) if callable(fn) else fn for name, fn in functions.items()}
+
+    def _counted(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        async def counted(*args: Any, **kwargs: Any) -> Any:
+            self.spend()
+            with anyio.CancelScope() as scope:
+                self._running.add(scope)
+                try:
+                    return await fn(*args, **kwargs)
+                finally:
+                    self._running.discard(scope)
+            raise self._over()  # stopped by `spend`: the call went over its budget meanwhile
+
+        return counted
+
+    def os(self, handler: Callable[..., Any] | None) -> Callable[..., Any]:
+        """An `os=` handler: sleeps served here, every other callback counted and passed to `handler`."""
+
+        def counted(*, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], **rest: Any) -> Any:
+            try:
+                self.spend()
+            except RuntimeError as exc:
+                return _raise(exc)
+            if name in SLEEPS:
+                return self._sleep(args[0] if args else kwargs.get("seconds", kwargs.get("delay")))
+            if handler is None:
+                return NOT_HANDLED
+            return handler(name=name, args=args, kwargs=kwargs, **rest)
+
+        return counted
+
+    async def _sleep(self, seconds: Any) -> None:
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or math.isnan(seconds):
+            raise TypeError(f"sleep() takes a number of seconds, not {type(seconds).__name__}")
+        if seconds < 0:
+            raise ValueError("sleep length must be non-negative")
+        if self.slept + seconds > self.max_sleep:
+            raise TimeoutError(
+                f"a sleep of {seconds:g} s would take this call's sleeping to {self.slept + seconds:g} s, past "
+                f"sandbox.code_timeout ({self.max_sleep:g} s): nothing was slept. Sleep less, or over several calls."
+            )
+        self.slept += seconds
+        await anyio.sleep(seconds)
+
+
+async def _raise(exc: BaseException) -> Any:
+    raise exc
