@@ -5,14 +5,21 @@ which lasts as long as a session keeps its worker: a long analysis would exhaust
 calls and then fail every call, `NameError`s included, although each call kept to the limit. So
 each `execute_code` call gets a `CallBudget`: its host calls (file system callbacks, searches,
 listings, charts, sleeps) count against `sandbox.max_host_calls`, and its sleeps (routed to the
-host by the checkout's `os_policy`) against `sandbox.code_timeout`. monty's own limits stay as a
-backstop far above them (`BACKSTOP_SUSPENSIONS`). Going over raises an ordinary exception in
-the sandbox: the heap is intact and the variables stay.
+host by the checkout's `os_policy`) against `sandbox.code_timeout`. Going over raises an
+ordinary exception in the sandbox: the heap is intact and the variables stay.
+
+monty's own count stays on as the bound of what this module cannot count (name lookups and future
+resolutions, up to about two more per host function call): `CHECKOUT_SUSPENSIONS` x max_host_calls per
+checkout, and an interpreter whose worker has served more than 1/`SPENT_SHARE` of a call's budget
+hands it back after the call, so the next call starts on a fresh checkout with room for its whole
+budget (3 suspensions per host call at most). A call that trips monty's count (a flood of failing
+name lookups) is rolled back, as a timeout is.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 from collections.abc import Callable
 from typing import Any
@@ -20,9 +27,12 @@ from typing import Any
 import anyio
 from pydantic_monty import NOT_HANDLED
 
-BACKSTOP_SUSPENSIONS = 1_000_000_000  # monty's per-checkout count; a call is bounded by its budget
+SUSPENSIONS_PER_CALL = 3  # a host function call: the name's lookup, the call, its future's resolution
+SPENT_SHARE = 3  # a worker that has served more than max_host_calls / 3 host calls is handed back
+# x max_host_calls: at most 3 x max / SPENT_SHARE spent before a call, and 3 x max within it
+CHECKOUT_SUSPENSIONS = SUSPENSIONS_PER_CALL // SPENT_SHARE + SUSPENSIONS_PER_CALL
 SLEEPS = frozenset({"time.sleep", "asyncio.sleep", "system.sleep", "system.async_sleep"})
-OVER_CALLS = "host call limit"  # in the message a call over its budget raises; hints.py adds what to do
+OVER_CALLS = "host call limit"  # in the message a call over its budget raises (the interpreter adds a hint)
 
 
 class CallBudget:
@@ -50,6 +60,15 @@ class CallBudget:
         return {name: self._counted(fn) if callable(fn) else fn for name, fn in functions.items()}
 
     def _counted(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        if not inspect.iscoroutinefunction(fn):  # a plain function stays one (the sandbox awaits only coroutines)
+
+            @functools.wraps(fn)
+            def counted_now(*args: Any, **kwargs: Any) -> Any:
+                self.spend()
+                return fn(*args, **kwargs)
+
+            return counted_now
+
         @functools.wraps(fn)
         async def counted(*args: Any, **kwargs: Any) -> Any:
             self.spend()

@@ -31,7 +31,7 @@ from pydantic_monty import (
 )
 
 from mcp_analysis.logging_setup import TO_HOST
-from mcp_analysis.sandbox.budget import OVER_CALLS, CallBudget
+from mcp_analysis.sandbox.budget import OVER_CALLS, SPENT_SHARE, CallBudget
 from mcp_analysis.sandbox.hints import with_hint
 from mcp_analysis.sandbox.liveness import WorkerLiveness
 from mcp_analysis.sandbox.models import ExecutionResult
@@ -77,6 +77,7 @@ class Interpreter:
         self._lock = anyio.Lock(fast_acquire=True)
         self._notice: str | None = None  # told with the next result (a state that could not be restored)
         self._purity = Purity(known=state is None, prelude=prelude)  # which calls may skip their dump
+        self._spent = 0  # host calls made on the worker held now (monty counts them per checkout)
 
     @property
     def is_idle(self) -> bool:
@@ -145,6 +146,7 @@ class Interpreter:
             )
             await self._detach()
         session = await self.pool.acquire(self)
+        self._spent = 0
         for attempt in range(_RESTORE_ATTEMPTS if self.state is not None else 0):
             assert self.state is not None
             try:
@@ -227,6 +229,7 @@ class Interpreter:
             rollback = True
             error = f"SandboxError: {exc}. {KEPT}"
 
+        self._spent += budget.calls
         if rollback:
             await self._detach()
         elif not looks_only:
@@ -255,6 +258,10 @@ class Interpreter:
                     "(del the large ones, or process documents one at a time).\n"
                 )
 
+        if self._session is not None and self._spent > self.settings.max_host_calls // SPENT_SHARE:
+            # monty's per-checkout count (CHECKOUT_SUSPENSIONS, with the name lookups and futures a
+            # call adds) must stay out of reach of the next call: it starts afresh on a new worker.
+            await self._detach()
         stdout, stderr = output.render()
         if self._notice is not None:
             stderr, self._notice = self._notice + stderr, None

@@ -23,7 +23,7 @@ import anyio
 from pydantic_monty import AsyncMonty, AsyncMontySession, MontyCrashedError
 
 from mcp_analysis.errors import SandboxError
-from mcp_analysis.sandbox.budget import BACKSTOP_SUSPENSIONS
+from mcp_analysis.sandbox.budget import CHECKOUT_SUSPENSIONS
 from mcp_analysis.sandbox.modules import host_modules
 from mcp_analysis.sandbox.settings import SandboxSettings
 
@@ -92,7 +92,7 @@ class WorkerPool:
             "max_feed_duration_secs": s.code_timeout,
             "max_memory": s.max_memory_mb * 1024 * 1024,
             "max_recursion_depth": s.max_recursion_depth,
-            "max_suspensions": BACKSTOP_SUSPENSIONS,  # per checkout: each call's count is its CallBudget's
+            "max_suspensions": CHECKOUT_SUSPENSIONS * s.max_host_calls,  # per checkout: see budget.py
         }
 
     @property

@@ -39,6 +39,12 @@ async def test_calls_that_each_keep_to_the_host_call_limit_never_run_out(sample_
         assert "NameError" in (unknown.error or "") and "host call limit" not in (unknown.error or "")
         flood = await session.execute("import asyncio\nawait asyncio.gather(*[search('x') for _ in range(400)])")
         assert "host call limit of 300 exceeded" in (flood.error or ""), flood.error
+        # What the budget cannot count (failing name lookups) stays bounded by monty's count per worker.
+        lookups = await session.execute(
+            "n = 0\nfor i in range(100_000):\n    try:\n        nowhere\n    except NameError:\n        n += 1"
+        )
+        assert not lookups.success and lookups.state_restored and "sandbox.max_host_calls" in (lookups.error or "")
+        assert (await session.execute("kept")).value == "100"
         assert (await session.execute("len(await list_documents())")).success
     await kb.close()
 
@@ -77,17 +83,23 @@ def test_a_budget_counts_every_host_call_and_refuses_past_its_limit() -> None:
     async def search(query: str) -> str:
         return query
 
-    functions = budget.functions({"search": search, "answer": 42})
+    functions = budget.functions({"search": search, "answer": 42, "now": lambda: "sync"})
     assert functions["answer"] == 42  # values are not calls
     assert anyio.run(functions["search"], "q") == "q"
-    assert budget.os(None)(name="os.stat", args=(), kwargs={}) is NOT_HANDLED
+    assert functions["now"]() == "sync"  # a plain function stays plain: the sandbox must not await it
     assert budget.calls == 3 and seen == ["os.listdir"]
     refused = os_handler(name="os.listdir", args=("/documents",), kwargs={})
     with pytest.raises(RuntimeError, match="host call limit of 3 exceeded"):
         anyio.run(lambda: refused)
     with pytest.raises(RuntimeError, match="host call limit of 3 exceeded"):
         anyio.run(functions["search"], "q")
+    with pytest.raises(RuntimeError, match="host call limit of 3 exceeded"):
+        functions["now"]()
+    refused_too = budget.os(None)(name="os.stat", args=(), kwargs={})
+    with pytest.raises(RuntimeError, match="host call limit of 3 exceeded"):  # refused, not NOT_HANDLED
+        anyio.run(lambda: refused_too)
     assert seen == ["os.listdir"]  # refused calls never reach the handler
+    assert CallBudget(max_calls=3, max_sleep=1.0).os(None)(name="os.stat", args=(), kwargs={}) is NOT_HANDLED
 
 
 @pytest.mark.parametrize(
