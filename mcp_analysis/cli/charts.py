@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.markup import escape
 
-from mcp_analysis.cli.output import err
+from mcp_analysis.cli.output import err, escape
 from mcp_analysis.errors import AnalysisError
 
 if TYPE_CHECKING:

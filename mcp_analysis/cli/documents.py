@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 
 from mcp_analysis.cli.options import FilterOption, JsonOption, SampleOption, command_options, knowledge_base
-from mcp_analysis.cli.output import err, out, print_json
+from mcp_analysis.cli.output import err, escape, out, print_json
 from mcp_analysis.errors import AnalysisError
 from mcp_analysis.paths import is_local_path
 

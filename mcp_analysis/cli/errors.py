@@ -6,9 +6,8 @@ from typing import Any
 
 import anyio
 import typer
-from rich.markup import escape
 
-from mcp_analysis.cli.output import err
+from mcp_analysis.cli.output import err, escape
 from mcp_analysis.errors import AnalysisError
 
 DEBUG_HINT = "run with --debug for the traceback"

@@ -1,15 +1,49 @@
-"""Where the CLI writes: results to stdout, everything else (errors, progress) to stderr."""
+"""Where the CLI writes: results to stdout, everything else (errors, progress) to stderr.
+
+Text from documents and paths is untrusted: a title, a passage or a file name may hold terminal
+control sequences (clear the screen, set the window title, write the clipboard with OSC 52). So
+every string the consoles print, and every `escape`d one, has its control characters shown as
+`\\x1b`-style escapes instead of sent to the terminal (`terminal_safe`); JSON output escapes
+them by itself.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape as escape_markup
 
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
+# C0 controls but tab and newline, DEL, and C1 controls (0x9b is an 8-bit CSI on some terminals).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    """`text` with each control character a visible escape; a CRLF line end stays a line end."""
+    text = text.replace("\r\n", "\n")
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def escape(text: str) -> str:
+    """Untrusted text for a rich markup string: markup escaped, control characters shown."""
+    return escape_markup(terminal_safe(text))
+
+
+def for_stream(text: str, stream: Any) -> str:
+    """A program's own output (`exec`) as written: exact into a pipe or a file, `terminal_safe` on a terminal."""
+    return terminal_safe(text) if stream.isatty() else text
+
+
+class _SafeConsole(Console):
+    def print(self, *objects: Any, **options: Any) -> None:  # type: ignore[override]
+        super().print(*(terminal_safe(o) if isinstance(o, str) else o for o in objects), **options)
+
+
+out = _SafeConsole(soft_wrap=True)
+err = _SafeConsole(stderr=True, soft_wrap=True)
 
 
 def print_json(data: Any) -> None:

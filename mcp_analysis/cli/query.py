@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.markup import escape
 
 from mcp_analysis.cli.charts import ChartsOption, save_charts
 from mcp_analysis.cli.errors import fail
@@ -19,7 +18,7 @@ from mcp_analysis.cli.options import (
     ensure_sample,
     knowledge_base,
 )
-from mcp_analysis.cli.output import err, out, print_json
+from mcp_analysis.cli.output import err, escape, for_stream, out, print_json
 from mcp_analysis.errors import AnalysisError
 
 if TYPE_CHECKING:
@@ -113,11 +112,11 @@ def exec_code(
             print_json(result.model_dump() | ({"charts": drawn} if drawn else {}))
         else:
             if result.stdout:
-                sys.stdout.write(result.stdout)
+                sys.stdout.write(for_stream(result.stdout, sys.stdout))
             if result.stderr:
-                sys.stderr.write(result.stderr)
+                sys.stderr.write(for_stream(result.stderr, sys.stderr))
             if result.value is not None:
-                sys.stdout.write(result.value + "\n")
+                sys.stdout.write(for_stream(result.value + "\n", sys.stdout))
             if result.error:
                 err.print(result.error, markup=False, highlight=False)
         return 0 if result.success else 1

@@ -9,10 +9,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import anyio
 import typer
-from rich.markup import escape
 
 from mcp_analysis.cli.options import JsonOption, command_options
-from mcp_analysis.cli.output import err, out, print_json
+from mcp_analysis.cli.output import err, escape, out, print_json
 from mcp_analysis.errors import AnalysisError
 
 if TYPE_CHECKING:

@@ -176,3 +176,26 @@ def test_sample_knowledge_base_is_built_on_first_use(tmp_path: Path) -> None:
     assert progress[-1].startswith(f"mcp-analysis: Sample knowledge base ready: {n} documents in ")
     again = cli("exec", "--sample", "len(await list_documents())", env=env)  # after the command works too
     assert again.stdout.strip() == str(n) and again.stderr == ""  # built: no progress, no rebuild
+
+
+def test_control_sequences_in_documents_and_names_never_reach_the_terminal(tmp_path: Path) -> None:
+    """A title, a passage or a file name may carry terminal escapes (clear the screen, set the window
+    title, write the clipboard with OSC 52): the human-readable output shows them, never sends them."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "esc.md").write_text(
+        "# Title\x1b]0;PWNED\x1b\\ here\n\nbody \x1b[2J cleared \x1b]52;c;ZWNobyBwd25lZA==\x1b\\ zebra\n"
+    )
+    (docs / "bad\x1b[2J.pdf").write_bytes(b"not a pdf at all")
+    db = str(tmp_path / "kb.lancedb")
+    added = cli("--db", db, "add", str(docs))
+    assert added.returncode == 1 and "bad\\x1b[2J.pdf" in added.stderr  # named, and shown
+    read = "import os\nopen('/documents/' + os.listdir('/documents')[0] + '/content.txt').read()"
+    for args in (("list",), ("search", "zebra", "-n", "1"), ("exec", read)):  # exec's value is its repr
+        done = cli("--db", db, *args)
+        assert done.returncode == 0, done.stderr
+        assert "\x1b" not in done.stdout + done.stderr, args
+    shown = cli("--db", db, "search", "zebra", "-n", "1").stdout
+    assert "\\x1b]52;c;" in shown and "\\x1b[2J" in shown
+    exact = json.loads(cli("--db", db, "search", "zebra", "-n", "1", "--json").stdout)
+    assert "\x1b[2J" in exact[0]["content"]  # JSON keeps the text exact (and escaped by JSON itself)
