@@ -29,6 +29,18 @@ def cache_home() -> Path:
     return Path(base) / "mcp-analysis"
 
 
+def not_a_folder(path: Path) -> str | None:
+    """Why `path` can never be a knowledge base folder (a file, a link to nothing), or None."""
+    if path.exists() and not path.is_dir():
+        return f"{path} is a file, not a LanceDB knowledge base directory. Point --db / MCP_ANALYSIS_DB at a folder."
+    if not path.exists() and path.is_symlink():  # exists() follows the link: its target is missing
+        return (
+            f"{path} is a symbolic link to {path.readlink()}, which does not exist. Create that folder, or "
+            "point --db / MCP_ANALYSIS_DB at another one."
+        )
+    return None
+
+
 def make_database_directory(path: Path) -> None:
     """Create a local knowledge base's directory, or say clearly why it cannot be one.
 
@@ -36,8 +48,9 @@ def make_database_directory(path: Path) -> None:
     first, so a `--db` naming a file, or a path under one, reads the same from each."""
     if path.is_dir():
         return  # never touched: a knowledge base that is only read stays as it is
-    if path.exists():
-        raise DatabaseNotFoundError(f"{path} is a file, not a LanceDB knowledge base directory.")
+    unusable = not_a_folder(path)
+    if unusable is not None:
+        raise DatabaseNotFoundError(unusable)
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import anyio
 
+from mcp_analysis.errors import ReadOnlyDatabaseError
 from mcp_analysis.paths import is_local_path
 
 log = logging.getLogger(__name__)
@@ -38,7 +39,15 @@ async def ingest_lock(db_path: str) -> AsyncIterator[None]:
     except ImportError:  # pragma: no cover - Windows
         yield
         return
-    with open(Path(db_path) / LOCK_FILE, "a+") as handle:
+    try:
+        lock_file = open(Path(db_path) / LOCK_FILE, "a+")  # noqa: SIM115 - held by the `with` below
+    except OSError as exc:
+        raise ReadOnlyDatabaseError(
+            f"Cannot write to the knowledge base at {db_path} ({exc.strerror or exc}): adding, removing and "
+            "syncing documents need write access to its folder. Searching and serving work read-only; to "
+            "change it, copy it to a writable place and point --db / MCP_ANALYSIS_DB there."
+        ) from None
+    with lock_file as handle:
         warned = False
         while True:
             try:
