@@ -4,7 +4,7 @@ monty's `max_suspensions` and `max_total_sleep_secs` add up over a worker's whol
 which lasts as long as a session keeps its worker: a long analysis would exhaust them across
 calls and then fail every call, `NameError`s included, although each call kept to the limit. So
 each `execute_code` call gets a `CallBudget`: its host calls (file system callbacks, searches,
-listings, charts, sleeps) count against `sandbox.max_host_calls`, and its sleeps (routed to the
+listings, charts, `statistics.*`, sleeps) count against `sandbox.max_host_calls`, and its sleeps (routed to the
 host by the checkout's `os_policy`) against `sandbox.code_timeout`. Going over raises an
 ordinary exception in the sandbox: the heap is intact and the variables stay.
 
@@ -22,7 +22,8 @@ import functools
 import inspect
 import math
 from collections.abc import Callable
-from typing import Any
+from contextvars import ContextVar
+from typing import Any, ClassVar
 
 import anyio
 from pydantic_monty import NOT_HANDLED
@@ -37,6 +38,8 @@ OVER_CALLS = "host call limit"  # in the message a call over its budget raises (
 
 class CallBudget:
     """What one `execute_code` call may spend on the host."""
+
+    current: ClassVar[ContextVar[CallBudget | None]] = ContextVar("call_budget", default=None)
 
     def __init__(self, max_calls: int, max_sleep: float) -> None:
         self.max_calls = max_calls
@@ -110,6 +113,14 @@ class CallBudget:
             )
         self.slept += seconds
         await anyio.sleep(seconds)
+
+
+def spend_current() -> None:
+    """Count a call of a host module (`statistics.*`): set up once per worker, so it finds the running
+    call's budget in its context (monty runs callbacks in a copy of the feeding task's context)."""
+    budget = CallBudget.current.get()
+    if budget is not None:
+        budget.spend()
 
 
 async def _raise(exc: BaseException) -> Any:

@@ -194,6 +194,7 @@ class Interpreter:
         timeout = self.settings.code_timeout
         budget = CallBudget(self.settings.max_host_calls, timeout)
         functions, os_handler = budget.functions(functions), budget.os(os_handler)
+        counting = CallBudget.current.set(budget)  # for the host modules' calls (`statistics.*`)
         try:
             with anyio.fail_after(timeout + _GRACE_SECONDS):
                 result = await session.feed_run(code, external_lookup=functions, os=os_handler, print_callback=output)
@@ -228,7 +229,8 @@ class Interpreter:
         except RuntimeError as exc:  # e.g. the checkout died underneath us
             rollback = True
             error = f"SandboxError: {exc}. {KEPT}"
-
+        finally:
+            CallBudget.current.reset(counting)
         self._spent += budget.calls
         if rollback:
             await self._detach()

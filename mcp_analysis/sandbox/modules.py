@@ -20,6 +20,7 @@ from typing import Any
 from pydantic_monty import ExternalModule
 
 from mcp_analysis.sandbox.bounds import HostBounds
+from mcp_analysis.sandbox.budget import spend_current
 from mcp_analysis.sandbox.settings import SandboxSettings
 
 _STATISTICS_FUNCTIONS = (
@@ -35,6 +36,7 @@ def _bounded(name: str, fn: Callable[..., Any], bounds: HostBounds) -> Callable[
 
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
+        spend_current()
         bounds.check_arguments(call, args, kwargs)
         bounds.check_numbers(call, args, kwargs)
         if name == "quantiles":

@@ -37,6 +37,10 @@ async def test_calls_that_each_keep_to_the_host_call_limit_never_run_out(sample_
         assert (await session.execute("kept")).value == "100"  # the call before is kept
         unknown = await session.execute("not_defined_anywhere")
         assert "NameError" in (unknown.error or "") and "host call limit" not in (unknown.error or "")
+        for _ in range(2):  # the host modules count too, per call
+            assert (await session.execute("import statistics\nfor i in range(200):\n    statistics.mean([i])")).success
+        over_module = await session.execute("for i in range(400):\n    statistics.mean([i])")
+        assert "host call limit of 300 exceeded" in (over_module.error or "") and not over_module.state_restored
         flood = await session.execute("import asyncio\nawait asyncio.gather(*[search('x') for _ in range(400)])")
         assert "host call limit of 300 exceeded" in (flood.error or ""), flood.error
         # What the budget cannot count (failing name lookups) stays bounded by monty's count per worker.
