@@ -27,7 +27,8 @@ ADDS = 6
 def _segments(path: Path) -> list[tuple[str, frozenset[int]]]:
     """Each vector index segment's uuid and the fragments it covers, oldest first."""
     dataset = lance.dataset(str(path / f"{schema.CHUNKS}.lance"))
-    return [(ix["uuid"], frozenset(ix["fragment_ids"])) for ix in dataset.list_indices() if ix["fields"] == ["vector"]]
+    [vector] = [d for d in dataset.describe_indices() if d.field_names == ["vector"]]
+    return [(s.uuid, frozenset(s.fragment_ids)) for s in sorted(vector.segments, key=lambda s: s.created_at)]
 
 
 async def _vector_top(store: Store, query: np.ndarray, k: int) -> list[str]:
