@@ -31,6 +31,7 @@ SUSPENSIONS_PER_CALL = 3  # a host function call: the name's lookup, the call, i
 SPENT_SHARE = 3  # a worker that has served more than max_host_calls / 3 host calls is handed back
 # x max_host_calls: at most 3 x max / SPENT_SHARE spent before a call, and 3 x max within it
 CHECKOUT_SUSPENSIONS = SUSPENSIONS_PER_CALL // SPENT_SHARE + SUSPENSIONS_PER_CALL
+RUNNING_AT_ONCE = 32  # host functions of one call running at once (more wait their turn)
 SLEEPS = frozenset({"time.sleep", "asyncio.sleep", "system.sleep", "system.async_sleep"})
 OVER_CALLS = "host call limit"  # in the message a call over its budget raises (the interpreter adds a hint)
 
@@ -46,6 +47,9 @@ class CallBudget:
         self.calls = 0
         self.slept = 0.0
         self._running: set[anyio.CancelScope] = set()  # host functions in flight (gathered searches)
+        # Gathered calls run RUNNING_AT_ONCE at a time, the rest wait cheaply: a flood of searches
+        # must not load the server so much that its call over the budget is slow to arrive.
+        self._slots = anyio.Semaphore(RUNNING_AT_ONCE)
 
     def spend(self) -> None:
         self.calls += 1
@@ -77,7 +81,8 @@ class CallBudget:
             with anyio.CancelScope() as scope:
                 self._running.add(scope)
                 try:
-                    return await fn(*args, **kwargs)
+                    async with self._slots:
+                        return await fn(*args, **kwargs)
                 finally:
                     self._running.discard(scope)
             raise self._over()  # stopped by `spend`: the call went over its budget meanwhile

@@ -12,7 +12,7 @@ import pytest
 from pydantic_monty import NOT_HANDLED
 
 from mcp_analysis.corpus import KnowledgeBase
-from mcp_analysis.sandbox.budget import CallBudget
+from mcp_analysis.sandbox.budget import RUNNING_AT_ONCE, CallBudget
 from mcp_analysis.session.analysis import AnalysisSession
 from tests.conftest import make_settings
 
@@ -162,3 +162,25 @@ def test_going_over_stops_the_host_calls_already_in_flight() -> None:
     errors, took = anyio.run(flood)
     assert len(errors) == 3 and all("host call limit of 2 exceeded" in e for e in errors), errors
     assert took < 5  # the two waiting 30 s were stopped
+
+
+def test_gathered_host_calls_run_a_few_at_a_time() -> None:
+    budget = CallBudget(max_calls=200, max_sleep=1.0)
+    running, most = 0, 0
+
+    async def search() -> None:
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        await anyio.sleep(0.01)
+        running -= 1
+
+    call = budget.functions({"search": search})["search"]
+
+    async def gather() -> None:
+        async with anyio.create_task_group() as group:
+            for _ in range(100):
+                group.start_soon(call)
+
+    anyio.run(gather)
+    assert most == RUNNING_AT_ONCE and budget.calls == 100
