@@ -41,6 +41,16 @@ def not_a_folder(path: Path) -> str | None:
     return None
 
 
+def missing_database(path: Path) -> DatabaseNotFoundError:
+    """The error for a local knowledge base that is not there: what the path is when it can never be
+    one (`not_a_folder`), else how to make one (the CLI's commands and `serve` say the same)."""
+    return DatabaseNotFoundError(
+        not_a_folder(path)
+        or f"No knowledge base at {path}. Create one with `mcp-analysis add PATH --db {path}`, point --db / "
+        "MCP_ANALYSIS_DB at an existing one, or try `mcp-analysis serve --sample`."
+    )
+
+
 def make_database_directory(path: Path) -> None:
     """Create a local knowledge base's directory, or say clearly why it cannot be one.
 

@@ -10,6 +10,7 @@ import anyio
 import pytest
 
 from mcp_analysis.config import load_settings
+from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.errors import DatabaseNotFoundError, ReadOnlyDatabaseError
 from mcp_analysis.ingest.lock import LOCK_FILE, ingest_lock
 from mcp_analysis.paths import make_database_directory, not_a_folder
@@ -30,6 +31,9 @@ def test_a_file_and_a_link_to_nothing_are_named_for_what_they_are(tmp_path: Path
         with pytest.raises(DatabaseNotFoundError, match=said) as served:
             check_database(load_settings(db=unusable))
         assert "add PATH" not in str(served.value)  # not told to run a command that would refuse it
+    with pytest.raises(DatabaseNotFoundError, match="symbolic link") as opened:
+        anyio.run(KnowledgeBase.open, load_settings(db=link))  # list, search, info: the same words as serve
+    assert "add PATH" not in str(opened.value)
     make_database_directory(new)
     assert new.is_dir() and not (tmp_path / "missing").exists()
     with pytest.raises(DatabaseNotFoundError, match="No knowledge base at"):

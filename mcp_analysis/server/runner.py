@@ -18,7 +18,7 @@ from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, Transpo
 
 from mcp_analysis.config import Settings
 from mcp_analysis.errors import DatabaseNotFoundError
-from mcp_analysis.paths import is_local_path, not_a_folder
+from mcp_analysis.paths import is_local_path, missing_database
 
 if TYPE_CHECKING:
     from mcp.server.streamable_http import EventStore
@@ -72,13 +72,7 @@ def check_database(settings: Settings) -> None:
     """
     db = str(settings.db)
     if is_local_path(db) and not (Path(db) / "document_meta.lance").is_dir():
-        unusable = not_a_folder(Path(db))
-        if unusable is not None:
-            raise DatabaseNotFoundError(unusable)
-        raise DatabaseNotFoundError(
-            f"No knowledge base at {db}. Create one with `mcp-analysis add PATH --db {db}`, point --db / "
-            "MCP_ANALYSIS_DB at an existing one, or try `mcp-analysis serve --sample`."
-        )
+        raise missing_database(Path(db))
 
 
 def build_http_app(

@@ -25,7 +25,7 @@ from mcp_analysis.errors import (
     exception_leaves,
     storage_error_message,
 )
-from mcp_analysis.paths import is_local_path, make_database_directory
+from mcp_analysis.paths import is_local_path, make_database_directory, missing_database
 from mcp_analysis.store import schema
 from mcp_analysis.store.base import object_store_options
 from mcp_analysis.store.candidates import StoreCandidates
@@ -99,10 +99,7 @@ class Store(StoreFragments, StoreCandidates, StoreMaintenance):
         if is_local_path(location):
             p = Path(location)
             if not p.exists() and not create:
-                raise DatabaseNotFoundError(
-                    f"No knowledge base at {p}. Create one with `mcp-analysis add PATH --db {p}`, "
-                    "point --db / MCP_ANALYSIS_DB at an existing one, or try `mcp-analysis serve --sample`."
-                )
+                raise missing_database(p)
             make_database_directory(p)
         options = object_store_options(location, storage_options)
         db = await lancedb.connect_async(location, read_consistency_interval=read_consistency, storage_options=options)
