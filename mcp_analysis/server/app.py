@@ -95,7 +95,8 @@ def create_server(
     extensions = {"extensions": [view_extension()]} if view else {}
     server = AnalysisServer(runtime, **(bearer_auth(settings) if http else {}), **extensions)
     server.middleware.extend(MIDDLEWARE)
-    server.middleware.extend([exact_errors(server), warn_failed_calls(settings.server.host_log_per_minute)])
+    # Outermost first: a call refused for an argument it does not take is a failed call in the host's log too.
+    server.middleware.extend([warn_failed_calls(settings.server.host_log_per_minute), exact_errors(server)])
     # The logging capability (declared because this handler exists): a client's level, per connection.
     lowlevel = lowlevel_server(server)
     lowlevel.add_request_handler("logging/setLevel", SetLevelRequestParams, set_level)

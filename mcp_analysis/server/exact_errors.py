@@ -5,6 +5,10 @@ mcp 2.3 answers ``prompts/get`` of an unknown prompt with code 0 (its ValueError
 an unknown tool with an ``isError`` result. The spec makes each a protocol error, -32602. This
 middleware checks the name against what the server lists before the SDK's handler runs (public
 API only: `MCPServer.list_tools`, `list_prompts`, `list_resource_templates`).
+
+A tool argument the tool does not have is refused too, as the tool's failure (``isError``: the spec
+answers bad arguments so, for the model to read and correct). The SDK drops such an argument, so
+`search` with a `filter` ran unfiltered and its hits looked filtered.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from typing import Any
 from mcp.server import MCPServer
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS
+from mcp_types import INVALID_PARAMS, CallToolResult, TextContent
 
 from mcp_analysis.text import label
 
@@ -28,7 +32,10 @@ def exact_errors(server: MCPServer[Any]) -> Any:
     async def middleware(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         params = ctx.params if isinstance(ctx.params, dict) else {}
         if ctx.method == "tools/call":
-            await known_tool(server, params.get("name"))
+            arguments = await known_tool(server, params.get("name"))
+            refused = unknown_arguments(params.get("name"), arguments, params.get("arguments"))
+            if refused is not None:
+                return refused
         elif ctx.method == "prompts/get":
             await prompt_arguments(server, params.get("name"))
         elif ctx.method == "completion/complete":
@@ -42,10 +49,31 @@ def invalid(message: str) -> MCPError:
     return MCPError(code=INVALID_PARAMS, message=message)
 
 
-async def known_tool(server: MCPServer[Any], name: Any) -> None:
-    tools = [tool.name for tool in await server.list_tools()]
-    if isinstance(name, str) and name not in tools:
+async def known_tool(server: MCPServer[Any], name: Any) -> list[str] | None:
+    """The argument names of tool `name` (None if the SDK's validation is to answer); -32602 when there is no
+    such tool."""
+    tools = {tool.name: tool for tool in await server.list_tools()}
+    if not isinstance(name, str):
+        return None
+    if name not in tools:
         raise invalid(f"Unknown tool: {label(name, 80)!r}. The tools are: {', '.join(tools)} (tools/list).")
+    return list(tools[name].input_schema.get("properties") or {})
+
+
+def unknown_arguments(name: Any, known: list[str] | None, arguments: Any) -> CallToolResult | None:
+    """The tool's failure when `arguments` names one the tool does not have: nothing runs."""
+    if known is None or not isinstance(arguments, dict):
+        return None
+    unknown = [key for key in arguments if key not in known]
+    if not unknown:
+        return None
+    shown = ", ".join(repr(label(str(key), 80)) for key in unknown[:5]) + (", ..." if len(unknown) > 5 else "")
+    plural = "s" if len(unknown) > 1 else ""
+    message = (
+        f"{name} has no argument{plural} {shown}; its arguments are: {', '.join(known) or 'none'}. "
+        "Nothing was run: call it again without them."
+    )
+    return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
 
 
 async def prompt_arguments(server: MCPServer[Any], name: Any) -> list[str]:

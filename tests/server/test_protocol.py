@@ -44,13 +44,13 @@ class Pane:
     async def __call__(self, params: LoggingMessageNotificationParams) -> None:
         self.messages.append(params)
 
-    async def wait_for(self, level: str) -> LoggingMessageNotificationParams:
-        """The first message at `level` (a notification may trail the result that caused it)."""
+    async def wait_for(self, level: str, nth: int = 1) -> LoggingMessageNotificationParams:
+        """The `nth` message at `level` (a notification may trail the result that caused it)."""
         with anyio.fail_after(30):
             while True:
-                for message in self.messages:
-                    if message.level == level:
-                        return message
+                at_level = [message for message in self.messages if message.level == level]
+                if len(at_level) >= nth:
+                    return at_level[nth - 1]
                 await anyio.sleep(0.05)
 
 
@@ -83,7 +83,17 @@ async def assert_unknown_names_are_invalid_params(client: Client) -> None:
     ]:
         error = await refused(client.complete(ref=ref, argument={"name": argument, "value": ""}))
         assert error.error.code == INVALID_PARAMS and says in error.error.message, (ref, argument)
+    # An argument a tool does not take is the tool's failure, for the model to correct: nothing runs (the SDK
+    # dropped it, so a `filter` was a search over everything that looked filtered).
+    for name, arguments in [("search", {"query": "revenue", "filter": "title = 'x'"}), ("cite", {"ids": []})]:
+        result = await client.call_tool(name, arguments)
+        assert result.is_error and result.structured_content is None, (name, text(result))
+        assert f"{name} has no argument '{next(iter(set(arguments) - {'query'}))}'" in text(result)
+    assert "its arguments are: query, limit, context, session" in text(
+        await client.call_tool("search", {"query": "revenue", "filter": "x"})
+    )
     # What exists still answers.
+    assert (await client.call_tool("search", {"query": "revenue", "limit": 1})).structured_content["results"]
     assert (await client.get_prompt("analyze", {"question": "q"})).messages
     listed = await client.complete(
         ref={"type": "ref/resource", "uri": TEMPLATE}, argument={"name": "document_id", "value": ""}
@@ -121,6 +131,9 @@ async def assert_failed_calls_are_logged_at_the_clients_level(client: Client, pa
     assert warning.logger == "mcp-analysis"
     assert warning.data == f"Tool 'cite' failed: {text(result)}"
     assert [m.level for m in pane.messages].count("warning") == 1  # the call made under "error" was not told
+    refused = await client.call_tool("search", {"query": "q", "filter": "x"})  # refused before the SDK's handler
+    assert refused.is_error
+    assert (await pane.wait_for("warning", nth=2)).data == f"Tool 'search' failed: {text(refused)}"
 
 
 async def test_a_failed_call_is_a_warning_in_the_hosts_log_over_stdio(sample_db: Path) -> None:
