@@ -9,21 +9,14 @@ re-ranker could only re-order the few rows rank fusion already chose.
 
 Every candidate carries its vector's cosine to the query (exact, whichever leg found it),
 its BM25 score (None when the full-text leg did not return it) and its rank in each leg.
-
-A chunk that is only a heading (a title over a table of its own, a heading over a
-sub-heading, a name over an address) is never a candidate on its own: it joins the chunk
-that follows it in the section it titles, which takes the better of both chunks' scores and
-ranks; that chunk's heading path names the section. Knowledge bases ingested before the
-chunker joined such headings, and other applications' databases, are read this way.
+A chunk that is only a heading is never a candidate on its own (store/bare_headings.py).
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import math
-import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,13 +24,12 @@ import anyio
 import numpy as np
 
 from mcp_analysis.store import schema
-from mcp_analysis.store.filters import sql_quote
-from mcp_analysis.store.item_offsets import StoreItemOffsets
+from mcp_analysis.store.bare_headings import CHUNK_COLUMNS, StoreBareHeadings
+from mcp_analysis.store.candidate import Candidate
+from mcp_analysis.store.cosines import rows_and_cosines, unit_vector
 from mcp_analysis.store.lance import col
 from mcp_analysis.store.lance_legs import LanceLegs, ViewRows, reopened_once
-from mcp_analysis.structure import HEADING_LABELS
 
-CHUNK_COLUMNS = ("id", "document_id", "content", "metadata", "order")
 # An unfiltered leg of a view fetches this many times per leg / share rows: the nearest chunks come in runs of
 # one document, so exactly per leg / share rows often hold fewer than per leg of the view's, and the leg would
 # run again under the prefilter (bench/prefilter.py --strategies counts the queries left short).
@@ -47,9 +39,6 @@ POST_FILTER_MARGIN = 1.5
 # re-ranking 150 of the 200 it found kept the exact 10 nearest as often as all 200 at a million chunks, one read
 # of 50 vectors fewer (bench/view_forms.py).
 VIEW_REFINE_FACTOR = 3
-_FOLLOWERS = 3  # chunks looked at after a bare heading (a heading over sub-headings over text)
-_WORD = re.compile(r"\w+")
-_LONGEST_BARE = 600  # characters: a longer chunk is never only headings and a few words (skips parsing it)
 
 
 @dataclass(frozen=True, eq=False)
@@ -164,49 +153,7 @@ class ViewPlan:
         return min(refine_factor, VIEW_REFINE_FACTOR)
 
 
-@dataclass(eq=False)
-class Candidate:
-    """A chunk row (as our layers read it) and what each leg of the search measured for it."""
-
-    row: dict[str, Any]
-    cosine: float | None  # None only in keyword mode (no query vector)
-    keyword: float | None  # BM25 score; None when the full-text leg did not return the chunk
-    vector_rank: int | None = None  # 1-based rank in each leg, None when that leg missed it
-    keyword_rank: int | None = None
-
-    @property
-    def key(self) -> str:
-        return str(self.row["id"])
-
-
-def is_bare_heading(row: dict[str, Any], max_words: int) -> bool:
-    """A chunk that is a heading (or headings) plus at most `max_words` words of its own."""
-    if len(str(row.get("content") or "")) > _LONGEST_BARE:
-        return False
-    meta = _metadata(row)
-    labels = set(meta.get("labels") or [])
-    if labels and labels <= HEADING_LABELS:
-        return True
-    if not labels & HEADING_LABELS and not str(row.get("content") or "").lstrip().startswith("#"):
-        return False
-    headings = {h.strip() for h in meta.get("headings") or []}
-    rest = [
-        line
-        for line in str(row.get("content") or "").splitlines()
-        if line.strip() and not line.lstrip().startswith("#") and line.strip() not in headings
-    ]
-    return len(_WORD.findall(" ".join(rest))) <= max_words
-
-
-def _metadata(row: dict[str, Any]) -> dict[str, Any]:
-    try:
-        meta = json.loads(row.get("metadata") or "{}")
-    except (TypeError, ValueError):
-        return {}
-    return meta if isinstance(meta, dict) else {}
-
-
-class StoreCandidates(StoreItemOffsets):
+class StoreCandidates(StoreBareHeadings):
     """The search read of the `Store`: candidate chunks with both legs' scores."""
 
     @reopened_once
@@ -233,7 +180,7 @@ class StoreCandidates(StoreItemOffsets):
         caller's: search.ann_ef and search.ann_refine_factor are their one source)."""
         if schema.CHUNKS not in self.tables or (prefilter is not None and not prefilter.ids):
             return []
-        unit = None if vector is None else _unit(vector)
+        unit = None if vector is None else unit_vector(vector)
         form = view_legs or ViewLegs()
         lance = await self.scanner_legs(form.scanner_min_rows)
         plan = await self._view_plan(prefilter, form, unit is not None, lance)
@@ -296,7 +243,7 @@ class StoreCandidates(StoreItemOffsets):
         for rank, row in enumerate(legs["vector"], start=1):
             cosine = 1.0 - float(row.pop("_distance"))
             found[row["id"]] = Candidate(row, cosine, None, vector_rank=rank)
-        keyword_rows, cosines = _rows_and_cosines(legs["keyword"], unit)
+        keyword_rows, cosines = rows_and_cosines(legs["keyword"], unit)
         for rank, (row, cosine) in enumerate(zip(keyword_rows, cosines, strict=True), start=1):
             score = float(row.pop("_score"))
             if row["id"] in found:
@@ -330,75 +277,6 @@ class StoreCandidates(StoreItemOffsets):
         post = not flat and counted.rows > 0 and form.post_filters(prefilter, chunk_share)
         return ViewPlan(flat, post, chunk_share, counted)
 
-    async def _join_bare_headings(
-        self, listed: list[Candidate], unit: np.ndarray | None, max_words: int
-    ) -> list[Candidate]:
-        """Each bare heading joins the first chunk after it in its section (see module docs)."""
-        bare = {c.key for c in listed if is_bare_heading(c.row, max_words)}
-        if not bare:
-            return listed
-        followers = await self._followers([c for c in listed if c.key in bare], unit)
-        by_id = {c.key: c for c in listed if c.key not in bare}
-        out: list[Candidate] = []
-        for candidate in listed:
-            joined = by_id.get(candidate.key)
-            if candidate.key in bare:
-                follower = _follower(candidate, followers, max_words)
-                if follower is None:
-                    continue  # a heading over nothing (an empty section, the end of its document)
-                joined = by_id.setdefault(follower.key, follower)
-                _absorb(joined, candidate)
-            # A follower found only through its heading takes the heading's place in the order.
-            if joined is not None and all(c is not joined for c in out):
-                out.append(joined)
-        return out
-
-    async def _followers(self, bare: Sequence[Candidate], unit: np.ndarray | None) -> dict[tuple[str, int], Candidate]:
-        """(document id, order) -> the chunks just after each bare heading, in one query (of the
-        headings' own documents, which passed the prefilter)."""
-        spans = " OR ".join(
-            f"(document_id = {sql_quote(str(c.row['document_id']))} AND `order` > {int(c.row['order'] or 0)} "
-            f"AND `order` <= {int(c.row['order'] or 0) + _FOLLOWERS})"
-            for c in bare
-        )
-        query = self.tables[schema.CHUNKS].query().where(spans)
-        table = await query.select([*CHUNK_COLUMNS, *(["vector"] if unit is not None else [])]).to_arrow()
-        rows, cosines = _rows_and_cosines(table, unit)
-        rows = await self.complete_chunks(rows)
-        return {
-            (str(row["document_id"]), int(row["order"] or 0)): Candidate(row, cosine, None)
-            for row, cosine in zip(rows, cosines, strict=True)
-        }
-
-
-def _follower(heading: Candidate, followers: dict[tuple[str, int], Candidate], max_words: int) -> Candidate | None:
-    """The first chunk after `heading` that is not a bare heading itself, if inside its section."""
-    doc_id, order = str(heading.row["document_id"]), int(heading.row["order"] or 0)
-    section_end = (_metadata(heading.row).get("section_range") or [0, 0])[1]
-    for step in range(1, _FOLLOWERS + 1):
-        follower = followers.get((doc_id, order + step))
-        if follower is None:
-            return None
-        start = (_metadata(follower.row).get("item_range") or [0, 0])[0]
-        if section_end and start > section_end:
-            return None  # an empty section: the heading titles nothing
-        if not is_bare_heading(follower.row, max_words):
-            return follower
-    return None
-
-
-def _absorb(into: Candidate, heading: Candidate) -> None:
-    """`into` takes the better of both candidates' scores and ranks."""
-    into.cosine = _best(into.cosine, heading.cosine, max)
-    into.keyword = _best(into.keyword, heading.keyword, max)
-    into.vector_rank = _best(into.vector_rank, heading.vector_rank, min)
-    into.keyword_rank = _best(into.keyword_rank, heading.keyword_rank, min)
-
-
-def _best(a: Any, b: Any, pick: Any) -> Any:
-    values = [v for v in (a, b) if v is not None]
-    return pick(values) if values else None
-
 
 async def _rows(name: str, leg: Any) -> Any:
     """A leg's rows: the vector leg's as dicts, the full-text leg's as an Arrow table (it carries vectors)."""
@@ -421,22 +299,3 @@ def _count(found: Any) -> int:
 
 def _head(found: Any, rows: int) -> Any:
     return found[:rows] if isinstance(found, list) else found.slice(0, rows)
-
-
-def _unit(vector: np.ndarray) -> np.ndarray:
-    as_float = np.asarray(vector, dtype=np.float32)
-    return as_float / max(float(np.linalg.norm(as_float)), 1e-12)
-
-
-def _rows_and_cosines(table: Any, unit: np.ndarray | None) -> tuple[list[dict[str, Any]], list[float | None]]:
-    """An Arrow table's rows without their vectors, and each vector's cosine to `unit` (None without one)."""
-    if table is None:
-        return [], []
-    if unit is None or "vector" not in table.column_names or table.num_rows == 0:
-        names = [n for n in table.column_names if n != "vector"]
-        return table.select(names).to_pylist(), [None] * table.num_rows
-    column = table.column("vector").combine_chunks()
-    vectors = column.values.to_numpy(zero_copy_only=False).reshape(table.num_rows, -1).astype(np.float32)
-    norms = np.maximum(np.linalg.norm(vectors, axis=1), 1e-12)
-    cosines = (vectors @ unit) / norms
-    return table.drop_columns(["vector"]).to_pylist(), [float(c) for c in cosines]
