@@ -113,6 +113,37 @@ async def recall_at_10(
     return statistics.mean(found)
 
 
+async def sampled_recall(kb: KnowledgeBase, view: Any, plan: Any, vectors: list[np.ndarray]) -> float:
+    """`recall_at_10` of a view's vector leg in the sampled form its plan chose (`LanceLegs.sampled`: the index
+    walked unfiltered, the view's rows among those found ranked exactly), under the prefilter where it fell short."""
+    import math
+
+    from mcp_analysis.store.candidates import POST_FILTER_MARGIN, VIEW_REFINE_FACTOR, sampled_breadth
+
+    settings = SearchSettings()
+    legs = await kb.store.scanner_legs(settings.scanner_min_chunks)
+    table = kb.store.table(schema.CHUNKS)
+    over = math.ceil(settings.candidates * POST_FILTER_MARGIN / plan.share)
+    found = []
+    for v in vectors:
+        unit = np.asarray(v, dtype=np.float32) / np.linalg.norm(v)
+        breadth = sampled_breadth(settings.ann_ef, plan.share)
+        rows = legs.sampled(plan.rows.version, unit, ["id"], settings.candidates, over, view.passes, ef=breadth)
+        if rows is None:
+            width = plan.ef(settings.ann_ef, settings.candidates * settings.ann_refine_factor)
+            rows = legs.vector(
+                plan.rows.version,
+                unit,
+                ["id"],
+                settings.candidates,
+                plan.rows.allowed,
+                ef=width,
+                refine_factor=VIEW_REFINE_FACTOR,
+            )
+        found.append(len({r["id"] for r in rows[:10]} & await exact_10(table, v, view.expression)) / 10)
+    return statistics.mean(found)
+
+
 async def measure_side(path: Path, queries: list[str]) -> dict[str, Any]:
     """A side of --baseline: search p50/p95 alone (the code of another revision may lack what the
     rest of `measure` reads, e.g. the store's candidates the phases time)."""
@@ -206,7 +237,9 @@ async def measure(path: Path, queries: list[str], mode: str = "hybrid") -> dict[
         truth = await truth_for(table, path, queries, vectors)
         recall = await recall_at_10(table, vectors, max(ef, 10 * refine), refine, 10, truth=truth)
         leg_recall = await recall_at_10(table, vectors, ef, refine, search_settings.candidates, truth=truth)
-        if filtered_ef is not None:
+        if filtered_ef is not None and plan.sampled:
+            filtered_recall = await sampled_recall(kb, await kb.prefilter(filtered.filter), plan, vectors)
+        elif filtered_ef is not None:
             where = (await kb.prefilter(filtered.filter)).expression
             filtered_recall = await recall_at_10(
                 table, vectors, filtered_ef, plan.refine(refine), search_settings.candidates, where

@@ -150,3 +150,14 @@ def test_a_post_filter_share_near_zero_is_refused_naming_the_setting(in_tmp: Pat
         load_settings()
     (in_tmp / "mcp-analysis.yaml").write_text("search:\n  post_filter_min_share: 0.05\n")
     assert load_settings().search.post_filter_min_share == 0.05
+
+
+def test_the_sampled_vector_legs_bound_reaches_the_store_from_a_config_file(in_tmp: Path) -> None:
+    from mcp_analysis.search.hybrid import view_legs
+
+    assert view_legs(load_settings().search).sample_min_chunks == 500_000
+    (in_tmp / "mcp-analysis.yaml").write_text("search:\n  sampled_vector_min_chunks: 0\n")
+    assert view_legs(load_settings().search).sample_min_chunks == 0
+    (in_tmp / "mcp-analysis.yaml").write_text("search:\n  sampled_vector_min_chunks: -1\n")
+    with pytest.raises(ConfigError, match=r"search\.sampled_vector_min_chunks"):
+        load_settings()

@@ -36,7 +36,12 @@ class Hit:
 
 def view_legs(settings: SearchSettings) -> ViewLegs:
     """How the store's legs keep to a view, and which engine runs them, by the search settings."""
-    return ViewLegs(settings.flat_search_max_rows, settings.post_filter_min_share, settings.scanner_min_chunks)
+    return ViewLegs(
+        settings.flat_search_max_rows,
+        settings.post_filter_min_share,
+        settings.scanner_min_chunks,
+        settings.sampled_vector_min_chunks,
+    )
 
 
 RRF_K = 60  # the usual constant of reciprocal rank fusion (LanceDB's default too)

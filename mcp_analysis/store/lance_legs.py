@@ -34,6 +34,7 @@ import numpy as np
 
 from mcp_analysis.errors import exception_leaves
 from mcp_analysis.store import schema
+from mcp_analysis.store.cosines import rows_and_cosines
 from mcp_analysis.store.reads import StoreReads
 
 log = logging.getLogger(__name__)
@@ -121,6 +122,39 @@ class LanceLegs(LanceDatasets):
             nearest |= {"ef": ef, "refine_factor": refine_factor, "nprobes": NPROBES}
         scanner = self.dataset(version).scanner(columns=[*columns, "_distance"], nearest=nearest, **_restricted(where))
         return scanner.to_table().to_pylist()
+
+    def sampled(
+        self,
+        version: int,
+        unit: np.ndarray,
+        columns: list[str],
+        rows: int,
+        over: int,
+        passes: Callable[[Any], bool],
+        *,
+        ef: int,
+    ) -> list[dict[str, Any]] | None:
+        """A view's `rows` chunks nearest to `unit`, found among the `over` nearest of all chunks by the index's
+        own (quantized) distances, reading only their documents; those the view passes (`passes`) are then read
+        whole and ranked by their exact cosine. None when fewer than `rows` of them pass: the caller runs the leg
+        under the view. Lance's walk under an allowlist costs several unfiltered walks at a million chunks, and
+        its exact re-rank reads `over` x refine vectors where this reads the view's few (bench/view_sample.py)."""
+        dataset = self.dataset(version)
+        nearest = {"column": "vector", "q": unit, "k": over, "metric": "cosine", "ef": max(ef, over)}
+        nearest["nprobes"] = NPROBES
+        found = dataset.scanner(
+            columns=["document_id"], nearest=nearest, with_row_id=True, disable_scoring_autoprojection=True
+        ).to_table()
+        kept = [i for i, document in enumerate(found.column("document_id").to_pylist()) if passes(document)]
+        if len(kept) < rows and found.num_rows >= over:
+            return None
+        if not kept:
+            return []
+        ids = found.column("_rowid").to_numpy()[kept]
+        read = dataset._take_rows(ids.tolist(), columns=[*columns, "vector"])
+        listed, cosines = rows_and_cosines(read, unit)
+        ranked = sorted(zip(listed, cosines, strict=True), key=lambda pair: -float(pair[1] or 0.0))[:rows]
+        return [{**row, "_distance": 1.0 - float(cosine or 0.0)} for row, cosine in ranked]
 
     def keyword(self, version: int, query: str, columns: list[str], rows: int, where: str | bytes | None) -> Any:
         """The full-text leg's `rows` best chunks (BM25 over ``content_fts``) under `where`, as Arrow."""

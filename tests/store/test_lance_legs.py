@@ -66,6 +66,7 @@ async def test_a_search_finds_the_same_candidates_through_lance_and_through_lanc
         "prefiltered": (VisibleDocuments.of(visible, HIDDEN), ViewLegs()),
         "post-filtered": (VisibleDocuments.of(visible, HIDDEN), ViewLegs(post_filter_min_share=0.5)),
         "flat": (VisibleDocuments.of(visible, HIDDEN), ViewLegs(flat_max_rows=1000)),
+        "sampled": (VisibleDocuments.of(visible, HIDDEN), ViewLegs(sample_min_chunks=0)),  # through Lance only
         "by ids": (VisibleDocuments.of(visible), ViewLegs()),
         "unfiltered": (None, ViewLegs()),
     }

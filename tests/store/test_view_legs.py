@@ -2,7 +2,9 @@
 
 A view passing few chunks has its vector leg scan exactly those rows; a view passing most documents
 runs both legs unfiltered and keeps its own, and runs a leg again under the prefilter when too few
-of its rows are the view's. Whichever form runs, no chunk of a hidden document is a candidate, and
+of its rows are the view's; a view between may have its vector leg sampled (the index walked
+unfiltered, the view's rows among those found ranked exactly), under the prefilter when too few
+are the view's. Whichever form runs, no chunk of a hidden document is a candidate, and
 the vector leg finds the exact nearest visible chunks: the query is a hidden chunk's own vector, so
 a leg that lost the view's prefilter would fill its rows with hidden chunks and find fewer.
 """
@@ -14,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mcp_analysis.store import candidates
 from mcp_analysis.store.candidates import Candidate, ViewLegs, ViewPlan, VisibleDocuments
 from mcp_analysis.store.database import Store
 from tests.store.test_vector_leg import DIMENSION, _document, indexed_store
@@ -90,6 +93,82 @@ async def test_an_unfiltered_leg_left_with_too_few_of_the_views_rows_runs_again_
     assert not {c.row["document_id"] for c in found} & hidden
     assert _vector_leg(found) == _exact(vectors, query, set(DOCUMENTS) - hidden, 40)
     assert sum(c.keyword_rank is not None for c in found) == 40
+
+
+async def test_a_sampled_vector_leg_finds_the_exact_nearest_visible_chunks_and_no_hidden_one(tmp_path: Path) -> None:
+    store, vectors = await indexed_store(tmp_path / "kb.lancedb", seed=25)
+    visible = {f"doc-{i}" for i in range(0, 30, 3)}  # 10 of 30 documents, 200 of 600 chunks
+    view = VisibleDocuments.of(visible, set(DOCUMENTS) - visible)
+    query = vectors[20 * 7 + 4]  # a chunk of doc-7, which the view hides
+    unit = query / np.linalg.norm(query)
+    legs = ViewLegs(sample_min_chunks=0)
+    try:
+        plan = await store.view_plan(view, legs, vector=True)
+        assert (plan.flat, plan.post, plan.sampled, plan.share) == (False, False, True, 200 / 600)
+        lance = await store.scanner_legs()
+        assert lance is not None and plan.rows is not None
+        sampled = lance.sampled(plan.rows.version, unit, ["id", "document_id"], 20, 90, view.passes, ef=512)
+        found = await store.candidates("harbour crane", query, 20, view, view_legs=legs, **ANN)
+        below = await store.view_plan(view, ViewLegs(sample_min_chunks=601), vector=True)
+    finally:
+        store.close()
+    assert sampled is not None and [row["id"] for row in sampled] == _exact(vectors, query, visible, 20)
+    distances = [row["_distance"] for row in sampled]
+    assert distances == sorted(distances) and all(0 <= d <= 2 for d in distances)
+    assert {c.row["document_id"] for c in found} <= visible
+    assert _vector_leg(found) == _exact(vectors, query, visible, 20)
+    assert not below.sampled  # a table of fewer than sample_min_chunks chunks: the walk under the prefilter
+
+
+async def test_a_leg_asked_for_more_rows_than_a_sampled_walk_takes_walks_under_the_prefilter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, vectors = await indexed_store(tmp_path / "kb.lancedb", seed=27)
+    visible = {f"doc-{i}" for i in range(0, 30, 3)}
+    view = VisibleDocuments.of(visible, set(DOCUMENTS) - visible)
+    query = vectors[20 * 7 + 4]
+    walked: list[int] = []
+    try:
+        lance = await store.scanner_legs()
+        assert lance is not None
+        sampled = lance.sampled
+        monkeypatch.setattr(lance, "sampled", lambda *a, **k: walked.append(a[4]) or sampled(*a, **k))
+        monkeypatch.setattr(candidates, "SAMPLED_MAX_ROWS", 60)  # 20 rows of a third: 90 to walk
+        found = await store.candidates("harbour crane", query, 20, view, view_legs=ViewLegs(sample_min_chunks=0), **ANN)
+        monkeypatch.setattr(candidates, "SAMPLED_MAX_ROWS", 90)
+        again = await store.candidates("harbour crane", query, 20, view, view_legs=ViewLegs(sample_min_chunks=0), **ANN)
+    finally:
+        store.close()
+    assert walked == [90]  # only the second search sampled
+    assert _vector_leg(found) == _vector_leg(again) == _exact(vectors, query, visible, 20)
+
+
+async def test_a_sampled_vector_leg_with_too_few_of_the_views_rows_runs_under_the_prefilter(tmp_path: Path) -> None:
+    """The hidden documents hold every chunk near the query: the sampled walk finds fewer than per leg of the
+    view's rows, says so (None), and the leg runs under the view's prefilter."""
+    rng = np.random.default_rng(26)
+    query = rng.normal(size=DIMENSION).astype(np.float32)
+    near = query + 0.01 * rng.normal(size=(400, DIMENSION)).astype(np.float32)  # doc-0 .. doc-19: hidden
+    far = rng.normal(size=(200, DIMENSION)).astype(np.float32)
+    vectors = np.vstack([near, far])
+    store = await Store.open(tmp_path / "kb.lancedb", create=True)
+    await store.initialize("test", DIMENSION)
+    await store.write_documents([_document(i, vectors[i * 20 : (i + 1) * 20]) for i in range(30)])
+    await store.ensure_indexes(vector_index_min_rows=1)
+    hidden = {f"doc-{i}" for i in range(20)}
+    view = VisibleDocuments.of(set(DOCUMENTS) - hidden, hidden)
+    legs = ViewLegs(sample_min_chunks=0)
+    try:
+        plan = await store.view_plan(view, legs, vector=True)
+        lance = await store.scanner_legs()
+        assert plan.sampled and lance is not None and plan.rows is not None
+        unit = query / np.linalg.norm(query)
+        assert lance.sampled(plan.rows.version, unit, ["id", "document_id"], 20, 90, view.passes, ef=512) is None
+        found = await store.candidates("harbour crane", query, 20, view, view_legs=legs, **ANN)
+    finally:
+        store.close()
+    assert not {c.row["document_id"] for c in found} & hidden
+    assert _vector_leg(found) == _exact(vectors, query, set(DOCUMENTS) - hidden, 20)
 
 
 async def test_the_form_follows_the_chunks_a_view_passes_not_only_its_documents(tmp_path: Path) -> None:
