@@ -36,6 +36,20 @@ def _exact(vectors: np.ndarray, query: np.ndarray, visible: set[str], k: int) ->
     return [keys[rows[i]] for i in np.argsort(-similarity, kind="stable")[:k]]
 
 
+async def _crowded(path: Path, seed: int, hidden: int) -> tuple[Store, np.ndarray, np.ndarray, set[str]]:
+    """30 documents of 20 chunks, the first `hidden` (hidden from the view) holding every chunk near the query."""
+    rng = np.random.default_rng(seed)
+    query = rng.normal(size=DIMENSION).astype(np.float32)
+    near = query + 0.01 * rng.normal(size=(20 * hidden, DIMENSION)).astype(np.float32)
+    far = rng.normal(size=(20 * (30 - hidden), DIMENSION)).astype(np.float32)
+    vectors = np.vstack([near, far])
+    store = await Store.open(path, create=True)
+    await store.initialize("test", DIMENSION)
+    await store.write_documents([_document(i, vectors[i * 20 : (i + 1) * 20]) for i in range(30)])
+    await store.ensure_indexes(vector_index_min_rows=1)
+    return store, vectors, query, {f"doc-{i}" for i in range(hidden)}
+
+
 def _vector_leg(found: list[Candidate]) -> list[str]:
     return [c.key for c in sorted((c for c in found if c.vector_rank is not None), key=lambda c: c.vector_rank or 0)]
 
@@ -73,16 +87,7 @@ async def test_a_view_passing_most_documents_keeps_its_own_rows_of_unfiltered_le
 async def test_an_unfiltered_leg_left_with_too_few_of_the_views_rows_runs_again_under_it(tmp_path: Path) -> None:
     """The hidden documents hold every chunk near the query: the unfiltered legs' over-fetch (per leg / share
     rows) holds fewer than per leg of the view's, so each leg runs again under the prefilter."""
-    rng = np.random.default_rng(23)
-    query = rng.normal(size=DIMENSION).astype(np.float32)
-    near = query + 0.01 * rng.normal(size=(200, DIMENSION)).astype(np.float32)  # doc-0 .. doc-9: hidden
-    far = rng.normal(size=(400, DIMENSION)).astype(np.float32)
-    vectors = np.vstack([near, far])
-    store = await Store.open(tmp_path / "kb.lancedb", create=True)
-    await store.initialize("test", DIMENSION)
-    await store.write_documents([_document(i, vectors[i * 20 : (i + 1) * 20]) for i in range(30)])
-    await store.ensure_indexes(vector_index_min_rows=1)
-    hidden = {f"doc-{i}" for i in range(10)}
+    store, vectors, query, hidden = await _crowded(tmp_path / "kb.lancedb", 23, 10)
     view = VisibleDocuments.of(set(DOCUMENTS) - hidden, hidden)
     try:
         found = await store.candidates(
@@ -146,16 +151,7 @@ async def test_a_leg_asked_for_more_rows_than_a_sampled_walk_takes_walks_under_t
 async def test_a_sampled_vector_leg_with_too_few_of_the_views_rows_runs_under_the_prefilter(tmp_path: Path) -> None:
     """The hidden documents hold every chunk near the query: the sampled walk finds fewer than per leg of the
     view's rows, says so (None), and the leg runs under the view's prefilter."""
-    rng = np.random.default_rng(26)
-    query = rng.normal(size=DIMENSION).astype(np.float32)
-    near = query + 0.01 * rng.normal(size=(400, DIMENSION)).astype(np.float32)  # doc-0 .. doc-19: hidden
-    far = rng.normal(size=(200, DIMENSION)).astype(np.float32)
-    vectors = np.vstack([near, far])
-    store = await Store.open(tmp_path / "kb.lancedb", create=True)
-    await store.initialize("test", DIMENSION)
-    await store.write_documents([_document(i, vectors[i * 20 : (i + 1) * 20]) for i in range(30)])
-    await store.ensure_indexes(vector_index_min_rows=1)
-    hidden = {f"doc-{i}" for i in range(20)}
+    store, vectors, query, hidden = await _crowded(tmp_path / "kb.lancedb", 26, 20)
     view = VisibleDocuments.of(set(DOCUMENTS) - hidden, hidden)
     legs = ViewLegs(sample_min_chunks=0)
     try:
