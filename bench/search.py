@@ -113,14 +113,15 @@ async def recall_at_10(
     return statistics.mean(found)
 
 
-async def sampled_recall(kb: KnowledgeBase, view: Any, plan: Any, vectors: list[np.ndarray]) -> float:
+async def sampled_recall(
+    kb: KnowledgeBase, view: Any, plan: Any, vectors: list[np.ndarray], settings: SearchSettings
+) -> float:
     """`recall_at_10` of a view's vector leg in the sampled form its plan chose (`LanceLegs.sampled`: the index
     walked unfiltered, the view's rows among those found ranked exactly), under the prefilter where it fell short."""
     import math
 
     from mcp_analysis.store.candidates import POST_FILTER_MARGIN, VIEW_REFINE_FACTOR, sampled_breadth
 
-    settings = SearchSettings()
     legs = await kb.store.scanner_legs(settings.scanner_min_chunks)
     table = kb.store.table(schema.CHUNKS)
     over = math.ceil(settings.candidates * POST_FILTER_MARGIN / plan.share)
@@ -136,7 +137,7 @@ async def sampled_recall(kb: KnowledgeBase, view: Any, plan: Any, vectors: list[
                 unit,
                 ["id"],
                 settings.candidates,
-                plan.rows.allowed,
+                plan.rows.allowed or view.expression.to_sql(),
                 ef=width,
                 refine_factor=VIEW_REFINE_FACTOR,
             )
@@ -238,7 +239,8 @@ async def measure(path: Path, queries: list[str], mode: str = "hybrid") -> dict[
         recall = await recall_at_10(table, vectors, max(ef, 10 * refine), refine, 10, truth=truth)
         leg_recall = await recall_at_10(table, vectors, ef, refine, search_settings.candidates, truth=truth)
         if filtered_ef is not None and plan.sampled:
-            filtered_recall = await sampled_recall(kb, await kb.prefilter(filtered.filter), plan, vectors)
+            view = await kb.prefilter(filtered.filter)
+            filtered_recall = await sampled_recall(kb, view, plan, vectors, search_settings)
         elif filtered_ef is not None:
             where = (await kb.prefilter(filtered.filter)).expression
             filtered_recall = await recall_at_10(

@@ -4,7 +4,8 @@ Two records joined by process id: the kernel's process accounting (every process
 CPU time, whatever killed it: `accton`, Debian's `acct` package, as root) and a line per Python process
 at its start naming its command line (a `.pth` hook this script puts in a virtual environment). The
 report sums CPU seconds per kind: conversion workers, servers, CLI commands, chart renderers, Ray's
-processes, the pytest processes themselves.
+processes, the pytest processes themselves. Keyed by process id: a reused id, or a Python process that
+execs another, is counted under the command it started with (rare in a suite's ten minutes).
 
     python bench/suite_cpu.py hook .venv                  # each Python start appends to $SPAWNLOG
     accton /var/log/account/pacct                         # as root; `accton off` afterwards

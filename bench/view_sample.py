@@ -79,7 +79,7 @@ async def measure(path: Path, shares: list[float], queries: int, sample_ef: int 
         rows = await kb.store.view_rows(view, legs)
         chunk_share = rows.rows / rows.total
         over = math.ceil(ROWS * POST_FILTER_MARGIN / chunk_share)
-        breadth = max(ROWS * VIEW_REFINE_FACTOR, math.ceil(ef * chunk_share))
+        breadth = max(ROWS * settings.ann_refine_factor, math.ceil(ef * chunk_share))  # `ViewPlan.ef`
         walk = max(sampled_breadth(ef, chunk_share), over)
         where = view.expression.to_sql()
         spent: dict[str, list[float]] = {"prefiltered": [], "sampled": []}

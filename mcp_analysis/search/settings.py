@@ -69,12 +69,12 @@ class SearchSettings(BaseModel):
     sampled_vector_min_chunks: int = Field(
         500_000,
         ge=0,
-        description="From this many chunks on, a filtered view passing from 5 % of them up to post_filter_min_share "
-        "has its vector leg walk the index unfiltered (for 1.5 x candidates / share rows, at least twice ann_ef) by "
-        "the index's quantized distances and rank the view's rows among them exactly, instead of walking under the "
-        "view's prefilter, whose cost grows with the table (bench/view_sample.py: at a million chunks 23-31 % less "
-        "time for views passing 5-25 %, recall@10 0.970-0.983; at 100,000 no gain); only where the legs run "
-        "through Lance's scanner (scanner_min_chunks). 0 = at any size.",
+        description="From this many chunks on, a filtered view passing at least 5 % of them and not post-filtered "
+        "(post_filter_min_share) has its vector leg walk the index unfiltered (for 1.5 x candidates / share rows, "
+        "at least twice ann_ef) by the index's quantized distances and rank the view's rows among them exactly, "
+        "instead of walking under the view's prefilter, whose cost grows with the table (bench/view_sample.py: "
+        "at a million chunks 23-31 % less time for views passing 5-25 %, recall@10 0.970-0.983; at 100,000 no "
+        "gain); only where the legs run through Lance's scanner (scanner_min_chunks). 0 = at any size.",
     )
     mode: Literal["hybrid", "keyword"] = Field(
         "hybrid", description="hybrid = vectors + full text; keyword = full text only (no embedder needed)."

@@ -28,7 +28,7 @@ from mcp_analysis.store.bare_headings import CHUNK_COLUMNS, StoreBareHeadings
 from mcp_analysis.store.candidate import Candidate
 from mcp_analysis.store.cosines import rows_and_cosines, unit_vector
 from mcp_analysis.store.lance import col
-from mcp_analysis.store.lance_legs import LanceLegs, ViewRows, reopened_once
+from mcp_analysis.store.lance_legs import LanceLegs, ViewRows, reopened_once, samples
 
 # An unfiltered leg of a view fetches this many times per leg / share rows: the nearest chunks come in runs of
 # one document, so exactly per leg / share rows often hold fewer than per leg of the view's, and the leg would
@@ -119,9 +119,9 @@ class ViewLegs:
     - otherwise both legs run under the prefilter, the vector leg at ef scaled by the chunks' share
       (`ViewPlan.ef`: the walk depends on the rows that pass, not on the documents), unless the legs run through
       Lance's scanner, the chunks table holds at least `sample_min_chunks` rows and the view passes at least
-      `SAMPLED_MIN_SHARE` of them: then the vector leg walks the index unfiltered for `POST_FILTER_MARGIN` x
-      `per_leg` / share rows by its quantized distances and ranks the view's among them exactly
-      (`LanceLegs.sampled`; under the prefilter when too few are the view's).
+      `SAMPLED_MIN_SHARE` of them (any share not post-filtered): then the vector leg walks the index
+      unfiltered for `POST_FILTER_MARGIN` x `per_leg` / share rows by its quantized distances and ranks the
+      view's among them exactly (`LanceLegs.sampled`; under the prefilter when too few are the view's).
 
     Whichever form ran, only candidates whose document the view passes are kept (`candidates`)."""
 
@@ -289,6 +289,7 @@ class StoreCandidates(StoreBareHeadings):
         post = not flat and counted.rows > 0 and form.post_filters(prefilter, chunk_share)
         sampled = form.sample_min_chunks is not None and counted.total >= form.sample_min_chunks
         sampled = sampled and lance is not None and vector and not (flat or post) and chunk_share >= SAMPLED_MIN_SHARE
+        sampled = sampled and samples()
         return ViewPlan(flat, post, chunk_share, counted, sampled=sampled and counted.rows > 0)
 
 
@@ -316,7 +317,8 @@ async def _sampled(
     if over > SAMPLED_MAX_ROWS:
         return None
     sample = functools.partial(lance.sampled, ef=ef)
-    return await anyio.to_thread.run_sync(sample, version, unit, list(CHUNK_COLUMNS), per_leg, over, view.passes)
+    found = await anyio.to_thread.run_sync(sample, version, unit, list(CHUNK_COLUMNS), per_leg, over, view.passes)
+    return None if found is None else _visible(found, view)  # as every other form's rows, checked once more
 
 
 async def _rows(name: str, leg: Any) -> Any:

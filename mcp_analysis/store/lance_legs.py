@@ -53,6 +53,14 @@ def available() -> bool:
     return "row_addr_allowlist" in inspect.signature(LanceDataset.scanner).parameters
 
 
+@functools.cache
+def samples() -> bool:
+    """Whether pylance reads rows by id (`LanceLegs.sampled`; private in pylance 14, so checked, not assumed)."""
+    from lance.dataset import LanceDataset
+
+    return callable(getattr(LanceDataset, "_take_rows", None))
+
+
 @dataclass(frozen=True)
 class ViewRows:
     """A view's chunk rows at one version of the chunks table: how many of how many, and (with pylance)
@@ -146,7 +154,7 @@ class LanceLegs(LanceDatasets):
             columns=["document_id"], nearest=nearest, with_row_id=True, disable_scoring_autoprojection=True
         ).to_table()
         kept = [i for i, document in enumerate(found.column("document_id").to_pylist()) if passes(document)]
-        if len(kept) < rows and found.num_rows >= over:
+        if len(kept) < rows and found.num_rows < dataset.count_rows():  # short, and not for want of rows
             return None
         if not kept:
             return []

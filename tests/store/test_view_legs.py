@@ -113,11 +113,14 @@ async def test_a_sampled_vector_leg_finds_the_exact_nearest_visible_chunks_and_n
         lance = await store.scanner_legs()
         assert lance is not None and plan.rows is not None
         sampled = lance.sampled(plan.rows.version, unit, ["id", "document_id"], 20, 90, view.passes, ef=512)
+        # More rows asked for than the view has: a walk that saw every chunk is complete, not short.
+        every = lance.sampled(plan.rows.version, unit, ["id", "document_id"], 250, 1125, view.passes, ef=512)
         found = await store.candidates("harbour crane", query, 20, view, view_legs=legs, **ANN)
         below = await store.view_plan(view, ViewLegs(sample_min_chunks=601), vector=True)
     finally:
         store.close()
     assert sampled is not None and [row["id"] for row in sampled] == _exact(vectors, query, visible, 20)
+    assert every is not None and [row["id"] for row in every] == _exact(vectors, query, visible, 200)
     distances = [row["_distance"] for row in sampled]
     assert distances == sorted(distances) and all(0 <= d <= 2 for d in distances)
     assert {c.row["document_id"] for c in found} <= visible
