@@ -73,7 +73,7 @@ class SearchSettings(BaseModel):
         "(post_filter_min_share) has its vector leg walk the index unfiltered (for 1.5 x candidates / share rows, "
         "at least twice ann_ef) by the index's quantized distances and rank the view's rows among them exactly, "
         "instead of walking under the view's prefilter, whose cost grows with the table (bench/view_sample.py: "
-        "at a million chunks 23-31 % less time for views passing 5-25 %, recall@10 0.970-0.983; at 100,000 no "
+        "at a million chunks 24-33 % less time for views passing 5-25 %, recall@10 0.970-0.983; at 100,000 no "
         "gain); only where the legs run through Lance's scanner (scanner_min_chunks). 0 = at any size.",
     )
     mode: Literal["hybrid", "keyword"] = Field(
