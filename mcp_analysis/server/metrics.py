@@ -30,6 +30,8 @@ from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamil
 from starlette.requests import Request
 from starlette.responses import Response
 
+from mcp_analysis.server.middleware import MIDDLEWARE
+
 if TYPE_CHECKING:
     from mcp.server import MCPServer
 
@@ -119,7 +121,11 @@ class Observability:
         self._tools: set[str] | None = None
 
     def install(self) -> None:
-        self.server.middleware.append(self.middleware)
+        """The routes, and the middleware outside ours (`MIDDLEWARE`, `exact_errors`), so a call refused there for
+        an unknown tool or argument is counted as a failed call too."""
+        chain = self.server.middleware
+        ours = [i for i, middleware in enumerate(chain) if middleware in MIDDLEWARE]
+        chain.insert(ours[0] if ours else len(chain), self.middleware)
         self.server.custom_route("/healthz", methods=["GET"], include_in_schema=False)(self.healthz)
         self.server.custom_route("/metrics", methods=["GET"], include_in_schema=False)(self.metrics)
 

@@ -489,3 +489,15 @@ async def test_metrics_count_tool_calls_and_sessions(cluster: Cluster) -> None:
     assert metrics["mcp_analysis_gc_frozen_objects"] > 50_000
     assert metrics["mcp_analysis_sessions_live"] >= 1
     assert "mcp_analysis_sessions_hibernated" in metrics and "mcp_analysis_sessions_stored" in metrics
+    # Calls refused before a tool runs (an argument it does not take, a tool that does not exist) count as failed.
+    async with a.client(TOKENS["bob"]) as client:
+        assert (await client.call_tool("search", {"query": "revenue", "filter": "x"})).is_error
+        with pytest.raises(MCPError):
+            await client.call_tool("no_such_tool", {})
+    after = metric_samples(httpx2.get(f"http://127.0.0.1:{a.port}/metrics", timeout=10).text)
+    searches = 'mcp_analysis_tool_errors_total{tool="search"}'
+    assert after[searches] == metrics[searches] + 1
+    assert (
+        after['mcp_analysis_tool_errors_total{tool="unknown"}']
+        == metrics.get('mcp_analysis_tool_errors_total{tool="unknown"}', 0) + 1
+    )
