@@ -144,9 +144,10 @@ class LanceLegs(LanceDatasets):
     ) -> list[dict[str, Any]] | None:
         """A view's `rows` chunks nearest to `unit`, found among the `over` nearest of all chunks by the index's
         own (quantized) distances, reading only their documents; those the view passes (`passes`) are then read
-        whole and ranked by their exact cosine. None when fewer than `rows` of them pass: the caller runs the leg
-        under the view. Lance's walk under an allowlist costs several unfiltered walks at a million chunks, and
-        its exact re-rank reads `over` x refine vectors where this reads the view's few (bench/view_sample.py)."""
+        whole and ranked by their exact cosine. None when fewer than `rows` of them pass and the walk did not see
+        the whole table: the caller runs the leg under the view. Lance's walk under an allowlist costs several
+        unfiltered walks at a million chunks, and its exact re-rank reads `over` x refine vectors where this reads
+        the view's few (bench/view_sample.py)."""
         dataset = self.dataset(version)
         nearest = {"column": "vector", "q": unit, "k": over, "metric": "cosine", "ef": max(ef, over)}
         nearest["nprobes"] = NPROBES
