@@ -11,6 +11,8 @@ from pathlib import Path
 
 from mcp_analysis.errors import DatabaseNotFoundError
 
+_SHOWN = 5  # entries named in the message for a folder of other files
+
 
 def is_local_path(path: str | Path) -> bool:
     """False for object-store URIs such as s3://bucket/kb."""
@@ -41,11 +43,37 @@ def not_a_folder(path: Path) -> str | None:
     return None
 
 
+def foreign_folder(path: Path) -> str | None:
+    """Why the existing folder `path` cannot hold a knowledge base, or None: it holds the user's own
+    files and no table (most often `--db` was given the documents meant to be added). Hidden entries
+    (a lock a failed first add left, `.DS_Store`) and LanceDB tables (`*.lance`) never count."""
+    try:
+        with os.scandir(path) as scan:
+            entries = sorted((entry for entry in scan if not entry.name.startswith(".")), key=lambda entry: entry.name)
+    except (NotADirectoryError, FileNotFoundError):
+        return None
+    except OSError as exc:
+        reason = exc.strerror or exc
+        return f"{path} cannot be listed ({reason}). Point --db / MCP_ANALYSIS_DB at a folder this user can read."
+    if not entries or any(entry.name.endswith(".lance") for entry in entries):
+        return None
+    shown = [entry.name + ("/" if entry.is_dir() else "") for entry in entries[:_SHOWN]]
+    more = f" and {len(entries) - _SHOWN} more" if len(entries) > _SHOWN else ""
+    plain = str(path if path.name not in ("", ".", "..") else path.resolve()).rstrip("/")
+    return (
+        f"{path} holds other files ({', '.join(shown)}{more}) and no knowledge base: a knowledge base needs a "
+        f"folder of its own, or its tables would be mixed with them. To add these files, run `mcp-analysis add "
+        f"{plain} --db {plain}.lancedb`; otherwise point --db / MCP_ANALYSIS_DB at a knowledge base or at a new "
+        "or empty folder."
+    )
+
+
 def missing_database(path: Path) -> DatabaseNotFoundError:
     """The error for a local knowledge base that is not there: what the path is when it can never be
-    one (`not_a_folder`), else how to make one (the CLI's commands and `serve` say the same)."""
+    one (`not_a_folder`, `foreign_folder`), else how to make one (the CLI's commands and `serve` say the same)."""
     return DatabaseNotFoundError(
         not_a_folder(path)
+        or foreign_folder(path)
         or f"No knowledge base at {path}. Create one with `mcp-analysis add PATH --db {path}`, point --db / "
         "MCP_ANALYSIS_DB at an existing one, or try `mcp-analysis serve --sample`."
     )
@@ -57,6 +85,9 @@ def make_database_directory(path: Path) -> None:
     Every command that may create a knowledge base (`add`, `sync`, `serve --watch`) comes here
     first, so a `--db` naming a file, or a path under one, reads the same from each."""
     if path.is_dir():
+        foreign = foreign_folder(path)
+        if foreign is not None:
+            raise DatabaseNotFoundError(foreign)
         return  # never touched: a knowledge base that is only read stays as it is
     unusable = not_a_folder(path)
     if unusable is not None:

@@ -13,7 +13,7 @@ from mcp_analysis.config import load_settings
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.errors import DatabaseNotFoundError, ReadOnlyDatabaseError
 from mcp_analysis.ingest.lock import LOCK_FILE, ingest_lock
-from mcp_analysis.paths import make_database_directory, not_a_folder
+from mcp_analysis.paths import foreign_folder, make_database_directory, not_a_folder
 from mcp_analysis.server.runner import check_database
 
 
@@ -38,6 +38,33 @@ def test_a_file_and_a_link_to_nothing_are_named_for_what_they_are(tmp_path: Path
     assert new.is_dir() and not (tmp_path / "missing").exists()
     with pytest.raises(DatabaseNotFoundError, match="No knowledge base at"):
         check_database(load_settings(db=folder))  # an empty folder: `add` makes it one
+
+
+def test_a_folder_of_other_files_is_named_with_what_it_holds_and_what_to_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name in ("f.md", "a.md", "c.md", "e.md", "b.md", "d.md", ".hidden"):
+        (docs / name).write_text("x")
+    said = foreign_folder(docs) or ""
+    assert f"{docs} holds other files (a.md, b.md, c.md, d.md, e.md and 1 more) and no knowledge base" in said
+    assert f"`mcp-analysis add {docs} --db {docs}.lancedb`" in said
+    with pytest.raises(DatabaseNotFoundError, match="holds other files"):
+        make_database_directory(docs)
+    with pytest.raises(DatabaseNotFoundError, match="holds other files"):
+        check_database(load_settings(db=docs))  # `serve` says the same, not "create one with add"
+    assert sorted(p.name for p in docs.iterdir())[0] == ".hidden" and not list(docs.glob("*.lance"))
+    monkeypatch.chdir(docs)  # `--db .` is named by the folder's own name, not "..lancedb"
+    assert f"--db {docs}.lancedb`" in (foreign_folder(Path()) or "")
+    # Hidden files only, a table among the files, an empty or a missing folder: a knowledge base's folder.
+    hidden, tables, empty = tmp_path / "hidden", tmp_path / "tables", tmp_path / "empty"
+    for folder in (hidden, tables / "chunks.lance", empty):
+        folder.mkdir(parents=True)
+    (hidden / ".DS_Store").write_text("x")
+    (tables / "notes.txt").write_text("x")
+    for folder in (hidden, tables, empty, tmp_path / "missing", docs / "a.md"):
+        assert foreign_folder(folder) is None, folder
 
 
 def test_a_knowledge_base_that_cannot_be_written_says_so_before_anything_runs(tmp_path: Path) -> None:
