@@ -7,6 +7,7 @@ watcher's lock and the store can all ask it without pulling each other in.
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 
 from mcp_analysis.errors import DatabaseNotFoundError
@@ -59,12 +60,12 @@ def foreign_folder(path: Path) -> str | None:
         return None
     shown = [entry.name + ("/" if entry.is_dir() else "") for entry in entries[:_SHOWN]]
     more = f" and {len(entries) - _SHOWN} more" if len(entries) > _SHOWN else ""
-    plain = str(path if path.name not in ("", ".", "..") else path.resolve()).rstrip("/")
+    plain = str(path if path.name not in ("", ".", "..") else path.resolve()).rstrip("/") or "/"
+    add = f"mcp-analysis add {shlex.quote(plain)} --db {shlex.quote((plain.rstrip('/') or '/kb') + '.lancedb')}"
     return (
         f"{path} holds other files ({', '.join(shown)}{more}) and no knowledge base: a knowledge base needs a "
-        f"folder of its own, or its tables would be mixed with them. To add these files, run `mcp-analysis add "
-        f"{plain} --db {plain}.lancedb`; otherwise point --db / MCP_ANALYSIS_DB at a knowledge base or at a new "
-        "or empty folder."
+        f"folder of its own, or its tables would be mixed with them. To add these files, run `{add}`; otherwise "
+        "point --db / MCP_ANALYSIS_DB at a knowledge base or at a new or empty folder."
     )
 
 

@@ -55,6 +55,10 @@ def test_a_folder_of_other_files_is_named_with_what_it_holds_and_what_to_run(
     with pytest.raises(DatabaseNotFoundError, match="holds other files"):
         check_database(load_settings(db=docs))  # `serve` says the same, not "create one with add"
     assert sorted(p.name for p in docs.iterdir())[0] == ".hidden" and not list(docs.glob("*.lance"))
+    spaced = tmp_path / "my docs"
+    spaced.mkdir()
+    (spaced / "a.md").write_text("x")
+    assert f"`mcp-analysis add '{spaced}' --db '{spaced}.lancedb'`" in (foreign_folder(spaced) or "")  # pastes as is
     monkeypatch.chdir(docs)  # `--db .` is named by the folder's own name, not "..lancedb"
     assert f"--db {docs}.lancedb`" in (foreign_folder(Path()) or "")
     # Hidden files only, a table among the files, an empty or a missing folder: a knowledge base's folder.
