@@ -121,8 +121,13 @@ def read_file(path: str | os.PathLike[str], limits: Limits, text_after: Callable
     finally:
         os.close(fd)
     signature = FileSignature.of(before)
-    if FileSignature.of(after) != signature or len(data) != before.st_size:
+    if FileSignature.of(after) != signature:
         raise IngestError("it changed while it was being read (still being written?); add it again once it is saved")
+    if len(data) != before.st_size:  # unchanged, yet not the size it reports: made up as it is read
+        raise IngestError(
+            f"it reports {before.st_size:,} bytes but reads as {len(data):,}: the system generates it as it is read "
+            "(like the files under /proc and /sys), it is not a saved document; copy it to a file to add it"
+        )
     return ReadFile(data, hashlib.sha256(data).hexdigest(), signature)
 
 
