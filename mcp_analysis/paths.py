@@ -61,7 +61,7 @@ def foreign_folder(path: Path) -> str | None:
     shown = [entry.name + ("/" if entry.is_dir() else "") for entry in entries[:_SHOWN]]
     more = f" and {len(entries) - _SHOWN} more" if len(entries) > _SHOWN else ""
     plain = str(path if path.name not in ("", ".", "..") else path.resolve()).rstrip("/") or "/"
-    add = f"mcp-analysis add {shlex.quote(plain)} --db {shlex.quote((plain.rstrip('/') or '/kb') + '.lancedb')}"
+    add = f"mcp-analysis --db {shlex.quote((plain.rstrip('/') or '/kb') + '.lancedb')} add {shlex.quote(plain)}"
     return (
         f"{path} holds other files ({', '.join(shown)}{more}) and no knowledge base: a knowledge base needs a "
         f"folder of its own, or its tables would be mixed with them. To add these files, run `{add}`; otherwise "
@@ -75,7 +75,7 @@ def missing_database(path: Path) -> DatabaseNotFoundError:
     return DatabaseNotFoundError(
         not_a_folder(path)
         or foreign_folder(path)
-        or f"No knowledge base at {path}. Create one with `mcp-analysis add PATH --db {path}`, point --db / "
+        or f"No knowledge base at {path}. Create one with `mcp-analysis --db {path} add PATH`, point --db / "
         "MCP_ANALYSIS_DB at an existing one, or try `mcp-analysis serve --sample`."
     )
 

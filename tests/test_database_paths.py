@@ -49,7 +49,7 @@ def test_a_folder_of_other_files_is_named_with_what_it_holds_and_what_to_run(
         (docs / name).write_text("x")
     said = foreign_folder(docs) or ""
     assert f"{docs} holds other files (a.md, b.md, c.md, d.md, e.md and 1 more) and no knowledge base" in said
-    assert f"`mcp-analysis add {docs} --db {docs}.lancedb`" in said
+    assert f"`mcp-analysis --db {docs}.lancedb add {docs}`" in said
     with pytest.raises(DatabaseNotFoundError, match="holds other files"):
         make_database_directory(docs)
     with pytest.raises(DatabaseNotFoundError, match="holds other files"):
@@ -58,9 +58,9 @@ def test_a_folder_of_other_files_is_named_with_what_it_holds_and_what_to_run(
     spaced = tmp_path / "my docs"
     spaced.mkdir()
     (spaced / "a.md").write_text("x")
-    assert f"`mcp-analysis add '{spaced}' --db '{spaced}.lancedb'`" in (foreign_folder(spaced) or "")  # pastes as is
+    assert f"`mcp-analysis --db '{spaced}.lancedb' add '{spaced}'`" in (foreign_folder(spaced) or "")  # pastes as is
     monkeypatch.chdir(docs)  # `--db .` is named by the folder's own name, not "..lancedb"
-    assert f"--db {docs}.lancedb`" in (foreign_folder(Path()) or "")
+    assert f"--db {docs}.lancedb add {docs}`" in (foreign_folder(Path()) or "")
     # Hidden files only, a table among the files, an empty or a missing folder: a knowledge base's folder.
     hidden, tables, empty = tmp_path / "hidden", tmp_path / "tables", tmp_path / "empty"
     for folder in (hidden, tables / "chunks.lance", empty):

@@ -111,7 +111,7 @@ class Store(StoreFragments, StoreCandidates, StoreMaintenance):
         if not tables and not create:
             raise DatabaseNotFoundError(
                 f"{location} holds no knowledge base tables{_found(location)}. mcp-analysis serves {SUPPORTED}. "
-                f"Add documents with `mcp-analysis add PATH --db {location}`."
+                f"Add documents with `mcp-analysis --db {location} add PATH`."
             )
         stored, layout = await identify(location, tables, create)
         return cls(location, db, tables, stored, layout, storage_options)

@@ -86,7 +86,7 @@ def test_unreadable_databases_are_one_line_errors(source: Path, tmp_path: Path) 
         "no settings row": ["haiku.rag's tables but no settings row", "haiku-rag rebuild"],
         "dimension mismatch": ["record 384-dim vectors but the chunks table holds 768"],
         "unknown settings": ["neither mcp-analysis nor haiku.rag wrote", '"schema": 7'],
-        "not a database": ["holds other files (notes/, readme.txt) and no knowledge base", "not-a-db.lancedb`"],
+        "not a database": ["holds other files (notes/, readme.txt) and no knowledge base", "not-a-db.lancedb add "],
         "corrupt table": ["cannot be read as a LanceDB knowledge base", "haiku.rag databases"],
     }
     for case, needles in expected.items():

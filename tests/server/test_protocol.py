@@ -202,7 +202,8 @@ async def test_a_host_started_before_its_knowledge_base_exists_hears_how_to_crea
         assert {t.name for t in (await client.list_tools()).tools} >= {"search", "execute_code"}
         result = await client.call_tool("list_documents", {})
         assert result.is_error
-        assert f"No knowledge base at {missing}" in text(result) and "mcp-analysis add PATH --db" in text(result)
+        assert f"No knowledge base at {missing}" in text(result)
+        assert f"`mcp-analysis --db {missing} add PATH`" in " ".join(text(result).split())  # as the CLI takes it
     assert not missing.exists()  # nothing was created on the user's behalf
 
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -53,8 +54,9 @@ async def test_valid_filters_scope_documents(kb: KnowledgeBase) -> None:
 
 
 async def test_missing_database_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(DatabaseNotFoundError, match="mcp-analysis add"):
-        await KnowledgeBase.open(make_settings(tmp_path / "nope.lancedb"))
+    missing = tmp_path / "nope.lancedb"
+    with pytest.raises(DatabaseNotFoundError, match=re.escape(f"`mcp-analysis --db {missing} add PATH`")):
+        await KnowledgeBase.open(make_settings(missing))
     (tmp_path / "empty.lancedb").mkdir()
     with pytest.raises(DatabaseNotFoundError, match="no knowledge base tables"):
         await KnowledgeBase.open(make_settings(tmp_path / "empty.lancedb"))

@@ -3,6 +3,8 @@ the same way, before any lock or folder is made, and the file is left as it was.
 
 from __future__ import annotations
 
+import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -59,9 +61,15 @@ def test_a_db_that_is_a_folder_of_other_files_is_refused_and_left_as_it_was(tmp_
         assert result.returncode == 1, (name, result.stderr)
         said = " ".join(result.stderr.split())
         assert f"{docs} holds other files (a.md, sub/) and no knowledge base" in said, (name, said)
-        assert f"mcp-analysis add {docs} --db {docs}.lancedb" in said, (name, said)
+        assert f"mcp-analysis --db {docs}.lancedb add {docs}" in said, (name, said)
         assert "Traceback" not in said
     assert sorted(p.relative_to(docs) for p in docs.rglob("*")) == before  # no table, no lock file
+    suggested = re.search(r"run `mcp-analysis ([^`]+)`", said)
+    assert suggested is not None, said
+    added = run_cli(*shlex.split(suggested.group(1)), timeout=180)  # the command offered works as given
+    assert added.returncode == 0, added.stderr
+    assert (tmp_path / "docs.lancedb" / "documents.lance").is_dir()
+    assert sorted(p.relative_to(docs) for p in docs.rglob("*")) == before
 
 
 def test_a_folder_with_only_hidden_files_or_tables_is_a_knowledge_base_folder(tmp_path: Path) -> None:
