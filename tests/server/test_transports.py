@@ -82,9 +82,10 @@ async def test_stdio_cancel_stops_the_code_and_keeps_state(sample_db: Path) -> N
 
 
 def test_missing_database_fails_fast_with_a_clear_message(tmp_path: Path) -> None:
-    run = run_cli("--db", str(tmp_path / "missing.lancedb"), "serve", timeout=60)
+    missing = tmp_path / "missing.lancedb"
+    run = run_cli("--db", str(missing), "serve", timeout=60)
     assert run.returncode == 1
-    assert "No knowledge base at" in run.stderr and "mcp-analysis add" in run.stderr
+    assert "No knowledge base at" in run.stderr and f"`mcp-analysis --db {missing} add PATH`" in run.stderr
     assert run.stdout == ""
 
 
