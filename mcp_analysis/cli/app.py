@@ -14,7 +14,7 @@ import typer
 
 from mcp_analysis.cli.documents import add, info, list_documents, rm
 from mcp_analysis.cli.errors import fail
-from mcp_analysis.cli.options import LOG_LEVELS, LogLevelOption, Options, SampleOption
+from mcp_analysis.cli.options import CONFIG_HELP, DB_HELP, LOG_LEVELS, LogLevelOption, Options, SampleOption
 from mcp_analysis.cli.query import analyze, exec_code, search
 from mcp_analysis.cli.serve import serve
 from mcp_analysis.cli.watching import sync
@@ -34,13 +34,8 @@ _debug = False  # --debug, for errors that escape before or outside a command (s
 @app.callback()
 def main_options(
     ctx: typer.Context,
-    config: Annotated[
-        Path | None, typer.Option("--config", "-c", help="YAML config file (default ./mcp-analysis.yaml).")
-    ] = None,
-    db: Annotated[
-        str | None,
-        typer.Option("--db", help="Knowledge base path or s3://BUCKET/PREFIX (or MCP_ANALYSIS_DB / HAIKU_RAG_DB)."),
-    ] = None,
+    config: Annotated[Path | None, typer.Option("--config", "-c", help=CONFIG_HELP)] = None,
+    db: Annotated[str | None, typer.Option("--db", help=DB_HELP)] = None,
     sample: SampleOption = False,
     log_level: LogLevelOption = None,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,

@@ -10,7 +10,15 @@ from typing import Annotated, Any
 
 import typer
 
-from mcp_analysis.cli.options import FilterOption, JsonOption, SampleOption, command_options, knowledge_base
+from mcp_analysis.cli.options import (
+    ConfigOption,
+    DbOption,
+    FilterOption,
+    JsonOption,
+    SampleOption,
+    command_options,
+    knowledge_base,
+)
 from mcp_analysis.cli.output import err, escape, out, print_json
 from mcp_analysis.errors import AnalysisError
 from mcp_analysis.paths import is_local_path
@@ -75,17 +83,19 @@ def add(
             "--ray",
             metavar="ADDRESS",
             help="Convert and embed on a Ray cluster: auto, local, HOST:PORT or ray://HOST:PORT "
-            "(needs the extra mcp-analysis[ray]; files must be at the same path on every node, "
+            "(needs the extra mcp-analysis\\[ray]; files must be at the same path on every node, "
             "s3:// sources readable from every node).",
         ),
     ] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Add or update documents (.md .html .pdf .docx, .xlsx .xls .ods .csv .tsv, .pptx .odt .odp .epub .eml,
     images (OCR), .txt, source files, text files without an extension).
 
     Keeps going past files it cannot read, names them, and then exits with code 1.
     """
-    options = command_options(ctx)
+    options = command_options(ctx, db=db, config=config)
 
     async def go() -> int:
         metadata = parse_meta(meta)
@@ -181,9 +191,11 @@ def rm(
             "from. All are removed at once, or none when any names no document."
         ),
     ],
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Remove documents."""
-    options = command_options(ctx)
+    options = command_options(ctx, db=db, config=config)
 
     async def go() -> None:
         from mcp_analysis.ingest.removal import remove_documents
@@ -203,9 +215,11 @@ def list_documents(
     filter: FilterOption = None,
     as_json: JsonOption = False,
     sample: SampleOption = False,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """List documents."""
-    options = command_options(ctx, sample)
+    options = command_options(ctx, sample, db, config)
 
     async def go() -> None:
         async with knowledge_base(options) as kb:
@@ -251,9 +265,11 @@ def info(
     ctx: typer.Context,
     as_json: JsonOption = False,
     sample: SampleOption = False,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Counts, embedder, schema version and indexes of the knowledge base."""
-    options = command_options(ctx, sample)
+    options = command_options(ctx, sample, db, config)
 
     async def go() -> None:
         from mcp_analysis.ingest.formats.metadata import ocr_summary

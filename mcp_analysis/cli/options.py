@@ -26,6 +26,12 @@ SampleOption = Annotated[
     bool, typer.Option("--sample", help="Use the built-in sample knowledge base (built on first use).")
 ]
 LogLevelOption = Annotated[str | None, typer.Option("--log-level", help="DEBUG, INFO, WARNING or ERROR.")]
+DB_HELP = "Knowledge base path or s3://BUCKET/PREFIX (or MCP_ANALYSIS_DB / HAIKU_RAG_DB)."
+CONFIG_HELP = "YAML config file (default ./mcp-analysis.yaml)."
+# The same two options once more after the command name (`add notes --db kb`, as haiku.rag's CLI takes
+# them): parsed by the command itself, so an argument that merely looks like one is never taken for it.
+DbOption = Annotated[str | None, typer.Option("--db", help=DB_HELP)]
+ConfigOption = Annotated[Path | None, typer.Option("--config", "-c", help=CONFIG_HELP)]
 
 
 @dataclass
@@ -49,12 +55,25 @@ class Options:
         return run_async(self.debug, func, *args)
 
 
-def command_options(ctx: typer.Context, sample: bool = False) -> Options:
-    """The global options; `--sample` may also be given after the command name."""
+def command_options(
+    ctx: typer.Context, sample: bool = False, db: str | None = None, config: Path | None = None
+) -> Options:
+    """The global options; `--sample`, `--db` and `--config` may also be given after the command name
+    (given on both sides, they must agree)."""
     options: Options = ctx.obj
     if sample:
         options.sample = True
+    options.db = _once("--db", options.db, db)
+    options.config = _once("--config", options.config, config)
     return options
+
+
+def _once(name: str, before: Any, after: Any) -> Any:
+    if before is not None and after is not None and before != after:
+        raise typer.BadParameter(
+            f"given before the command as {before} and after it as {after}; give it once", param_hint=name
+        )
+    return after if after is not None else before
 
 
 async def ensure_sample(options: Options, settings: Settings) -> None:

@@ -11,6 +11,8 @@ import typer
 from mcp_analysis.cli.charts import ChartsOption, save_charts
 from mcp_analysis.cli.errors import fail
 from mcp_analysis.cli.options import (
+    ConfigOption,
+    DbOption,
     FilterOption,
     JsonOption,
     SampleOption,
@@ -40,12 +42,14 @@ def search(
     filter: FilterOption = None,
     as_json: JsonOption = False,
     sample: SampleOption = False,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Hybrid search (vector + full text) with context expansion: each hit's passage around the match.
 
     `--json` gives every hit whole (its grown section in `content`).
     """
-    options = command_options(ctx, sample)
+    options = command_options(ctx, sample, db, config)
 
     async def go() -> None:
         async with knowledge_base(options) as kb:
@@ -91,9 +95,11 @@ def exec_code(
     charts: ChartsOption = None,
     as_json: JsonOption = False,
     sample: SampleOption = False,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Run sandboxed Python against the knowledge base (the /documents tree, search, list_documents, chart)."""
-    options = command_options(ctx, sample)
+    options = command_options(ctx, sample, db, config)
     if (code is None) == (file is None):
         err.print("[red]error:[/red] give CODE or --file (exactly one).")
         raise typer.Exit(2)
@@ -133,9 +139,11 @@ def analyze(
     charts: ChartsOption = None,
     as_json: JsonOption = False,
     sample: SampleOption = False,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Answer a question with the built-in analysis agent (needs an LLM; see README)."""
-    options = command_options(ctx, sample)
+    options = command_options(ctx, sample, db, config)
 
     async def go() -> None:
         from mcp_analysis.agent.client import AnalysisClient

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from mcp_analysis.cli.errors import fail
-from mcp_analysis.cli.options import FilterOption, LogLevelOption, SampleOption, command_options
+from mcp_analysis.cli.options import ConfigOption, DbOption, FilterOption, LogLevelOption, SampleOption, command_options
 from mcp_analysis.cli.watching import WatchOption, serve_watching, watch_arguments
 from mcp_analysis.errors import AnalysisError
 from mcp_analysis.logging_setup import configure_logging
@@ -40,9 +40,11 @@ def serve(
     watch: WatchOption = None,
     sample: SampleOption = False,
     log_level: LogLevelOption = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Run the MCP server (stdio by default) on the knowledge base; --watch DIR keeps folders in sync."""
-    options = command_options(ctx, sample)
+    options = command_options(ctx, sample, db, config)
     if log_level:
         options.log_level = log_level
     server: dict[str, Any] = {}

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import anyio
 import typer
 
-from mcp_analysis.cli.options import JsonOption, command_options
+from mcp_analysis.cli.options import ConfigOption, DbOption, JsonOption, command_options
 from mcp_analysis.cli.output import err, escape, out, print_json
 from mcp_analysis.errors import AnalysisError
 
@@ -38,13 +38,15 @@ def sync(
         list[Path] | None, typer.Argument(help="Folders to mirror (default watch.directories).", show_default=False)
     ] = None,
     as_json: JsonOption = False,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Mirror folders into the knowledge base once, then exit (for cron or CI).
 
     Adds new and changed files and removes the documents of files gone from those folders (only
     those); follows watch.include and watch.ignore. Exits 1 when any file could not be added.
     """
-    options = command_options(ctx)
+    options = command_options(ctx, db=db, config=config)
 
     async def go() -> int:
         from mcp_analysis.watch.lock import watcher_lock

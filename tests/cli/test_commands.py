@@ -33,7 +33,8 @@ def test_add_list_search_info_exec_rm(tmp_path: Path) -> None:
     human = cli("--db", db, "search", "bosun", "-n", "1")
     assert human.returncode == 0 and "Crew Roster" in human.stdout
 
-    info = json.loads(cli("--db", db, "info", "--json").stdout)
+    # --db after the command too, as haiku.rag's CLI takes it (tests/cli/test_option_places.py: both places).
+    info = json.loads(cli("info", "--json", "--db", db).stdout)
     assert info["documents"] == 6 and info["embedder"] == "onnx:all-MiniLM-L6-v2" and info["vector_dim"] == 384
     assert any("FTS" in ix for ix in info["indexes"]["chunks"])
 
@@ -48,7 +49,7 @@ def test_add_list_search_info_exec_rm(tmp_path: Path) -> None:
     failing = cli("--db", db, "exec", "1 / 0")
     assert failing.returncode == 1 and "ZeroDivisionError" in failing.stderr
 
-    removed = cli("--db", db, "rm", str(tmp_path / "docs" / "notice.txt"))
+    removed = cli("rm", str(tmp_path / "docs" / "notice.txt"), "--db", db)
     assert removed.returncode == 0 and "Notice to Mariners" in removed.stdout
     assert len(json.loads(cli("--db", db, "list", "--json").stdout)) == 5
 
