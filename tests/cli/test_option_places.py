@@ -12,7 +12,7 @@ from mcp_analysis.cli.app import app
 
 
 def invoke(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(app, list(args))
+    result = CliRunner().invoke(app, list(args), env={"COLUMNS": "1000"})  # a long tmp path unwrapped
     return result.exit_code, " ".join(result.stderr.replace("│", " ").split())
 
 
