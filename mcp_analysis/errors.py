@@ -27,6 +27,10 @@ class DatabaseMismatchError(AnalysisError):
     """The database was built with another embedder or schema version."""
 
 
+class DatabaseDamagedError(AnalysisError):
+    """A knowledge base's tables or files are missing or unreadable (a partial copy, a full disk)."""
+
+
 class FilterError(AnalysisError):
     """A document filter (SQL WHERE over document metadata) is invalid."""
 
@@ -113,6 +117,24 @@ def exception_leaves(exc: BaseException) -> Iterator[BaseException]:
             yield from exception_leaves(inner)
     else:
         yield exc
+
+
+_RUST_PLACE = re.compile(r",?\s*/(?:rustc|home|root|usr)/\S+\.rs:\d+(?::\d+)?")
+
+
+def damaged_database_message(location: str, what: str) -> str:
+    """`what` went wrong reading a local knowledge base's files: what it means and what to do."""
+    return (
+        f"The knowledge base at {location} is damaged: {what} (a partial copy, a disk that filled up, a file "
+        "deleted by hand?); nothing was changed. Restore the folder from a copy, or build it again in a new "
+        "folder (`mcp-analysis --db NEW_FOLDER add PATH`)."
+    )
+
+
+def lance_read_failure(exc: BaseException) -> str:
+    """A Lance I/O error's own words, without the Rust source place it ends with."""
+    detail = _RUST_PLACE.sub("", " ".join(str(exc).split()))
+    return detail if len(detail) <= 300 else detail[:300] + " ..."
 
 
 def storage_error_message(location: str, exc: BaseException) -> str:

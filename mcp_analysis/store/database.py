@@ -18,11 +18,14 @@ from typing import Any
 
 from mcp_analysis.errors import (
     AnalysisError,
+    DatabaseDamagedError,
     DatabaseMismatchError,
     DatabaseNotFoundError,
     EmbedderError,
     StorageUnavailableError,
+    damaged_database_message,
     exception_leaves,
+    lance_read_failure,
     storage_error_message,
 )
 from mcp_analysis.paths import is_local_path, make_database_directory, missing_database
@@ -38,7 +41,8 @@ from mcp_analysis.store.maintenance import StoreMaintenance
 
 @contextmanager
 def storage_errors(location: str, kinds: tuple[type[Exception], ...] = (OSError, RuntimeError)) -> Iterator[None]:
-    """On object storage, a store that fails (down, unreachable) is a clear, retryable error, not a crash.
+    """On object storage, a store that fails (down, unreachable) is a clear, retryable error, not a crash;
+    on a local disk, Lance's I/O error is a damaged knowledge base (an emptied or missing data file).
     Reads run at once (a search's two legs) fail together, as a group: the first failure of a kind is the
     reason. Lance's scanner reports an unreachable store as a ValueError (pyarrow's ArrowInvalid) whose
     text names Lance's I/O error."""
@@ -46,17 +50,30 @@ def storage_errors(location: str, kinds: tuple[type[Exception], ...] = (OSError,
         yield
     except BaseExceptionGroup as group:
         failure = next((exc for exc in exception_leaves(group) if _unavailable(exc, kinds)), None)
-        if failure is None or is_local_path(location):
+        if failure is None:
             raise
-        raise StorageUnavailableError(storage_error_message(location, failure)) from group
+        raise _failing_storage(location, failure) from group
     except Exception as exc:
-        if not _unavailable(exc, kinds) or is_local_path(location):
+        if not _unavailable(exc, kinds):
             raise
-        raise StorageUnavailableError(storage_error_message(location, exc)) from exc
+        raise _failing_storage(location, exc) from exc
+
+
+def _failing_storage(location: str, exc: BaseException) -> BaseException:
+    if not is_local_path(location):
+        return StorageUnavailableError(storage_error_message(location, exc))
+    if _LANCE_IO in str(exc):
+        return DatabaseDamagedError(
+            damaged_database_message(location, f"reading it failed ({lance_read_failure(exc)})")
+        )
+    return exc  # a local OSError of another kind (the caller's own)
+
+
+_LANCE_IO = "LanceError(IO)"
 
 
 def _unavailable(exc: BaseException, kinds: tuple[type[Exception], ...]) -> bool:
-    return isinstance(exc, kinds) or (isinstance(exc, ValueError) and "LanceError(IO)" in str(exc))
+    return isinstance(exc, kinds) or (isinstance(exc, ValueError) and _LANCE_IO in str(exc))
 
 
 class Store(StoreFragments, StoreCandidates, StoreMaintenance):

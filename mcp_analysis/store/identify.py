@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mcp_analysis.errors import DatabaseMismatchError
+from mcp_analysis.errors import DatabaseDamagedError, DatabaseMismatchError, damaged_database_message
 from mcp_analysis.store import haiku_database, schema
 from mcp_analysis.store.haiku_layout import HaikuLayout
 from mcp_analysis.store.layout import Layout, OwnLayout
@@ -74,6 +74,11 @@ async def identify(location: str, tables: dict[str, Any], create: bool) -> tuple
 
 
 def _check_ours(location: str, tables: dict[str, Any], stored: StoredSettings | None, create: bool) -> None:
+    missing = [f"{name}.lance" for name in schema.REQUIRED_TABLES if name not in tables]
+    if stored is not None and missing:  # its settings row is written after every table it needs (writes.py)
+        what = f"its table{'s' if len(missing) > 1 else ''} {', '.join(missing)} {'are' if len(missing) > 1 else 'is'}"
+        what += " missing"
+        raise DatabaseDamagedError(damaged_database_message(location, what))
     missing_core = {schema.DOCUMENT_META, schema.SETTINGS} - tables.keys()
     if tables and missing_core and not create:
         raise DatabaseMismatchError(
