@@ -47,6 +47,10 @@ class IngestError(AnalysisError):
     """A file could not be ingested."""
 
 
+class SecretFileError(IngestError):
+    """The file is a secret (a private key), never a document (ingest/secrets.py)."""
+
+
 class UnsupportedFormatError(IngestError):
     """The file's format is not one we can read."""
 

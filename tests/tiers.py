@@ -166,6 +166,7 @@ SLOW_TESTS: dict[str, set[str]] = {
         "test_bad_files_are_reported_and_the_rest_goes_in",
         "test_every_format_yields_docling_items",
         "test_files_without_an_extension_are_text_when_their_content_is",
+        "test_a_file_that_is_a_private_key_is_refused_whatever_its_name",
         "test_killed_ingest_leaves_no_half_document_and_rerun_completes",
         "test_readd_is_idempotent_and_changes_replace",
         "test_the_report_lists_the_documents_as_written_after_several_batches",
@@ -212,6 +213,7 @@ SLOW_TESTS: dict[str, set[str]] = {
     },
     "tests/watch/test_hostile_folder.py": {
         "test_a_hostile_folder_with_the_knowledge_base_inside_is_followed_without_its_own_files",
+        "test_a_file_that_became_a_private_key_loses_its_document_and_keys_are_never_followed",
     },
     "tests/watch/test_lock.py": {
         "test_an_object_store_knowledge_base_is_guarded_by_a_redis_lease",

@@ -5,7 +5,8 @@
   (read where it lies, if followed: never twice, never past hidden or excluded paths). A file
   or folder named on the command line that is itself a link is followed: the user chose it.
 - The server's own files (excluded.py: the knowledge base, the config and tokens files, the
-  sessions folder) are never read, named or met in a walk.
+  sessions folder) are never read, named or met in a walk; secrets (secrets.py: private keys and
+  credential files by name) are left out of a walk with a warning, and refused when named.
 - Only regular files are opened, and never in a way that can block: `stat` first (a FIFO, device
   or socket is reported without being opened), then `open(O_NONBLOCK)` and `fstat` on the open
   descriptor (an entry swapped for a FIFO in between is caught there).
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import logging
 import os
 import stat
 from collections.abc import Callable, Iterator, Sequence
@@ -32,6 +34,9 @@ from mcp_analysis.errors import IngestError
 from mcp_analysis.ingest.excluded import Excluded
 from mcp_analysis.ingest.formats.base import SNIFF_BYTES, limit_error
 from mcp_analysis.ingest.limits import MB, Limits
+from mcp_analysis.ingest.secrets import named_secret
+
+log = logging.getLogger(__name__)
 
 PIECE_BYTES = MB
 _KINDS = {
@@ -197,6 +202,8 @@ def collect_files(paths: Sequence[Path], excluded: Excluded | None = None) -> tu
             skipped.append((display_name(path), "does not exist"))
         elif (reason := excluded.why(path)) is not None:
             skipped.append((display_name(path), f"is {reason}, never added as documents"))
+        elif not path.is_dir() and (secret := named_secret(path.name)) is not None:
+            skipped.append((display_name(path), f"is {secret}: secrets are never added as documents"))
         elif path.is_dir():
             found = len(files)
             files.extend(walk(path, skipped, excluded, scopes))
@@ -247,6 +254,8 @@ def walk(
                 continue  # named in a warning already (`Excluded.warn_inside`)
             elif _is_directory(entry):
                 subdirectories.append((Path(entry.path), real / entry.name))
+            elif (secret := named_secret(entry.name)) is not None:
+                log.warning("%s is %s: left out, never read as a document", display_name(entry.path), secret)
             else:
                 yield Path(entry.path)
         pending.extend(reversed(subdirectories))

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 import anyio
 
 from mcp_analysis.corpus import KnowledgeBase
-from mcp_analysis.errors import IngestError
+from mcp_analysis.errors import IngestError, SecretFileError
 from mcp_analysis.ingest.excluded import Excluded
 from mcp_analysis.ingest.files import Confinement, display_name
 from mcp_analysis.ingest.lock import ingest_lock
@@ -64,6 +64,7 @@ class IngestReport:
     moved: list[tuple[str, str]] = field(default_factory=list)  # (old uri, new uri): same id, nothing re-read
     unchanged: list[str] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    secrets: list[str] = field(default_factory=list)  # uris of skipped files that are secrets (a private key)
     warnings: list[tuple[str, str]] = field(default_factory=list)  # parts of added files left out
     chunks: int = 0
     #: The knowledge base's documents once this add was written: as it read them under its lock, its own
@@ -274,6 +275,8 @@ class Ingestor:
             digest, prepared, moved = await self._convert(pool, path, existing, moves)
         except IngestError as exc:
             report.skipped.append((name, str(exc)))
+            if isinstance(exc, SecretFileError):
+                report.secrets.append(uri)
             return None
         if moved is not None:  # the bytes of a stored document whose file is gone: moved here
             # Its old path, should it come back later in this add, is a new document, not this one;

@@ -35,7 +35,7 @@ from typing import Any
 
 import psutil
 
-from mcp_analysis.errors import AnalysisError, IngestError
+from mcp_analysis.errors import AnalysisError, IngestError, SecretFileError
 from mcp_analysis.ingest.files import FileSignature
 from mcp_analysis.ingest.formats.base import limit_reached
 from mcp_analysis.ingest.limits import MB, Limits
@@ -190,6 +190,8 @@ class ConversionWorker:
             raise IngestError("its elements nest too deeply for the parser (Python's recursion limit)")
         if kind == "failed":
             raise IngestError(f"could not be converted: {text}")
+        if kind == "secret":
+            raise SecretFileError(text)
         raise IngestError(text)
 
     def _receive(self, deadline: float, watch_memory: bool) -> tuple[Any, ...]:

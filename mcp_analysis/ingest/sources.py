@@ -38,6 +38,7 @@ from mcp_analysis.ingest.files import (
 )
 from mcp_analysis.ingest.formats.base import limit_error
 from mcp_analysis.ingest.limits import MB, Limits
+from mcp_analysis.ingest.secrets import named_secret
 
 SCHEMES = ("s3",)
 
@@ -159,7 +160,8 @@ def list_objects(source: str, skipped: list[tuple[str, str]], db: str) -> list[O
     for entry in found:
         parts = entry.path[len(path) :].strip("/").split("/")
         inside_own = own is not None and entry.path.startswith(own + "/")
-        if entry.type == fs.FileType.File and not inside_own and not any(p.startswith(".") for p in parts):
+        hidden = any(p.startswith(".") for p in parts) or named_secret(parts[-1]) is not None
+        if entry.type == fs.FileType.File and not inside_own and not hidden:
             keys.append(((*((1, p) for p in parts[:-1]), (0, parts[-1])), entry.path))
     if not keys:
         skipped.append((source, "no objects under this prefix (objects with a hidden part in their key are not added)"))

@@ -17,8 +17,9 @@ unchanged (a `sync` or `add` again over the same folder) never pays for them.
 
 `retire` is true when a converter caught a native panic (formats/native.py): the worker ends after
 the reply, and the parent replaces it. `kind` is "refused" (the file cannot be used; the message
-says why), "memory" (the file needed more than `max_memory_mb`; the worker exits after saying so),
-"panic" (a Rust library panicked; the worker exits after saying so) or "failed" (a parser bug). The
+says why), "secret" (the file is a private key: ingest/secrets.py), "memory" (the file needed
+more than `max_memory_mb`; the worker exits after saying so), "panic" (a Rust library panicked;
+the worker exits after saying so) or "failed" (a parser bug). The
 worker's private memory is capped (RLIMIT_DATA) at what it held after importing the parsers (less
 a file's bytes read and waiting) plus `max_memory_mb`, and its CPU time per file (RLIMIT_CPU) at
 `max_seconds`: the parent also watches the wall clock and the resident size, and kills the worker
@@ -37,11 +38,12 @@ import sys
 from multiprocessing.connection import Connection
 from typing import Any
 
-from mcp_analysis.errors import AnalysisError
+from mcp_analysis.errors import AnalysisError, SecretFileError
 from mcp_analysis.ingest import formats, sources
 from mcp_analysis.ingest.formats import native
 from mcp_analysis.ingest.formats.base import Source
 from mcp_analysis.ingest.limits import MB, Limits
+from mcp_analysis.ingest.secrets import key_block
 from mcp_analysis.logging_setup import configure_logging
 
 log = logging.getLogger(__name__)
@@ -126,6 +128,8 @@ class _Worker:
 
         _cap_cpu(self.limits)
         read = sources.read_source(path, self.limits, is_text)
+        if (secret := key_block(read.data)) is not None:
+            raise SecretFileError(f"it is {secret}: secrets are never added as documents")
         self.pending = Source(read.data, name, self.limits)
         self.outbox.send(("read", read.digest, len(read.data), read.signature))
 
@@ -185,7 +189,7 @@ def serve(inbox: Connection, outbox: Connection, worker: _Worker) -> None:
                     return
         except AnalysisError as exc:
             if not _caused_by(exc, MemoryError):
-                outbox.send(("error", "refused", str(exc)))
+                outbox.send(("error", "secret" if isinstance(exc, SecretFileError) else "refused", str(exc)))
                 continue
             worker.pending = None
             outbox.send(("error", "memory", ""))

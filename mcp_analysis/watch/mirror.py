@@ -189,14 +189,17 @@ class FolderMirror:
         report.failed += [
             (display_name(f), f"could not be read ({why}): its documents are kept") for f, why in unreadable
         ]
+        secrets: list[str] = []
         if files:
             ingest = await self.ingestor.add(files)
             report.take(ingest)
+            secrets = ingest.secrets
             self.uncompacted += len(report.added) + len(report.replaced)
             metas = ingest.documents  # read once per batch: the add read them, and applied its writes
         else:
             metas = await self.kb.store.all_meta() if self.kb.store.ready else []
-        present = {p.resolve().as_uri() for p in files + unread}
+        # A file that turned out to be a secret is no document: one an earlier version added goes.
+        present = {p.resolve().as_uri() for p in files + unread} - set(secrets)
         scope_uris = [p.as_uri() for p in scopes]
         kept = [f.as_uri() for f, _ in unreadable]  # a folder not listed is no folder emptied
         stale = [

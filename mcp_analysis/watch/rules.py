@@ -8,6 +8,7 @@ from pathlib import Path
 import pathspec
 
 from mcp_analysis.errors import AnalysisError
+from mcp_analysis.ingest.secrets import named_secret
 
 # Files editors, office suites and browsers write while saving or downloading: never documents.
 EDITOR_TEMP_PATTERNS = (
@@ -37,10 +38,13 @@ class FileRules:
         self.hidden = hidden
 
     def ignored(self, relative: Path) -> bool:
-        """Hidden, an editor temp file, or matched by watch.ignore (files and folders alike)."""
+        """Hidden, an editor temp file, a secret's name (ingest/secrets.py), or matched by watch.ignore
+        (files and folders alike)."""
         if not relative.parts:
             return False
         if not self.hidden and any(part.startswith(".") for part in relative.parts):
+            return True
+        if named_secret(relative.name) is not None:
             return True
         return self.ignore.match_file(relative.as_posix())
 

@@ -284,6 +284,28 @@ async def test_files_without_an_extension_are_text_when_their_content_is(tmp_pat
     await kb.close()
 
 
+async def test_a_file_that_is_a_private_key_is_refused_whatever_its_name(tmp_path: Path) -> None:
+    """tests/ingest/test_secrets.py has the rules; here the worker reads the files."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "rotation.md").write_text(
+        "# Key rotation\n\nA key file begins with -----BEGIN OPENSSH PRIVATE KEY----- and is never shared.\n"
+    )
+    (docs / "deploy_key").write_text("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----")
+    (docs / "backup.txt").write_bytes(b"\xef\xbb\xbf\n-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE\n")
+    (docs / "id_ed25519").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nb3Bl\n")
+    kb = await _fresh_kb(tmp_path)
+    report = await Ingestor(kb).add([docs])
+    assert [d.metadata["file_name"] for d in await kb.corpus().documents()] == ["rotation.md"]
+    refused = dict(report.skipped)
+    assert set(refused) == {str(docs / "deploy_key"), str(docs / "backup.txt")}  # id_ed25519: left out by name
+    assert refused[str(docs / "deploy_key")].endswith(
+        "it is a private key (it begins with -----BEGIN RSA PRIVATE KEY-----): secrets are never added as documents"
+    )
+    assert "-----BEGIN EC PRIVATE KEY-----" in refused[str(docs / "backup.txt")]
+    await kb.close()
+
+
 def _count(db: Path, table: str) -> int:
     async def go() -> int:
         conn = await lancedb.connect_async(str(db), read_consistency_interval=None)

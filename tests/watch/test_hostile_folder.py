@@ -99,3 +99,30 @@ def test_the_path_in_a_watcher_error_is_read_back_byte_for_byte() -> None:
     message = r'Unable to decode path "/data/caf\xE9 \"q\" \\ \u{1f600}.md" to string'
     assert os.fsencode(path_in_error(message) or "") == b'/data/caf\xe9 "q" \\ \xf0\x9f\x98\x80.md'
     assert path_in_error("some other failure") is None
+
+
+async def test_a_file_that_became_a_private_key_loses_its_document_and_keys_are_never_followed(
+    tmp_path: Path,
+) -> None:
+    """ingest/secrets.py: a document whose file is now a key (or was added before keys were refused)
+    goes at the next sync; a key's well-known name is never followed."""
+    from mcp_analysis.watch.run import close_mirror
+
+    folder = tmp_path / "folder"
+    note(folder / "a.md", "The okapi stays.")
+    note(folder / "deploy", "Deploy notes, for now.")
+    mirror = await open_mirror(make_settings(tmp_path / "kb.lancedb"), [folder])
+    try:
+        first = await mirror.apply([folder])
+        assert sorted(first.added) == sorted(file_uri(folder / n) for n in ("a.md", "deploy")), first
+        (folder / "deploy").write_text("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n")
+        (folder / "id_ed25519").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nb3Bl\n")
+        (folder / "credentials").write_text("[default]\naws_secret_access_key = xyz\n")
+        second = await mirror.apply([folder])
+        assert second.removed == [file_uri(folder / "deploy")], second
+        assert [reason for _, reason in second.failed] == [
+            "it is a private key (it begins with -----BEGIN RSA PRIVATE KEY-----): secrets are never added as documents"
+        ]
+        assert {m.uri for m in await mirror.kb.store.all_meta()} == {file_uri(folder / "a.md")}
+    finally:
+        await close_mirror(mirror)
