@@ -19,11 +19,13 @@ network anyway (or filter them at the load balancer).
 from __future__ import annotations
 
 import gc
+import ipaddress
 import json
 import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -101,10 +103,18 @@ class _RuntimeCollector:
 class Observability:
     """Metrics registry, the tool-call middleware, and the two routes, for one server."""
 
-    def __init__(self, server: MCPServer, runtime: Runtime, *, details_need_token: bool = False) -> None:
+    def __init__(
+        self,
+        server: MCPServer,
+        runtime: Runtime,
+        *,
+        details_need_token: bool = False,
+        security: TransportSecuritySettings | None = None,
+    ) -> None:
         self.server = server
         self.runtime = runtime
         self.details_need_token = details_need_token
+        self.security = security
         self.registry = CollectorRegistry()
         self.calls = Counter("mcp_analysis_tool_calls", "Tool calls by tool.", ["tool"], registry=self.registry)
         self.errors = Counter(
@@ -152,7 +162,18 @@ class Observability:
             if failed:
                 self.errors.labels(tool).inc()
 
+    async def _rebound(self, request: Request) -> Response | None:
+        """The refusal /mcp gives a web page that rebinds its own name to this server (DNS rebinding):
+        such a page could read the knowledge base's location and every client's call counts here. A Host
+        that names a host is checked as /mcp checks it; an IP address (a balancer's or a probe's, which
+        no rebinding page can send) or none passes, so health checks keep working without allowed_hosts."""
+        if self.security is None or _an_address(request.headers.get("host")):
+            return None
+        return await TransportSecurityMiddleware(self.security).validate_request(request)
+
     async def healthz(self, request: Request) -> Response:
+        if (refused := await self._rebound(request)) is not None:
+            return refused
         health = self.runtime.health()
         if self.details_need_token and not _authenticated(request):
             health = {
@@ -167,7 +188,26 @@ class Observability:
         )
 
     async def metrics(self, request: Request) -> Response:
+        if (refused := await self._rebound(request)) is not None:
+            return refused
         return Response(generate_latest(self.registry), media_type=CONTENT_TYPE_LATEST)
+
+
+def _an_address(host: str | None) -> bool:
+    """Whether a Host header is missing or an IP address (with or without a port), not a name."""
+    if not host:
+        return True
+    if host.startswith("["):  # [IPv6]:port
+        name = host[1:].partition("]")[0]
+    elif host.count(":") > 1:  # a bare IPv6 address
+        name = host
+    else:  # a name or an IPv4 address, with or without a port
+        name = host.partition(":")[0]
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
 
 
 def _authenticated(request: Request) -> bool:

@@ -94,10 +94,11 @@ def build_http_app(
     if on_runtime is not None:
         on_runtime(server.runtime)
     tokens = settings.server.tokens_file is not None
-    Observability(server, server.runtime, details_need_token=tokens).install()  # GET /healthz, GET /metrics
+    security = security_settings(settings)
+    Observability(server, server.runtime, details_need_token=tokens, security=security).install()  # /healthz, /metrics
     app = server.streamable_http_app(
         streamable_http_path=settings.server.path,
-        transport_security=security_settings(settings),
+        transport_security=security,
         host=settings.server.host,
         session_idle_timeout=settings.sessions.ttl_seconds,
         max_sessions=settings.sessions.max_sessions,  # the guard below refuses first, with a clearer message

@@ -143,6 +143,15 @@ def test_http_dns_rebinding_is_refused(http: HttpServer) -> None:
     assert evil.status_code in (400, 403, 421)
     origin = httpx2.post(http.url, json=body, headers={**headers, "Origin": "http://evil.example"}, timeout=10)
     assert origin.status_code in (400, 403)
+    # /healthz and /metrics alike (they name the knowledge base and count every client's calls); a balancer's
+    # or a probe's request by IP address, or without a Host header, is answered.
+    base = http.url.rsplit("/", 1)[0]
+    for route in ("/healthz", "/metrics"):
+        assert httpx2.get(base + route, headers={"Host": "evil.example:80"}, timeout=10).status_code == 421
+        rebound = {"Host": "localhost:80", "Origin": "http://evil.example"}
+        assert httpx2.get(base + route, headers=rebound, timeout=10).status_code == 403
+        for host in ("127.0.0.1:9", "10.1.2.3", "[::1]:8765"):
+            assert httpx2.get(base + route, headers={"Host": host}, timeout=10).status_code in (200, 503), host
 
 
 async def test_http_tokens_map_to_filters(sample_db: Path, server_logs: Path, tokens_file: Path) -> None:
