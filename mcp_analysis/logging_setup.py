@@ -4,7 +4,9 @@ credential: every URL in a line or a traceback is shown with its secrets masked 
 from __future__ import annotations
 
 import logging
+import re
 import sys
+from typing import Any
 
 from mcp_analysis.redact import redact_urls_in
 
@@ -23,11 +25,31 @@ def to_host_without_names(summary: str) -> dict[str, object]:
 _FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")  # a tab stays
+
+
 class RedactingFormatter(logging.Formatter):
-    """Formats as usual, then masks the credentials of every URL in the text (tracebacks included)."""
+    """Formats as usual, then masks the credentials of every URL in the text (tracebacks included).
+    The values put into a message (a file name, a reason) have their line breaks and control
+    characters shown as `\\x0a`: a file named with a newline cannot forge a line of the log."""
 
     def format(self, record: logging.LogRecord) -> str:
+        if record.args:
+            record = logging.makeLogRecord(record.__dict__)  # a copy: other handlers get the original
+            record.args = _shown(record.args)
         return redact_urls_in(super().format(record))
+
+
+def _shown(args: Any) -> Any:
+    if isinstance(args, dict):
+        return {key: _shown_value(value) for key, value in args.items()}
+    return tuple(_shown_value(value) for value in args)
+
+
+def _shown_value(value: Any) -> Any:
+    if not isinstance(value, str | BaseException | bytes) and not hasattr(value, "__fspath__"):
+        return value  # a number keeps its %d
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(value))
 
 
 # Whose records keep their tracebacks: ours, and the serving stack's (an error there is the server's

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from mcp_analysis.cli.output import err, escape
+from mcp_analysis.cli.output import err, escape_line
 from mcp_analysis.errors import AnalysisError
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ def save_charts(charts: Sequence[Chart], directory: Path | None) -> list[dict[st
         entry: dict[str, Any] = chart.summary() | {"spec": chart.spec}
         if directory is not None:
             entry["files"] = [str(path) for path in write_chart(chart, directory)]
-            err.print(f"chart {chart.index}{title(chart)}: {escape(', '.join(entry['files']))}", highlight=False)
+            err.print(f"chart {chart.index}{title(chart)}: {escape_line(', '.join(entry['files']))}", highlight=False)
         listed.append(entry)
     if charts and directory is None:
         drawn = f"{len(charts)} chart{'s' if len(charts) > 1 else ''}"
@@ -53,4 +53,4 @@ def write_chart(chart: Chart, directory: Path) -> tuple[Path, Path]:
 
 def title(chart: Chart) -> str:
     size = f"{chart.width}×{chart.height}"
-    return f" ({escape(chart.title)}, {size})" if chart.title else f" ({size})"
+    return f" ({escape_line(chart.title)}, {size})" if chart.title else f" ({size})"

@@ -19,7 +19,7 @@ from mcp_analysis.cli.options import (
     command_options,
     knowledge_base,
 )
-from mcp_analysis.cli.output import err, escape, out, print_json
+from mcp_analysis.cli.output import err, escape, escape_line, out, print_json
 from mcp_analysis.errors import AnalysisError
 from mcp_analysis.paths import is_local_path
 
@@ -120,10 +120,10 @@ def add(
             print_json(report.__dict__)
             return failed
         for path, reason in report.skipped:
-            err.print(f"[yellow]skipped[/yellow] {escape(path)}: {escape(reason)}", highlight=False)
+            err.print(f"[yellow]skipped[/yellow] {escape_line(path)}: {escape_line(reason)}", highlight=False)
         for path, note in report.warnings:
-            err.print(f"[yellow]note[/yellow] {escape(path)}: {escape(note)}", highlight=False)
-        out.print(f"{report.summary()} -> {escape(str(settings.db))}", highlight=False)
+            err.print(f"[yellow]note[/yellow] {escape_line(path)}: {escape_line(note)}", highlight=False)
+        out.print(f"{report.summary()} -> {escape_line(str(settings.db))}", highlight=False)
         if failed:
             err.print(f"[red]error:[/red] {len(report.skipped)} path(s) could not be added (listed above).")
         return failed
@@ -205,7 +205,7 @@ def rm(
             metas = await remove_documents(kb, documents)
         forget_build(kb.settings.db)  # if this was the sample, the next --sample restores it
         for meta in metas:
-            out.print(f"removed {meta.id} ({escape(meta.title)})", highlight=False)
+            out.print(f"removed {meta.id} ({escape_line(meta.title)})", highlight=False)
 
     options.run(go)
 

@@ -32,6 +32,12 @@ def escape(text: str) -> str:
     return escape_markup(terminal_safe(text))
 
 
+def escape_line(text: str) -> str:
+    """`escape` for text printed within one line (a path, a title, a reason): a newline in a file
+    name is shown as `\\n`, so a name cannot forge a line of the report it is in."""
+    return escape_markup(terminal_safe(text).replace("\n", "\\n"))
+
+
 def for_stream(text: str, stream: Any) -> str:
     """A program's own output (`exec`) as written: exact into a pipe or a file, `terminal_safe` on a terminal."""
     return terminal_safe(text) if stream.isatty() else text

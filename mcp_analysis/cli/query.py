@@ -20,7 +20,7 @@ from mcp_analysis.cli.options import (
     ensure_sample,
     knowledge_base,
 )
-from mcp_analysis.cli.output import err, escape, for_stream, out, print_json
+from mcp_analysis.cli.output import err, escape_line, for_stream, out, print_json
 from mcp_analysis.errors import AnalysisError
 
 if TYPE_CHECKING:
@@ -73,10 +73,10 @@ def print_hits(results: list[SearchResult], query: str, chars: int) -> None:
     cut = False
     for r, hit in zip(results, SearchHit.all_of(results, query, chars), strict=True):
         pages = f" p.{','.join(map(str, r.page_numbers))}" if r.page_numbers else ""
-        out.rule(escape(f"{r.rank}. {r.document_title}{pages}  score {r.score:.4f}"))
-        out.print(f"[dim]{escape(r.document_uri)}  chunk {r.chunk_id}[/dim]")
+        out.rule(escape_line(f"{r.rank}. {r.document_title}{pages}  score {r.score:.4f}"))
+        out.print(f"[dim]{escape_line(r.document_uri)}  chunk {r.chunk_id}[/dim]")
         if r.headings:
-            out.print(f"[bold]{escape(' > '.join(r.headings))}[/bold]")
+            out.print(f"[bold]{escape_line(' > '.join(r.headings))}[/bold]")
         cut = cut or len(hit.content) < hit.full_chars
         out.print(hit.content, markup=False, highlight=False)
     if cut:

@@ -11,7 +11,7 @@ import anyio
 import typer
 
 from mcp_analysis.cli.options import ConfigOption, DbOption, JsonOption, command_options
-from mcp_analysis.cli.output import err, escape, out, print_json
+from mcp_analysis.cli.output import err, escape_line, out, print_json
 from mcp_analysis.errors import AnalysisError
 
 if TYPE_CHECKING:
@@ -62,8 +62,8 @@ def sync(
             print_json(report.__dict__)
         else:
             for path, reason in report.failed:
-                err.print(f"[red]failed[/red] {escape(path)}: {escape(reason)}", highlight=False)
-            out.print(f"{report.summary()} -> {escape(str(settings.db))}", highlight=False)
+                err.print(f"[red]failed[/red] {escape_line(path)}: {escape_line(reason)}", highlight=False)
+            out.print(f"{report.summary()} -> {escape_line(str(settings.db))}", highlight=False)
         return 1 if report.failed else 0
 
     raise typer.Exit(options.run(go))
