@@ -244,7 +244,9 @@ def walk(
             continue
         subdirectories = []
         for entry in entries:
-            if entry.is_symlink():
+            if entry.is_symlink() and (own := excluded.why(entry.path)) is not None:
+                log.warning("%s links to %s: never read as a document", display_name(entry.path), own)
+            elif entry.is_symlink():
                 reason = link_out(entry.path, scopes)
                 if reason is not None:
                     skipped.append((display_name(entry.path), reason))

@@ -211,14 +211,13 @@ class Interpreter:
                 error = f"{error.rstrip()}\nSandboxError: the interpreter could not continue after this error. {KEPT}"
         except MontyCrashedError as exc:
             rollback = True
-            detail = "it exceeded the wall-clock limit" if exc.timed_out else str(exc)
-            error = f"SandboxError: the interpreter process died ({detail}). {KEPT}"
+            if exc.timed_out:  # one operation (a huge number's arithmetic) ran past the limit: its process was ended
+                error = _timed_out(timeout, "inside one operation, so its interpreter process was ended")
+            else:
+                error = f"SandboxError: the interpreter process died ({exc}). {KEPT}"
         except TimeoutError:
             rollback = True
-            error = (
-                f"TimeoutError: execution stopped after {timeout:g} s (sandbox.code_timeout). {KEPT} "
-                "Split the work into smaller calls or make it cheaper."
-            )
+            error = _timed_out(timeout)
         except MontyError as exc:
             rollback = True
             error = f"SandboxError: {exc}. {KEPT}"
@@ -338,3 +337,13 @@ async def _healthy(session: AsyncMontySession) -> bool:
     except Exception:
         return False
     return True
+
+
+def _timed_out(timeout: float, how: str = "") -> str:
+    """The error of a call stopped at `sandbox.code_timeout`, whether the interpreter stopped itself
+    between steps or one native operation had its process ended."""
+    where = f" ({how})" if how else ""
+    return (
+        f"TimeoutError: execution stopped after {timeout:g} s (sandbox.code_timeout){where}. {KEPT} "
+        "Split the work into smaller calls or make it cheaper."
+    )

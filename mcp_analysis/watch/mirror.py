@@ -286,6 +286,8 @@ class FolderMirror:
     def _link(self, link: Path, refused: list[tuple[Path, str]]) -> None:
         """A link to outside the watched folders is refused, naming it; one inside is left to its
         target (followed where it lies, if followed): never a uri outside the folders, never twice."""
+        if self.excluded.why(link) is not None:
+            return  # a link to the server's own files (`--db W/kblink`): never read, no failure either
         reason = link_out(link, self.folders)
         if reason is not None:
             refused.append((link, reason))

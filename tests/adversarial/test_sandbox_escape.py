@@ -102,6 +102,11 @@ CASES = [
     Case("function globals", "def f():\n    pass\nf.__globals__", fails_with("AttributeError")),
     Case("getattr dunder", "getattr(getattr, '__self__')", fails_with("AttributeError", "__self__")),
     Case("infinite loop", "while True:\n    pass", fails_with("sandbox.code_timeout", "kept")),
+    Case(  # one native operation past the limit: its process is ended, and the error says the same
+        "native arithmetic past the timeout",
+        "x = 7 ** (3 * 10 ** 7)\ny = x * x\nz = y * y",
+        fails_with("TimeoutError: execution stopped after 2 s (sandbox.code_timeout) (inside one operation", "kept"),
+    ),
     Case("memory bomb", "x = 'a' * (10 ** 10)", fails_with("MemoryError")),
     Case("growing list", "xs = []\nwhile True:\n    xs.append('y' * 10000)", fails_with("kept")),
     Case(

@@ -123,6 +123,7 @@ def test_the_servers_own_files_in_the_folder_are_never_documents(tmp_path: Path)
         "tokens:\n  - name: alice\n    token: secret-token-of-alice-0123456789\n    filter: \"uri LIKE '%'\"\n"
     )
     note(folder / "sessions" / "kept.md", "Session", "A hibernated session's secret token.")
+    (folder / "kb-link").symlink_to("../kb")  # a link to the knowledge base: never read, and no failure
     env = {"XDG_DATA_HOME": str(tmp_path / "data")}
 
     for command in (["sync", "."], ["add", "."]):
@@ -137,6 +138,8 @@ def test_the_servers_own_files_in_the_folder_are_never_documents(tmp_path: Path)
             ("sessions", "the folder of hibernated sessions (sessions.dir)"),
         ):
             assert f"{folder / name} lies inside the" in told and why in told, (command, told)
+        if command[0] == "add":
+            assert f"{folder / 'kb-link'} links to the knowledge base's own folder" in told, told
 
 
 def test_a_hard_link_to_the_tokens_file_is_never_a_document(tmp_path: Path) -> None:
