@@ -50,23 +50,30 @@ def storage_errors(location: str, kinds: tuple[type[Exception], ...] = (OSError,
         yield
     except BaseExceptionGroup as group:
         failure = next((exc for exc in exception_leaves(group) if _unavailable(exc, kinds)), None)
-        if failure is None:
+        translated = _translated(location, failure) if failure is not None else None
+        if translated is None:
             raise
-        raise _failing_storage(location, failure) from group
+        raise translated from group
     except Exception as exc:
-        if not _unavailable(exc, kinds):
+        translated = _translated(location, exc) if _unavailable(exc, kinds) else None
+        if translated is None:
             raise
-        raise _failing_storage(location, exc) from exc
+        raise translated from exc
 
 
-def _failing_storage(location: str, exc: BaseException) -> BaseException:
+def _translated(location: str, exc: BaseException) -> AnalysisError | None:
+    """The user's error for a storage failure, or None to let it pass as it is (a local error of the caller's)."""
     if not is_local_path(location):
         return StorageUnavailableError(storage_error_message(location, exc))
-    if _LANCE_IO in str(exc):
-        return DatabaseDamagedError(
-            damaged_database_message(location, f"reading it failed ({lance_read_failure(exc)})")
+    if _LANCE_IO not in str(exc):
+        return None
+    detail = lance_read_failure(exc)
+    if "Permission denied" in detail:
+        return AnalysisError(
+            f"The knowledge base at {location} cannot be read ({detail}). Check that the user running "
+            "mcp-analysis may read that folder and every file in it."
         )
-    return exc  # a local OSError of another kind (the caller's own)
+    return DatabaseDamagedError(damaged_database_message(location, f"reading it failed ({detail})"))
 
 
 _LANCE_IO = "LanceError(IO)"

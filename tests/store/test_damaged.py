@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from mcp_analysis.corpus import KnowledgeBase
-from mcp_analysis.errors import DatabaseDamagedError
+from mcp_analysis.errors import AnalysisError, DatabaseDamagedError
 from mcp_analysis.store import schema
 from mcp_analysis.store.database import Store, storage_errors
 from tests.conftest import make_settings
@@ -65,8 +65,16 @@ def test_lances_io_error_on_a_local_disk_is_a_damaged_knowledge_base_without_the
         said = str(info.value)
         assert "reading it failed (lance error: LanceError(IO): Generic LocalFileSystem error: failed to fill" in said
         assert "/rustc/" not in said and "function.rs" not in said
-    with pytest.raises(FileNotFoundError), storage_errors(str(tmp_path)):  # not Lance's: the caller's own
+    with pytest.raises(FileNotFoundError) as passed, storage_errors(str(tmp_path)):  # not Lance's: the caller's own
         raise FileNotFoundError("no such file")
+    assert passed.value.__cause__ is None
+    denied = RuntimeError("lance error: LanceError(IO): Generic LocalFileSystem error: Permission denied (os error 13)")
+    with pytest.raises(AnalysisError) as info, storage_errors(str(tmp_path)):  # not damage: a right missing
+        raise denied
+    assert not isinstance(info.value, DatabaseDamagedError)
+    assert "cannot be read (lance error: LanceError(IO): Generic LocalFileSystem error: Permission denied" in str(
+        info.value
+    ) and "may read that folder and every file in it" in str(info.value)
 
 
 async def test_a_search_over_emptied_chunk_data_says_damaged(sample_db: Path, tmp_path: Path) -> None:
