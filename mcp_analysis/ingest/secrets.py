@@ -28,7 +28,7 @@ HEAD_BYTES = 4096  # how much of a file `key_block` looks at
 
 
 def named_secret(name: str) -> str | None:
-    """Why a file of this name is a secret ("an SSH private key's name"), or None."""
+    """Why a file of this name is a secret ("named like an SSH private key"), or None."""
     if name in _SSH_KEYS:
         return "named like an SSH private key"
     if name in _CREDENTIALS:

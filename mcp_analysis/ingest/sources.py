@@ -160,8 +160,8 @@ def list_objects(source: str, skipped: list[tuple[str, str]], db: str) -> list[O
     for entry in found:
         parts = entry.path[len(path) :].strip("/").split("/")
         inside_own = own is not None and entry.path.startswith(own + "/")
-        hidden = any(p.startswith(".") for p in parts) or named_secret(parts[-1]) is not None
-        if entry.type == fs.FileType.File and not inside_own and not hidden:
+        left_out = any(p.startswith(".") for p in parts) or named_secret(parts[-1]) is not None  # hidden, a secret
+        if entry.type == fs.FileType.File and not inside_own and not left_out:
             keys.append(((*((1, p) for p in parts[:-1]), (0, parts[-1])), entry.path))
     if not keys:
         skipped.append((source, "no objects under this prefix (objects with a hidden part in their key are not added)"))
