@@ -131,7 +131,7 @@ def damaged_database_message(location: str, what: str) -> str:
     return (
         f"The knowledge base at {location} is damaged: {what} (a partial copy, a disk that filled up, a file "
         "deleted by hand?); nothing was changed. Restore the folder from a copy, or build it again in a new "
-        "folder (`mcp-analysis --db NEW_FOLDER add PATH`)."
+        "folder (`mcp-analysis --db NEW_FOLDER add PATH`; a haiku.rag database with `haiku-rag rebuild`)."
     )
 
 

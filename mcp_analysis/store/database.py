@@ -40,9 +40,12 @@ from mcp_analysis.store.maintenance import StoreMaintenance
 
 
 @contextmanager
-def storage_errors(location: str, kinds: tuple[type[Exception], ...] = (OSError, RuntimeError)) -> Iterator[None]:
+def storage_errors(
+    location: str, kinds: tuple[type[Exception], ...] = (OSError, RuntimeError), *, local: bool = True
+) -> Iterator[None]:
     """On object storage, a store that fails (down, unreachable) is a clear, retryable error, not a crash;
-    on a local disk, Lance's I/O error is a damaged knowledge base (an emptied or missing data file).
+    on a local disk (`local`), Lance's I/O error is a damaged knowledge base (an emptied or missing data
+    file). Opening passes `local=False`: what cannot be opened there is told by `Store.open`.
     Reads run at once (a search's two legs) fail together, as a group: the first failure of a kind is the
     reason. Lance's scanner reports an unreachable store as a ValueError (pyarrow's ArrowInvalid) whose
     text names Lance's I/O error."""
@@ -50,22 +53,22 @@ def storage_errors(location: str, kinds: tuple[type[Exception], ...] = (OSError,
         yield
     except BaseExceptionGroup as group:
         failure = next((exc for exc in exception_leaves(group) if _unavailable(exc, kinds)), None)
-        translated = _translated(location, failure) if failure is not None else None
+        translated = _translated(location, failure, local) if failure is not None else None
         if translated is None:
             raise
         raise translated from group
     except Exception as exc:
-        translated = _translated(location, exc) if _unavailable(exc, kinds) else None
+        translated = _translated(location, exc, local) if _unavailable(exc, kinds) else None
         if translated is None:
             raise
         raise translated from exc
 
 
-def _translated(location: str, exc: BaseException) -> AnalysisError | None:
+def _translated(location: str, exc: BaseException, local: bool) -> AnalysisError | None:
     """The user's error for a storage failure, or None to let it pass as it is (a local error of the caller's)."""
     if not is_local_path(location):
         return StorageUnavailableError(storage_error_message(location, exc))
-    if _LANCE_IO not in str(exc):
+    if not local or _LANCE_IO not in str(exc):
         return None
     detail = lance_read_failure(exc)
     if "Permission denied" in detail:
@@ -102,7 +105,7 @@ class Store(StoreFragments, StoreCandidates, StoreMaintenance):
         """
         location = str(path)
         try:
-            with storage_errors(location, (OSError, RuntimeError, ValueError)):
+            with storage_errors(location, (OSError, RuntimeError, ValueError), local=False):
                 return await cls._open(location, create, read_consistency, storage_options)
         except AnalysisError:
             raise
