@@ -23,6 +23,7 @@ from mcp_analysis.sample import documents_dir, ensure_sample_kb
 from tests import schedule
 from tests.tiers import (  # noqa: F401  (pytest finds hooks by name here)
     pytest_collection_modifyitems,
+    pytest_ignore_collect,
     pytest_runtest_call,
     pytest_runtest_setup,
     pytest_runtest_teardown,

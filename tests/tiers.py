@@ -19,15 +19,18 @@ from __future__ import annotations
 
 import _posixsubprocess
 import contextlib
+import importlib.util
 import multiprocessing.process
 import os
 import socket
 import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
+from _pytest.mark.expression import Expression
 
 # Fixtures that build a knowledge base (ingest workers, the embedding model), and that start a server.
 SAMPLE_FIXTURES = frozenset({"sample_db", "licences_db"})
@@ -228,6 +231,23 @@ SERVICE_TESTS = {
 
 class SpawnInFastTier(RuntimeError):
     """Raised where a test outside the slow tier starts a process or a server."""
+
+
+RAY_TESTS = Path(__file__).resolve().parent / "ingest" / "ray"
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """tests/ingest/ray needs Ray, an optional extra, at import: a run that may select its tests
+    fails there, saying what to install. A run that selects no test marked as they are (the fast
+    tier, `-m "not slow"`) would deselect them all anyway, so there they are not collected, and the
+    fast tier runs without the extra."""
+    if collection_path != RAY_TESTS or importlib.util.find_spec("ray") is not None:
+        return None
+    expression = config.option.markexpr
+    if not expression:
+        return None
+    marks = ("slow", *SLOW_MODULES["tests/ingest/ray/test_ray_ingest.py"])
+    return None if Expression.compile(expression).evaluate(lambda name, /, **_: name in marks) else True
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
