@@ -10,6 +10,7 @@ import multiprocessing.process
 import socket
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -69,3 +70,24 @@ def test_a_live_child_process_is_seen() -> None:
         process.kill()
         process.wait()
     assert process.pid not in children()
+
+
+@pytest.mark.parametrize(
+    ("expression", "ignored"),
+    [("not slow", True), ("not slow and not service", True), ("", None), ("slow", None), ("service", None)],
+)
+def test_the_ray_module_is_left_out_only_where_its_tests_are_deselected_and_ray_is_missing(
+    monkeypatch: pytest.MonkeyPatch, expression: str, ignored: bool | None
+) -> None:
+    import importlib.util
+    from types import SimpleNamespace
+
+    from tests.tiers import RAY_TESTS, pytest_ignore_collect
+
+    config: Any = SimpleNamespace(option=SimpleNamespace(markexpr=expression))
+    assert pytest_ignore_collect(RAY_TESTS.parent / "test_pool.py", config) is None  # another path: not ours
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a))
+    assert pytest_ignore_collect(RAY_TESTS, config) is ignored
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: SimpleNamespace())  # Ray installed
+    assert pytest_ignore_collect(RAY_TESTS, config) is None
