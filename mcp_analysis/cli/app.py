@@ -51,12 +51,14 @@ def main_options(
 app.command()(serve)
 app.command()(add)
 app.command()(rm)
+app.command("delete", hidden=True)(rm)  # haiku.rag's name for it
 app.command()(sync)
 app.command("list")(list_documents)
 app.command()(search)
 app.command()(info)
 app.command("exec")(exec_code)
 app.command()(analyze)
+app.command("ask", hidden=True)(analyze)  # haiku.rag's name for it
 
 
 def main() -> None:

@@ -25,6 +25,8 @@ from mcp_analysis.process_gc import imports_paused, own_process
 def serve(
     ctx: typer.Context,
     http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP instead of stdio.")] = False,
+    stdio: Annotated[bool, typer.Option("--stdio", help="Serve over stdio (the default).")] = False,
+    mcp: Annotated[bool, typer.Option("--mcp", hidden=True, help="haiku.rag's flag: with --stdio or --http.")] = False,
     host: Annotated[str | None, typer.Option(help="HTTP bind address (default 127.0.0.1).")] = None,
     port: Annotated[int | None, typer.Option(help="HTTP port (default 8765).")] = None,
     filter: FilterOption = None,
@@ -44,6 +46,7 @@ def serve(
     config: ConfigOption = None,
 ) -> None:
     """Run the MCP server (stdio by default) on the knowledge base; --watch DIR keeps folders in sync."""
+    _transport(http=http, stdio=stdio, mcp=mcp)
     options = command_options(ctx, sample, db, config)
     if log_level:
         options.log_level = log_level
@@ -80,3 +83,16 @@ def serve(
 
         opener = SampleOpener()
     options.run(partial(run_server, settings, http=http, opener=opener))
+
+
+def _transport(*, http: bool, stdio: bool, mcp: bool) -> None:
+    """haiku.rag's `serve --mcp --stdio` (what its users put in a host's config) serves stdio here too;
+    its `serve --mcp` alone meant HTTP on its port, so here it is refused with the command to use."""
+    if http and stdio:
+        raise typer.BadParameter("--http and --stdio are two transports: give one (stdio is the default)")
+    if mcp and not (http or stdio):
+        raise typer.BadParameter(
+            "mcp-analysis serve is always an MCP server, over stdio by default: drop --mcp "
+            "(haiku.rag's `serve --mcp` served HTTP: here that is `serve --http`, port 8765 by default)",
+            param_hint="--mcp",
+        )

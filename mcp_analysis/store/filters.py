@@ -95,7 +95,11 @@ def filter_error_from(exc: Exception, expression: str) -> FilterError:
     unknown = re.search(r"No field named ([\w\"'`]+)", raw)
     if unknown:
         column = unknown.group(1).strip("\"'`")
-        return FilterError(f"Invalid filter {expression!r}: unknown column {column!r}. {_HELP}")
+        own = (  # a key given with `add --meta key=value` is no column: it is in the metadata's JSON text
+            f" A key given with `--meta {column}=value` is inside the metadata column's JSON text: "
+            f'metadata LIKE \'%"{column}": "value"%\'.'
+        )
+        return FilterError(f"Invalid filter {expression!r}: unknown column {column!r}.{own} {_HELP}")
     parser = re.search(r"sql parser error: (.*?)\)?$", raw.splitlines()[0] if raw else "")
     if parser:
         return FilterError(f"Invalid filter {expression!r}: syntax error ({parser.group(1)}). {_HELP}")

@@ -25,6 +25,11 @@ def test_add_list_search_info_exec_rm(tmp_path: Path) -> None:
 
     listed = json.loads(cli("--db", db, "list", "--json").stdout)
     assert len(listed) == 6 and all(d["metadata"]["team"] == "harbour" for d in listed)
+    # A --meta key is no column: the error offers the filter that finds it, and that filter does.
+    by_key = cli("--db", db, "list", "--filter", "team = 'harbour'")
+    assert by_key.returncode == 1 and 'metadata LIKE \'%"team": "value"%\'' in by_key.stderr, by_key.stderr
+    offered = 'metadata LIKE \'%"team": "harbour"%\''
+    assert len(json.loads(cli("--db", db, "list", "--filter", offered, "--json").stdout)) == 6
     only_pdf = json.loads(cli("--db", db, "list", "--filter", "uri LIKE '%.pdf'", "--json").stdout)
     assert [d["title"] for d in only_pdf] == ["Dredging Survey"]
 

@@ -38,3 +38,21 @@ def test_the_help_of_a_command_shows_the_options_it_takes_whole() -> None:
     assert result.exit_code == 0
     assert "--db" in result.stdout and "--config" in result.stdout
     assert "mcp-analysis[ray]" in result.stdout  # not eaten as markup
+
+
+def test_haiku_rags_serve_forms_get_what_they_mean_here() -> None:
+    code, said = invoke("serve", "--mcp")
+    assert code == 2 and "haiku.rag's `serve --mcp` served HTTP: here that is `serve --http`" in said
+    code, said = invoke("serve", "--http", "--stdio")
+    assert code == 2 and "--http and --stdio are two transports: give one" in said
+
+
+@pytest.mark.parametrize(("theirs", "ours"), [("delete", "rm"), ("ask", "analyze")])
+def test_haiku_rags_command_names_are_ours_under_another_name(theirs: str, ours: str) -> None:
+    def words(*args: str) -> list[str]:
+        result = CliRunner().invoke(app, list(args), env={"COLUMNS": "200"})
+        assert result.exit_code == 0, result.output
+        return result.stdout.replace("─", " ").replace("│", " ").split()
+
+    assert [ours if word == theirs else word for word in words(theirs, "--help")] == words(ours, "--help")
+    assert theirs not in words("--help")  # not listed: one name per command in the help

@@ -47,7 +47,8 @@ def env_for(tmp_path: Path) -> dict[str, str]:
 
 async def test_stdio_client_gets_what_haiku_rag_stored(served: tuple[Path, RawDb], tmp_path: Path) -> None:
     db, raw = served
-    async with Client(stdio_params(db, env=env_for(tmp_path))) as client:
+    # Started as a haiku.rag user's host config starts haiku.rag's server (`serve --mcp --stdio`).
+    async with Client(stdio_params(db, "--mcp", "--stdio", env=env_for(tmp_path))) as client:
         listed = (await client.call_tool("list_documents", {"limit": 1000})).structured_content
         assert listed["total"] == 36
         assert {d["id"]: (d["uri"], d["title"]) for d in listed["documents"]} == {
