@@ -184,7 +184,10 @@ class Runtime:
             await kb.close()
         except Exception as exc:
             self._failure = exc
-            log.error("Server startup failed: %s", exc)
+            if isinstance(exc, AnalysisError):  # the user can fix it (no knowledge base yet); the server serves on
+                log.warning("Serving, but every tool call answers with this until it is fixed: %s", exc)
+            else:
+                log.error("Server startup failed: %s", exc)
             self._ready.set()
             await self._stop.wait()
         finally:
