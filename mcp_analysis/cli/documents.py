@@ -206,6 +206,18 @@ def rm(
         forget_build(kb.settings.db)  # if this was the sample, the next --sample restores it
         for meta in metas:
             out.print(f"removed {meta.id} ({escape_line(meta.title)})", highlight=False)
+        from mcp_analysis.ingest.moves import local_path
+
+        kept = [path for meta in metas if (path := local_path(meta.uri)) and Path(path).is_file()]
+        if kept:  # said once, on stderr: `rm` removes documents, never files
+            told = (
+                f"{escape_line(kept[0])} still exists: a `sync` or `serve --watch` of its folder adds it again; "
+                "move or delete the file to keep it out"
+                if len(kept) == 1
+                else f"{len(kept)} of the files still exist (e.g. {escape_line(kept[0])}): a `sync` or `serve "
+                "--watch` of their folders adds them again; move or delete the files to keep them out"
+            )
+            err.print(f"[yellow]note[/yellow] {told}", highlight=False)
 
     options.run(go)
 

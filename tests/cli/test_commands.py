@@ -56,6 +56,8 @@ def test_add_list_search_info_exec_rm(tmp_path: Path) -> None:
 
     removed = cli("rm", str(tmp_path / "docs" / "notice.txt"), "--db", db)
     assert removed.returncode == 0 and "Notice to Mariners" in removed.stdout
+    note = " ".join(removed.stderr.split())
+    assert f"{tmp_path / 'docs' / 'notice.txt'} still exists: a `sync` or `serve --watch` of its folder adds" in note
     assert len(json.loads(cli("--db", db, "list", "--json").stdout)) == 5
 
     # The ids `list` shows on an 80-column terminal are accepted by `rm`.
