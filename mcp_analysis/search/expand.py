@@ -29,7 +29,7 @@ from mcp_analysis.search.hybrid import Hit
 from mcp_analysis.search.models import SearchResult
 from mcp_analysis.store.database import Store
 from mcp_analysis.store.models import DocumentMeta
-from mcp_analysis.structure import SKIPPED_LABELS, render_item
+from mcp_analysis.structure import HEADING_LABELS, SKIPPED_LABELS, render_item
 
 WINDOW = 40  # items fetched on each side of a hit; bounds work on huge sections
 _SKIP = SKIPPED_LABELS
@@ -193,6 +193,9 @@ def _separate(visible: list[tuple[Hit, DocumentMeta]], items: _Items, max_chars:
 
 def _result(span: _Span, items: _Items, rank: int, scored: Sequence[Hit]) -> SearchResult:
     body = items.body(span)
+    end = span.hit.chunk.item_range[1]
+    while len(body) > 1 and body[-1]["label"] in HEADING_LABELS and int(body[-1]["position"]) > end:
+        body.pop()  # grown into the next section's title, not its text (too big to follow): it titles nothing here
     content, offsets = _render(body)
     if _table_rows(span.hit):
         content, offsets = _with_rows(content, offsets, span.hit)

@@ -10,7 +10,8 @@ import pytest
 from mcp_analysis.search.expand import WINDOW, expand_hits
 from mcp_analysis.search.hybrid import Hit
 from mcp_analysis.store.database import Store
-from tests.search.long_sections import document_rows
+from mcp_analysis.store.models import ChunkRecord
+from tests.search.long_sections import document_rows, item_row, rows_of
 
 pytestmark = pytest.mark.anyio
 
@@ -89,3 +90,32 @@ async def test_expansion_reads_only_the_documents_the_first_results_can_hold(tmp
     assert found[5][0] == {"a", "b", "c", "d"}
     assert found[2][1] == found[5][1][:2]
     assert [r["document_id"] for r in found[2][1]] == ["a", "b"]
+
+
+@pytest.mark.parametrize("separate", [True, False])
+async def test_a_passage_never_ends_with_the_next_sections_title(tmp_path: Path, separate: bool) -> None:
+    """A workbook's sheet after the hit's: the passage grows over the next sheet's title, but its table is
+    too big to follow, so the title would end the passage as a bare heading (a search for "revenue by
+    region" ended with "## Support tickets"). One that its section's text follows stays."""
+    store = await Store.open(tmp_path / "kb.lancedb", create=True)
+    await store.initialize("test", 4)
+    texts = [(1, "Revenue by region"), (None, "Norway 20.8 M, Denmark 12.4 M."), (1, "Support tickets")]
+    texts += [(None, "ticket " * 400)]
+    items = [item_row("book", p, level, text) for p, (level, text) in enumerate(texts)]
+    chunk = {
+        "id": "book-chunk",
+        "document_id": "book",
+        "content": "Norway 20.8 M, Denmark 12.4 M.",
+        "content_fts": "Norway 20.8 M, Denmark 12.4 M.",
+        "metadata": '{"item_range": [0, 1], "section_range": [0, 3], "labels": ["section_header", "text"]}',
+        "order": 0,
+        "vector": [1.0, 0.0, 0.0, 0.0],
+    }
+    rows = rows_of("book", items, [chunk])
+    await store.write_documents([rows])
+    hit, metas = Hit(ChunkRecord.from_row(chunk), 1.0), {"book": rows.meta}
+    for max_chars, ends in ((500, "Denmark 12.4 M."), (5_000, "ticket ticket")):
+        found = await expand_hits(store, [hit], metas.get, max_chars=max_chars, limit=1, separate=separate)
+        assert len(found) == 1 and found[0].content.rstrip().endswith(ends), found[0].content[-80:]
+        assert found[0].content.startswith("## Revenue by region\n\nNorway")
+    store.close()
