@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -249,15 +250,25 @@ def list_documents(
         table.add_column("id", no_wrap=True, min_width=max((len(i) for i in short.values()), default=2))
         table.add_column("title")
         table.add_column("uri", overflow="fold")
+        given = {d.id: _shown_metadata(d.user_metadata()) for d in docs}
+        if any(given.values()):  # what --meta gave, the column `--filter "metadata LIKE ..."` reads
+            table.add_column("metadata", overflow="fold")
         table.add_column("created", no_wrap=True)
         for d in docs:
-            table.add_row(short[d.id], escape(d.title), escape(d.uri[len(prefix) :]), d.created_at[:10])
+            shown = [escape_line(given[d.id])] if any(given.values()) else []
+            table.add_row(short[d.id], escape(d.title), escape(d.uri[len(prefix) :]), *shown, d.created_at[:10])
         out.print(table)
         if prefix:
             out.print(f"uri after {escape(prefix)}", highlight=False, soft_wrap=False)  # folded, not cut
         out.print(f"{len(docs)} document(s); ids: shortest unique prefix (--json: whole)", highlight=False)
 
     options.run(go)
+
+
+def _shown_metadata(metadata: dict[str, Any]) -> str:
+    """The metadata users gave, as they typed it: key=value, comma-separated (values that are not text as JSON)."""
+    shown = (f"{k}={v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}" for k, v in metadata.items())
+    return ", ".join(shown)
 
 
 def short_ids(ids: list[str], minimum: int = 8) -> dict[str, str]:

@@ -63,6 +63,8 @@ def test_add_list_search_info_exec_rm(tmp_path: Path) -> None:
     # The ids `list` shows on an 80-column terminal are accepted by `rm`.
     table = cli("--db", db, "list", env={"COLUMNS": "80"})
     assert max(len(line) for line in table.stdout.splitlines()) <= 80
+    wide = cli("--db", db, "list", env={"COLUMNS": "200"}).stdout  # what --meta gave, in a column of its own
+    assert "metadata" in wide.splitlines()[1] and wide.count("team=harbour") == 5
     shown = re.findall(r"^│ ([0-9a-f-]+) +│", table.stdout, flags=re.MULTILINE)
     full_ids = {d["id"] for d in json.loads(cli("--db", db, "list", "--json").stdout)}
     assert len(shown) == 5 and all(len(i) >= 8 and sum(f.startswith(i) for f in full_ids) == 1 for i in shown)
