@@ -38,19 +38,17 @@ class FileRules:
         self.hidden = hidden
 
     def ignored(self, relative: Path) -> bool:
-        """Hidden, an editor temp file, a secret's name (ingest/secrets.py), or matched by watch.ignore
-        (files and folders alike)."""
+        """Hidden, an editor temp file, or matched by watch.ignore (files and folders alike)."""
         if not relative.parts:
             return False
         if not self.hidden and any(part.startswith(".") for part in relative.parts):
             return True
-        if named_secret(relative.name) is not None:
-            return True
         return self.ignore.match_file(relative.as_posix())
 
     def follows(self, relative: Path) -> bool:
-        """A file is followed when it is not ignored and watch.include (if set) matches it."""
-        if self.ignored(relative):
+        """A file is followed when it is not ignored, has no secret's name (ingest/secrets.py: a file's,
+        as `add` leaves out; a folder so named is entered) and watch.include (if set) matches it."""
+        if self.ignored(relative) or named_secret(relative.name) is not None:
             return False
         return self.include is None or self.include.match_file(relative.as_posix())
 

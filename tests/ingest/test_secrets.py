@@ -56,13 +56,15 @@ def test_a_walk_leaves_secrets_out_with_a_warning_and_refuses_one_named(
 ) -> None:
     folder = tmp_path / "W"
     (folder / "proj").mkdir(parents=True)
-    for name in ("a.md", "id_rsa.pub", "proj/notes.txt"):
+    (folder / "credentials").mkdir()  # a folder with a secret's name is entered: only files are left out by name
+    for name in ("a.md", "id_rsa.pub", "proj/notes.txt", "credentials/rotation.md"):
         (folder / name).write_text("text\n")
     (folder / "id_rsa").write_text(OPENSSH)
     (folder / "proj" / "credentials").write_text("[default]\naws_secret_access_key = xyz\n")
     with caplog.at_level(logging.WARNING):
         files, skipped = collect_files([folder])
-    assert sorted(p.relative_to(folder).as_posix() for p in files) == ["a.md", "id_rsa.pub", "proj/notes.txt"]
+    found = sorted(p.relative_to(folder).as_posix() for p in files)
+    assert found == ["a.md", "credentials/rotation.md", "id_rsa.pub", "proj/notes.txt"]
     assert skipped == []
     warned = " ".join(caplog.messages)
     assert "id_rsa is named like an SSH private key: left out, never read as a document" in warned
@@ -77,6 +79,8 @@ def test_a_walk_leaves_secrets_out_with_a_warning_and_refuses_one_named(
 
 def test_a_watched_folder_never_follows_a_secret() -> None:
     rules = FileRules(hidden=True)
-    assert rules.ignored(Path("proj/credentials")) and rules.ignored(Path("id_ed25519"))
-    assert rules.ignored(Path(".netrc"))
-    assert not rules.ignored(Path("proj/credentials.md")) and rules.follows(Path("id_rsa.pub"))
+    assert not rules.follows(Path("proj/credentials")) and not rules.follows(Path("id_ed25519"))
+    assert not rules.follows(Path(".netrc"))
+    assert rules.follows(Path("proj/credentials.md")) and rules.follows(Path("id_rsa.pub"))
+    # A folder with a secret's name is entered, as `add` enters it: only files are left out by name.
+    assert not rules.ignored(Path("credentials")) and rules.follows(Path("credentials/rotation.md"))
