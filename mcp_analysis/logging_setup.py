@@ -4,11 +4,11 @@ credential: every URL in a line or a traceback is shown with its secrets masked 
 from __future__ import annotations
 
 import logging
-import re
 import sys
 from typing import Any
 
 from mcp_analysis.redact import redact_urls_in
+from mcp_analysis.text import escape_controls
 
 PROGRESS_LOGGER = "mcp_analysis.progress"  # see mcp_analysis/progress.py
 #: `log.info(..., extra=TO_HOST)`: the line is for the person at the MCP host too (server/host_log.py).
@@ -23,9 +23,6 @@ def to_host_without_names(summary: str) -> dict[str, object]:
 
 
 _FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
-
-
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")  # a tab stays
 
 
 class RedactingFormatter(logging.Formatter):
@@ -49,7 +46,7 @@ def _shown(args: Any) -> Any:
 def _shown_value(value: Any) -> Any:
     if not isinstance(value, str | BaseException | bytes) and not hasattr(value, "__fspath__"):
         return value  # a number keeps its %d
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(value))
+    return escape_controls(str(value), newlines=True)
 
 
 # Whose records keep their tracebacks: ours, and the serving stack's (an error there is the server's

@@ -8,6 +8,8 @@ missing and how to get it.
 
 from __future__ import annotations
 
+import re
+
 ELLIPSIS = "…"
 MARKER = "\n… [output truncated: {dropped:,} characters {how}] …\n"
 TAIL_SHARE = 3  # a third of the room goes to the tail
@@ -71,3 +73,15 @@ def summary_line(text: str, limit: int = 300) -> str:
     if not lines:
         return ""
     return lines[0] if len(lines) == 1 else f"{lines[0]} {lines[-1]}"
+
+
+# C0 controls but tab (and newline unless asked), DEL, and C1 controls (0x9b is an 8-bit CSI on some terminals).
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROLS_AND_NEWLINES = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+
+
+def escape_controls(text: str, *, newlines: bool = False) -> str:
+    """`text` with each control character shown as a `\\x1b`-style escape (newlines too if `newlines`):
+    untrusted text (a file name, a title) can then neither drive a terminal nor start a line of its own."""
+    pattern = _CONTROLS_AND_NEWLINES if newlines else _CONTROLS
+    return pattern.sub(lambda m: f"\\x{ord(m.group()):02x}", text)

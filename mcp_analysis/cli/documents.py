@@ -251,11 +251,12 @@ def list_documents(
         table.add_column("title")
         table.add_column("uri", overflow="fold")
         given = {d.id: _shown_metadata(d.user_metadata()) for d in docs}
-        if any(given.values()):  # what --meta gave, the column `--filter "metadata LIKE ..."` reads
+        with_metadata = any(given.values())
+        if with_metadata:  # what --meta gave, the column `--filter "metadata LIKE ..."` reads
             table.add_column("metadata", overflow="fold")
         table.add_column("created", no_wrap=True)
         for d in docs:
-            shown = [escape_line(given[d.id])] if any(given.values()) else []
+            shown = [escape_line(given[d.id])] if with_metadata else []
             table.add_row(short[d.id], escape(d.title), escape(d.uri[len(prefix) :]), *shown, d.created_at[:10])
         out.print(table)
         if prefix:

@@ -10,21 +10,18 @@ them by itself.
 from __future__ import annotations
 
 import json
-import re
 import sys
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape as escape_markup
 
-# C0 controls but tab and newline, DEL, and C1 controls (0x9b is an 8-bit CSI on some terminals).
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+from mcp_analysis.text import escape_controls
 
 
 def terminal_safe(text: str) -> str:
     """`text` with each control character a visible escape; a CRLF line end stays a line end."""
-    text = text.replace("\r\n", "\n")
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return escape_controls(text.replace("\r\n", "\n"))
 
 
 def escape(text: str) -> str:

@@ -295,11 +295,7 @@ class Interpreter:
                     f"in total. {KEPT}",
                     True,
                 )
-            return (
-                f"{text.rstrip()}\nTimeoutError: execution stopped after {s.code_timeout:g} s "
-                f"(sandbox.code_timeout). {KEPT} Split the work into smaller calls or make it cheaper.",
-                True,
-            )
+            return f"{text.rstrip()}\n{_timed_out(s.code_timeout)}", True
         if isinstance(inner, MemoryError):
             return (
                 f"{text.rstrip()}\nMemoryError: the interpreter exceeded its memory limit "

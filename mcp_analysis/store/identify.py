@@ -76,8 +76,8 @@ async def identify(location: str, tables: dict[str, Any], create: bool) -> tuple
 def _check_ours(location: str, tables: dict[str, Any], stored: StoredSettings | None, create: bool) -> None:
     missing = [f"{name}.lance" for name in schema.REQUIRED_TABLES if name not in tables]
     if stored is not None and missing:  # its settings row is written after every table it needs (writes.py)
-        what = f"its table{'s' if len(missing) > 1 else ''} {', '.join(missing)} {'are' if len(missing) > 1 else 'is'}"
-        what += " missing"
+        tables_are = "tables {} are" if len(missing) > 1 else "table {} is"
+        what = f"its {tables_are.format(', '.join(missing))} missing"
         raise DatabaseDamagedError(damaged_database_message(location, what))
     missing_core = {schema.DOCUMENT_META, schema.SETTINGS} - tables.keys()
     if tables and missing_core and not create:
