@@ -6,13 +6,32 @@ watcher's lock and the store can all ask it without pulling each other in.
 
 from __future__ import annotations
 
+import errno
 import os
 import shlex
 from pathlib import Path
 
-from mcp_analysis.errors import DatabaseNotFoundError
+from mcp_analysis.errors import DatabaseNotFoundError, IngestError
 
 _SHOWN = 5  # entries named in the message for a folder of other files
+
+
+_RACES = 8  # resolutions tried while an entry keeps changing between a link and a file
+
+
+def resolve_links(path: str | os.PathLike[str]) -> str:
+    """`os.path.realpath`, safe from an entry swapped between a link and a file while it resolves.
+
+    Python 3.11's realpath finds a component is a link, then reads the link, and raises when it has
+    become a file (EINVAL) or gone (ENOENT) in between: a folder's writer could stop every `sync`
+    with an unexpected error. Resolved again; an entry that keeps changing is an IngestError."""
+    for _ in range(_RACES):
+        try:
+            return os.path.realpath(path)
+        except OSError as exc:
+            if exc.errno not in (errno.EINVAL, errno.ENOENT):
+                raise
+    raise IngestError(f"{os.fspath(path)!r} kept changing between a symbolic link and a file while it was resolved")
 
 
 def is_local_path(path: str | Path) -> bool:

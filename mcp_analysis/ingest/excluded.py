@@ -16,6 +16,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from mcp_analysis.paths import resolve_links
+
 log = logging.getLogger(__name__)
 
 OWN_FOLDER = "the knowledge base's own folder"
@@ -23,7 +25,7 @@ OWN_FOLDER = "the knowledge base's own folder"
 
 def real_path(path: str | os.PathLike[str]) -> Path:
     """`path` with ~ expanded and every link resolved: how entries and paths are compared."""
-    return Path(os.path.realpath(Path(path).expanduser()))
+    return Path(resolve_links(Path(path).expanduser()))
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from mcp_analysis.ingest.excluded import Excluded
 from mcp_analysis.ingest.formats.base import SNIFF_BYTES, limit_error
 from mcp_analysis.ingest.limits import MB, Limits
 from mcp_analysis.ingest.secrets import named_secret
+from mcp_analysis.paths import resolve_links
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +78,7 @@ def display_name(path: str | os.PathLike[str]) -> str:
 
 def file_uri(path: str | os.PathLike[str]) -> str:
     """file:// uri of the real path, every byte of the name kept (percent-encoded)."""
-    return Path(os.path.realpath(path)).as_uri()
+    return Path(resolve_links(path)).as_uri()
 
 
 def not_regular(mode: int) -> str:
@@ -157,7 +158,7 @@ def inside(path: str | os.PathLike[str], folder: Path | None) -> bool:
     """`path` (resolved) is `folder` or lies under it."""
     if folder is None:
         return False
-    real = Path(os.path.realpath(path))
+    real = Path(resolve_links(path))
     return real == folder or real.is_relative_to(folder)
 
 
@@ -167,7 +168,7 @@ def link_out(link: str | os.PathLike[str], scopes: Sequence[Path]) -> str | None
     target is read where it lies, if followed) and for a dangling or looping one."""
     if not Path(link).exists():
         return None
-    target = os.path.realpath(link)
+    target = resolve_links(link)
     if any(inside(target, scope) for scope in scopes):
         return None
     kind = "folder" if Path(target).is_dir() else "file"
@@ -195,14 +196,14 @@ def collect_files(paths: Sequence[Path], excluded: Excluded | None = None) -> tu
     files: list[Path] = []
     skipped: list[tuple[str, str]] = []
     given = [Path(raw).expanduser().absolute() for raw in paths]
-    scopes = [Path(os.path.realpath(p)) for p in given if p.is_dir()]
+    scopes = [Path(resolve_links(p)) for p in given if p.is_dir()]
     excluded.warn_inside(scopes, "added")
     for path in given:
         if not os.path.lexists(path):
             skipped.append((display_name(path), "does not exist"))
         elif (reason := excluded.why(path)) is not None:
             skipped.append((display_name(path), f"is {reason}, never added as documents"))
-        elif not path.is_dir() and (secret := named_secret(path.name)) is not None:
+        elif not path.is_dir() and (secret := named_secret(path)) is not None:
             skipped.append((display_name(path), f"is {secret}: secrets are never added as documents"))
         elif path.is_dir():
             found = len(files)
@@ -214,7 +215,7 @@ def collect_files(paths: Sequence[Path], excluded: Excluded | None = None) -> tu
     seen: set[str] = set()
     unique: list[Path] = []
     for path in files:  # the same file named twice is added once
-        real = os.path.realpath(path)
+        real = resolve_links(path)
         if real not in seen:
             seen.add(real)
             unique.append(path)
@@ -231,7 +232,7 @@ def walk(
     dangling or looping one yielded (reported by `check_entry`). An unreadable directory is
     reported in `skipped`."""
     excluded = excluded or Excluded()
-    real_top = Path(os.path.realpath(top))
+    real_top = Path(resolve_links(top))
     scopes = [real_top, *scopes]
     pending = [(top, real_top)]  # no link is entered, so an entry's real path is its folder's plus its name
     while pending:
@@ -256,7 +257,7 @@ def walk(
                 continue  # named in a warning already (`Excluded.warn_inside`)
             elif _is_directory(entry):
                 subdirectories.append((Path(entry.path), real / entry.name))
-            elif (secret := named_secret(entry.name)) is not None:
+            elif (secret := named_secret(entry.path)) is not None:
                 log.warning("%s is %s: left out, never read as a document", display_name(entry.path), secret)
             else:
                 yield Path(entry.path)
@@ -289,12 +290,25 @@ class Confinement:
         folders = tuple(_as_given_and_real(p) for p in given if p.is_dir())
         return cls(frozenset(p for p in given if not p.is_dir()), folders)
 
+    def stays_inside(self, path: Path, uri: str) -> bool:
+        """Whether `uri`, taken from a file's real path before it is read, is its path in the folder
+        it was found in. A folder's entry swapped for a link to a file outside would otherwise give
+        the document the outside file's uri: its text stored over a document added from there, or
+        moved out (`holds` checks the read later; this the uri the read is stored under)."""
+        if not isinstance(path, Path) or path in self.named:
+            return True
+        return any(
+            uri == (folder / path.relative_to(given)).as_uri()
+            for given, folder in self.folders
+            if path.is_relative_to(given)
+        )
+
     def holds(self, path: Path, read: FileSignature) -> bool:
         if not isinstance(path, Path):
             return True  # an object on an object store (sources.py): no link to be swapped for
         if path in self.named:
             return True
-        real = os.path.realpath(path)
+        real = resolve_links(path)
         return same_file(path, read) and any(
             path.is_relative_to(given) and real == os.fspath(folder / path.relative_to(given))
             for given, folder in self.folders
@@ -303,4 +317,4 @@ class Confinement:
 
 def _as_given_and_real(folder: Path) -> tuple[Path, Path]:
     given = Path(folder).expanduser().absolute()
-    return given, Path(os.path.realpath(given))
+    return given, Path(resolve_links(given))

@@ -28,6 +28,7 @@ from urllib.request import url2pathname
 
 from mcp_analysis.ingest import formats
 from mcp_analysis.ingest.files import display_name
+from mcp_analysis.paths import resolve_links
 from mcp_analysis.store.models import DocumentMeta
 
 
@@ -71,7 +72,7 @@ def named_after_the_file(name: str) -> bool:
 def same_file(old: str, new: Path) -> bool:
     """`old` is `new` spelt in other letter cases (a case-only rename on a case-insensitive disk),
     not another name of it (a hard link: two names, two documents)."""
-    if old.casefold() != os.path.realpath(new).casefold():
+    if old.casefold() != resolve_links(new).casefold():
         return False
     try:
         return Path(old).samefile(new)

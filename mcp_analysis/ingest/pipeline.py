@@ -38,11 +38,14 @@ from mcp_analysis.ingest.pool import ConversionPool, ConversionWorker
 from mcp_analysis.ingest.prepare import PreparedFile
 from mcp_analysis.ingest.rows import PreparedDocument, document_rows
 from mcp_analysis.ingest.sources import SourcePath, collect_sources, is_object_uri, refusal, source_uri
+from mcp_analysis.paths import resolve_links
 from mcp_analysis.store.models import DocumentMeta
 from mcp_analysis.store.writes import DocumentRows
 
 log = logging.getLogger(__name__)
 
+# A folder's file read as something else than what the walk found (its name swapped for a link).
+_REPLACED = "it was replaced while it was read (saved again, or swapped for a symbolic link): add it again"
 _CHUNKS_PER_FLUSH = 512
 # During a long ingest, fold new rows into the indexes this often, so servers reading the
 # knowledge base meanwhile do not search a growing unindexed tail.
@@ -88,7 +91,7 @@ class IngestReport:
 def _folders_of(paths: Sequence[Path]) -> list[Path]:
     """The folders added, resolved (a file's: its folder; a path that is not there: none), where
     `add` looks for moved files' documents (and in their subfolders)."""
-    resolved = [Path(os.path.realpath(Path(p).expanduser())) for p in paths]
+    resolved = [Path(resolve_links(Path(p).expanduser())) for p in paths]
     return list(dict.fromkeys(p if p.is_dir() else p.parent for p in resolved if os.path.lexists(p)))
 
 
@@ -269,9 +272,11 @@ class Ingestor:
         if reason is not None:
             report.skipped.append((name, reason))
             return None
-        uri = source_uri(path)
-        existing = by_uri.get(uri)
         try:
+            uri = source_uri(path)  # an IngestError when its name keeps changing between a link and a file
+            existing = by_uri.get(uri)
+            if not self._confined.stays_inside(path, uri):
+                raise IngestError(_REPLACED)
             digest, prepared, moved = await self._convert(pool, path, existing, moves)
         except IngestError as exc:
             report.skipped.append((name, str(exc)))
@@ -311,9 +316,7 @@ class Ingestor:
         )
         if not self._confined.holds(path, read.signature):
             worker.drop()  # swapped for a link (or another file) since the folder was walked
-            raise IngestError(
-                "it was replaced while it was read (saved again, or swapped for a symbolic link): add it again"
-            )
+            raise IngestError(_REPLACED)
         if (why := self._excluded.same_file_as(read.signature.device, read.signature.inode)) is not None:
             worker.drop()  # a hard link to the server's own file: the same file under another name
             raise IngestError(f"it is {why}, under another name (a hard link), never added as a document")

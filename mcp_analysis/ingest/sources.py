@@ -160,7 +160,8 @@ def list_objects(source: str, skipped: list[tuple[str, str]], db: str) -> list[O
     for entry in found:
         parts = entry.path[len(path) :].strip("/").split("/")
         inside_own = own is not None and entry.path.startswith(own + "/")
-        left_out = any(p.startswith(".") for p in parts) or named_secret(parts[-1]) is not None  # hidden, a secret
+        # hidden, or a secret
+        left_out = any(p.startswith(".") for p in parts) or named_secret("/".join(parts)) is not None
         if entry.type == fs.FileType.File and not inside_own and not left_out:
             keys.append(((*((1, p) for p in parts[:-1]), (0, parts[-1])), entry.path))
     if not keys:

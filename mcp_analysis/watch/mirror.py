@@ -24,9 +24,12 @@ from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.ingest import formats
 from mcp_analysis.ingest.files import display_name, file_uri, link_out
 from mcp_analysis.ingest.lock import ingest_lock
+from mcp_analysis.ingest.moves import local_path
 from mcp_analysis.ingest.own_files import excluded_paths
 from mcp_analysis.ingest.pipeline import Ingestor, IngestReport
 from mcp_analysis.ingest.pool import ConversionPool
+from mcp_analysis.ingest.secrets import named_secret
+from mcp_analysis.paths import resolve_links
 from mcp_analysis.store.models import DocumentMeta
 from mcp_analysis.watch.rules import FileRules, relative_to_any
 from mcp_analysis.watch.undecodable import UndecodableNames
@@ -96,7 +99,7 @@ def folder_identity(folder: Path) -> tuple[int, int] | None:
         status = folder.lstat()
     except OSError:
         return None
-    if not stat.S_ISDIR(status.st_mode) or os.path.realpath(folder) != os.fspath(folder):
+    if not stat.S_ISDIR(status.st_mode) or resolve_links(folder) != os.fspath(folder):
         return None
     return (status.st_dev, status.st_ino)
 
@@ -199,7 +202,7 @@ class FolderMirror:
         else:
             metas = await self.kb.store.all_meta() if self.kb.store.ready else []
         # A file that turned out to be a secret is no document: one an earlier version added goes.
-        present = {p.resolve().as_uri() for p in files + unread} - set(secrets)
+        present = {Path(resolve_links(p)).as_uri() for p in files + unread} - set(secrets)
         scope_uris = [p.as_uri() for p in scopes]
         kept = [f.as_uri() for f, _ in unreadable]  # a folder not listed is no folder emptied
         stale = [
@@ -209,6 +212,7 @@ class FolderMirror:
             and any(_inside(m.uri, s) for s in scope_uris)
             and not any(_inside(m.uri, k) for k in kept)
         ]
+        stale = [m for m in stale if not await anyio.to_thread.run_sync(self._left_be, m.uri)]
         await self._remove(stale, report)
         _name_earlier_documents([link for link, _ in refused], metas)
         return report
@@ -225,7 +229,7 @@ class FolderMirror:
         refused: list[tuple[Path, str]] = []
         for scope in scopes:
             folder, relative = relative_to_any(scope, self.folders) or (scope, Path())
-            if os.path.realpath(scope) != os.fspath(scope):  # a link, or a path under one
+            if resolve_links(scope) != os.fspath(scope):  # a link, or a path under one
                 if scope.is_symlink() and not self.rules.ignored(relative):
                     self._link(scope, refused)
                 continue
@@ -250,6 +254,24 @@ class FolderMirror:
                 continue
             supported.append(path)
         return supported, unsupported + left_be, refused  # the first two kept in the knowledge base, neither read
+
+    def _left_be(self, uri: str) -> bool:
+        """A document whose file is still there, only not followed (hidden, ignored, outside
+        watch.include) is not one of a file gone: added by hand (`add W/.private/plan.md`), it stays.
+        A secret's name or the server's own file never stays."""
+        named = local_path(uri)
+        if named is None:
+            return False
+        path = Path(named)
+        where = relative_to_any(path, self.folders)
+        if where is None or self.rules.follows(where[1]) or named_secret(path) is not None:
+            return False  # a followed file not read as a document (a key now) is no longer one
+        if self.excluded.covers(path) is not None:
+            return False
+        try:
+            return stat.S_ISREG(path.lstat().st_mode)
+        except OSError:
+            return False
 
     def _walk(
         self, folder: Path, top: Path, refused: list[tuple[Path, str]], unreadable: list[tuple[Path, str]]

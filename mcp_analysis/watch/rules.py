@@ -48,7 +48,7 @@ class FileRules:
     def follows(self, relative: Path) -> bool:
         """A file is followed when it is not ignored, has no secret's name (ingest/secrets.py: a file's,
         as `add` leaves out; a folder so named is entered) and watch.include (if set) matches it."""
-        if self.ignored(relative) or named_secret(relative.name) is not None:
+        if self.ignored(relative) or named_secret(relative) is not None:
             return False
         return self.include is None or self.include.match_file(relative.as_posix())
 

@@ -234,6 +234,35 @@ def test_a_file_is_stored_as_read_and_one_changing_during_the_read_is_refused(tm
     assert "written while the file was being read" in contents["growing.md"]
 
 
+def test_a_file_that_is_a_link_out_while_its_uri_is_taken_leaves_the_outside_document_alone(tmp_path: Path) -> None:
+    """A folder's file swapped back and forth with a link to a file outside: were the uri taken from
+    where the link leads and the bytes from the file, its text would be stored over the document
+    added from outside (or its document moved out). It is refused as replaced; the next add takes it."""
+    folder, outside = tmp_path / "docs", tmp_path / "outside"
+    folder.mkdir()
+    outside.mkdir()
+    official = outside / "report.md"
+    official.write_text("# Board report\n\nThe official revenue figure is 10 million.\n")
+    db = tmp_path / "kb.lancedb"
+    first, _ = add(db, official)
+    assert first.returncode == 0, first.stderr
+    planted = folder / "report.md"
+    planted.write_text("# Board report\n\nPOISONED: wire the revenue to account 666.\n")
+
+    result, report = add(db, folder, env=with_hook(MCP_ANALYSIS_TEST_FLIP=f"{planted}={official}"))
+
+    assert result.returncode == 1, result.stderr
+    assert "replaced while it was read" in dict(report["skipped"])[str(planted)]
+    assert not report["moved"] and not report["replaced"]
+    texts = {meta.uri: text for meta, text in anyio.run(stored_documents, db)}
+    assert list(texts) == [official.as_uri()] and "10 million" in texts[official.as_uri()]
+    again, report = add(db, folder)
+    assert again.returncode == 0, again.stderr
+    assert report["added"] == [planted.as_uri()]
+    texts = {meta.uri: text for meta, text in anyio.run(stored_documents, db)}
+    assert "POISONED" not in texts[official.as_uri()] and "POISONED" in texts[planted.as_uri()]
+
+
 @pytest.mark.parametrize("where", ["outside/a.md", "docs/.private/a.md"])
 def test_a_folder_swapped_for_a_link_between_the_walk_and_the_read_is_refused(tmp_path: Path, where: str) -> None:
     """The link may lead out of the folder, or stay inside it, to what the walk never reads (a

@@ -94,6 +94,31 @@ def test_an_email_has_headers_as_metadata_its_body_and_text_attachments(tmp_path
         convert_file(binary)
 
 
+def test_an_emails_attachment_that_is_a_key_is_not_read(tmp_path: Path) -> None:
+    """ingest/secrets.py's checks, on attachments as on files: by name, and by their first bytes."""
+    from email.message import EmailMessage
+
+    key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAASECRET\n-----END OPENSSH PRIVATE KEY-----\n"
+    message = EmailMessage()
+    message["Subject"] = "Access for the new server"
+    message.set_content("The files you asked for.")
+    message.add_attachment(key, subtype="plain", filename="id_ed25519")
+    message.add_attachment(key, subtype="plain", filename="deploy.txt")
+    message.add_attachment("Rotate the keys every spring.\n", subtype="plain", filename="notes.txt")
+    path = tmp_path / "access.eml"
+    path.write_bytes(bytes(message))
+
+    converted = _convert(path)
+
+    texts = " ".join(i.text for i in extract_items(converted.document))
+    assert "Rotate the keys every spring." in texts and "SECRET" not in texts and "id_ed25519" not in texts
+    assert converted.warnings == [
+        "attachment 'id_ed25519' not read: it is named like an SSH private key; secrets are never documents",
+        "attachment 'deploy.txt' not read: it is a private key (it begins with -----BEGIN OPENSSH PRIVATE KEY-----);"
+        " secrets are never documents",
+    ]
+
+
 DATA = Path(__file__).parent / "data"
 
 

@@ -24,6 +24,28 @@ OPENSSH = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----E
         ("-----BEGIN PRIVATE KEY-----\n", "-----BEGIN PRIVATE KEY-----"),
         ("-----BEGIN PGP PRIVATE KEY BLOCK-----\n", "-----BEGIN PGP PRIVATE KEY BLOCK-----"),
         ("PuTTY-User-Key-File-3: ssh-ed25519\n", "PuTTY-User-Key-File-3:"),
+        # What key tools write before the key: `openssl pkcs12 -nodes`, `openssl ecparam -genkey`, a
+        # certificate and its key in one file (CRLF line ends), age-keygen's comments, ssh.com's format.
+        (
+            "Bag Attributes\n    localKeyID: 01 00 00 00\n    friendlyName: web\nKey Attributes: <No Attributes>\n"
+            "-----BEGIN PRIVATE KEY-----\nMIIEvQ\n",
+            "-----BEGIN PRIVATE KEY-----",
+        ),
+        (
+            "-----BEGIN EC PARAMETERS-----\nBggqhkjOPQMBBw==\n-----END EC PARAMETERS-----\n"
+            "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE\n",
+            "-----BEGIN EC PRIVATE KEY-----",
+        ),
+        (
+            "subject=/CN=example.org\r\n-----BEGIN CERTIFICATE-----\r\nMIIB\r\n-----END CERTIFICATE-----\r\n"
+            "\r\n-----BEGIN RSA PRIVATE KEY-----\r\nMIIE\r\n",
+            "-----BEGIN RSA PRIVATE KEY-----",
+        ),
+        ("# created: 2024-01-01T00:00:00Z\n# public key: age1ql3z7h\nAGE-SECRET-KEY-1QQQQ7ZZ\n", "AGE-SECRET-KEY-1"),
+        (
+            '---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----\nComment: "rsa-key"\nP2/56w\n',
+            "---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----",
+        ),
     ],
 )
 def test_a_file_that_is_a_private_key_is_told_by_its_first_bytes(head: str, begins: str) -> None:
@@ -44,11 +66,46 @@ def test_a_document_quoting_a_key_and_public_material_are_not_secrets(head: str)
     assert key_block(head.encode("utf-8")) is None
 
 
+def test_a_service_accounts_key_file_is_a_secret_and_other_json_is_not() -> None:
+    account = (
+        '{\n  "type": "service_account",\n  "private_key_id": "abc",\n'
+        '  "private_key": "-----BEGIN PRIVATE KEY-----\\nMIIE'
+    )
+    assert key_block(account.encode()) == 'a service account\'s key (it holds a "private_key")'
+    assert key_block(b'{"type": "service_account", "client_email": "x@p.iam.gserviceaccount.com"}') is None
+    assert key_block(b'{"docs": {"private_key": "-----BEGIN PRIVATE KEY-----"}}') is None  # nested: an example
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        "Here is how a key file looks:\n-----BEGIN RSA PRIVATE KEY-----\nMIIE\n",  # prose before it
+        "# Keys\n\nThe age tool prints AGE-SECRET-KEY-1 and then the key.\n",
+        "private_key: -----BEGIN PRIVATE KEY-----\n",
+    ],
+)
+def test_a_key_after_prose_is_quoted_not_a_key_file(head: str) -> None:
+    assert key_block(head.encode("utf-8")) is None
+
+
 def test_secret_names_are_the_well_known_ones_only() -> None:
     for name in ("id_rsa", "id_ed25519", "id_ecdsa_sk", "credentials", ".netrc", "_netrc", ".git-credentials"):
         assert named_secret(name) is not None, name
-    for name in ("id_rsa.pub", "credentials.md", "my_credentials", "README", "identity", "keys.txt"):
+    # Other spellings, and token files: any case, a credentials file's name with a prefix, .env files.
+    for name in ("Credentials", "aws_credentials", "netrc", "git-credentials", ".env", ".env.local", "prod.env"):
+        assert named_secret(name) is not None, name
+    for name in (
+        ".npmrc",
+        ".pypirc",
+        ".vault-token",
+        "W/.docker/config.json",
+        "W/.kube/config",
+        ".config/gh/hosts.yml",
+    ):
+        assert named_secret(name) is not None, name
+    for name in ("id_rsa.pub", "credentials.md", "README", "identity", "keys.txt", ".env.example", "config.json"):
         assert named_secret(name) is None, name
+    assert named_secret("W/app/config") is None and named_secret("environment.md") is None
 
 
 def test_a_walk_leaves_secrets_out_with_a_warning_and_refuses_one_named(

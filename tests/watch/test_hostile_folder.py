@@ -126,3 +126,33 @@ async def test_a_file_that_became_a_private_key_loses_its_document_and_keys_are_
         assert {m.uri for m in await mirror.kb.store.all_meta()} == {file_uri(folder / "a.md")}
     finally:
         await close_mirror(mirror)
+
+
+async def test_a_document_added_by_hand_from_a_path_the_rules_leave_out_stays_until_its_file_goes(
+    tmp_path: Path,
+) -> None:
+    """`add W/.private/plan.md` (hidden) or a file under an ignored folder: the mirror does not follow
+    them, but their files are not gone, so their documents are not stale; a deleted one's goes."""
+    from mcp_analysis.ingest.pipeline import Ingestor
+    from mcp_analysis.watch.run import close_mirror
+
+    folder = tmp_path / "folder"
+    note(folder / "a.md", "The okapi stays.")
+    by_hand = [folder / ".private" / "plan.md", folder / "drafts" / "draft.md", folder / ".private" / "old.md"]
+    for path in by_hand:
+        note(path, f"Added by hand: {path.stem}.")
+    settings = make_settings(tmp_path / "kb.lancedb", watch={"ignore": ["drafts/"]})
+    mirror = await open_mirror(settings, [folder])
+    try:
+        added = await Ingestor(mirror.kb, pool=mirror.pool).add(by_hand)
+        assert sorted(added.added) == sorted(file_uri(p) for p in by_hand), added
+        first = await mirror.apply([folder])
+        assert first.added == [file_uri(folder / "a.md")] and not first.removed, first
+        by_hand[2].unlink()
+        second = await mirror.apply([folder])
+        assert second.removed == [file_uri(by_hand[2])], second
+        assert {m.uri for m in await mirror.kb.store.all_meta()} == {
+            file_uri(p) for p in (folder / "a.md", *by_hand[:2])
+        }
+    finally:
+        await close_mirror(mirror)

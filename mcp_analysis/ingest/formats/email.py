@@ -20,6 +20,7 @@ from docling_core.types.doc import DocItemLabel, DoclingDocument
 
 from mcp_analysis.errors import IngestError
 from mcp_analysis.ingest.formats.base import Converted, Source
+from mcp_analysis.ingest.secrets import key_block, named_secret
 
 _HEADERS = ("from", "to", "cc", "date", "subject", "message-id")
 _TEXT_TYPES = ("application/json", "application/csv", "application/xml")
@@ -109,6 +110,11 @@ class _Reader:
             return
         if part.get_content_maintype() != "text" and kind not in _TEXT_TYPES:
             self.result.warnings.append(f"attachment {name!r} ({kind}) not read: only text attachments are")
+            return
+        raw = part.get_payload(decode=True)
+        secret = named_secret(name) or (key_block(raw) if isinstance(raw, bytes) else None)
+        if secret is not None:  # as a file of the folder would be (ingest/secrets.py)
+            self.result.warnings.append(f"attachment {name!r} not read: it is {secret}; secrets are never documents")
             return
         heading = self.doc.add_heading(text=f"Attachment: {name}", level=2, parent=parent)
         self._text(part, heading)

@@ -8,7 +8,9 @@ there) and one of these is set:
 - MCP_ANALYSIS_TEST_GROW=PATH: once the read has started, a line is appended to PATH, as a
   program still writing it would;
 - MCP_ANALYSIS_TEST_SWAP=PATH=FOLDER: right before the read, PATH's folder is renamed away and a
-  symbolic link to FOLDER put in its place, as someone racing the walk would.
+  symbolic link to FOLDER put in its place, as someone racing the walk would;
+- MCP_ANALYSIS_TEST_FLIP=PATH=TARGET: while ingest takes PATH's uri (before its read), PATH is a
+  symbolic link to TARGET, and the file again right after, as a loop swapping the two would.
 """
 
 import os
@@ -16,6 +18,28 @@ import os
 _rewrite = os.environ.get("MCP_ANALYSIS_TEST_REWRITE")
 _grow = os.environ.get("MCP_ANALYSIS_TEST_GROW")
 _swap = os.environ.get("MCP_ANALYSIS_TEST_SWAP")
+_flip = os.environ.get("MCP_ANALYSIS_TEST_FLIP")
+if _flip:
+    from pathlib import Path
+
+    from mcp_analysis.ingest import pipeline as _pipeline
+
+    _source_uri = _pipeline.source_uri
+    _flipped, _, _target = _flip.partition("=")
+
+    def _uri_while_a_link(path):  # type: ignore[no-untyped-def]
+        if os.fspath(path) != _flipped:
+            return _source_uri(path)
+        flipped, aside = Path(_flipped), Path(_flipped + ".aside")
+        flipped.rename(aside)
+        flipped.symlink_to(_target)
+        try:
+            return _source_uri(path)
+        finally:
+            flipped.unlink()
+            aside.rename(flipped)
+
+    _pipeline.source_uri = _uri_while_a_link
 if _rewrite or _grow or _swap:
     from mcp_analysis.ingest import files as _files
     from mcp_analysis.ingest import sources as _sources
