@@ -39,7 +39,7 @@ _PRIVATE = re.compile(
 )
 # What key tools write before a key: openssl's attribute lines ("Bag Attributes", "    localKeyID: 01 00",
 # "subject=/CN=x"), comments (age's "# public key: ..."), and whole blocks of other PEM kinds.
-_PREAMBLE_LINE = re.compile(rb"\s*|#.*|(?:Bag|Key) Attributes(?::.*)?|\s+[\w .-]+:.*|(?:subject|issuer)=.*")
+_PREAMBLE_LINE = re.compile(rb"\s*|#.*|(?:Bag|Key) Attributes(?::.*)?|\s+[\w.-][\w .-]*:.*|(?:subject|issuer)=.*")
 _OTHER_BLOCK = re.compile(rb"-----BEGIN ([A-Z0-9 ]+)-----")
 _SERVICE_ACCOUNT = re.compile(rb'\A\s*\{[^{}]*"private_key"\s*:\s*"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----')
 HEAD_BYTES = 4096  # how much of a file `key_block` looks at
