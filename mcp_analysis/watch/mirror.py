@@ -212,7 +212,7 @@ class FolderMirror:
             and any(_inside(m.uri, s) for s in scope_uris)
             and not any(_inside(m.uri, k) for k in kept)
         ]
-        stale = [m for m in stale if not await anyio.to_thread.run_sync(self._left_be, m.uri)]
+        stale = await anyio.to_thread.run_sync(lambda: [m for m in stale if not self._left_be(m.uri)])
         await self._remove(stale, report)
         _name_earlier_documents([link for link, _ in refused], metas)
         return report
