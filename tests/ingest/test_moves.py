@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path, PureWindowsPath
 
 import pytest
@@ -12,8 +11,6 @@ from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.ingest import moves, pipeline
 from mcp_analysis.ingest.files import file_uri
 from mcp_analysis.ingest.moves import local_path
-from mcp_analysis.ingest.pipeline import Ingestor
-from mcp_analysis.ingest.pool import ConversionPool
 from mcp_analysis.session.citations import resolve_citations
 from mcp_analysis.session.state import AnalysisState
 from mcp_analysis.store.filters import sql_in
@@ -21,6 +18,7 @@ from mcp_analysis.store.models import DocumentMeta
 from mcp_analysis.watch.mirror import FolderMirror
 from mcp_analysis.watch.rules import FileRules
 from tests.conftest import make_settings
+from tests.ingest.module_pool import ModulePool
 
 pytestmark = pytest.mark.anyio
 
@@ -28,26 +26,8 @@ UNTITLED = "the harbour master approved the night pilotage of the grain carrier 
 TITLED = "# Tug Roster\n\nThree tugs stand by for the tanker on Tuesday.\n"
 
 
-_POOL: list[ConversionPool] = []  # the module's one pool, while its fixture holds it
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _shared_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """One pool of conversion workers for every add here, as a folder watcher keeps one across its adds
-    (each add would otherwise start workers of its own, seconds each; what is tested is where documents
-    go, not the workers' lifetime: tests/ingest/test_pool.py)."""
-    settings = make_settings(tmp_path_factory.mktemp("pool") / "kb.lancedb")
-    pool = ConversionPool(settings.ingest.limits(), settings.ingest.chunk_tokens)
-    _POOL.append(pool)
-    try:
-        yield
-    finally:
-        _POOL.clear()
-        pool.close()
-
-
-def _ingestor(kb: KnowledgeBase) -> Ingestor:
-    return Ingestor(kb, pool=_POOL[0])
+_POOL = ModulePool()
+_shared_pool = _POOL.fixture()
 
 
 async def _kb(tmp_path: Path) -> KnowledgeBase:
@@ -61,7 +41,7 @@ async def _folder_added(tmp_path: Path, files: dict[str, str]) -> tuple[Path, Kn
     for name, text in files.items():
         (docs / name).write_text(text)
     kb = await _kb(tmp_path)
-    await _ingestor(kb).add([docs])
+    await _POOL.ingestor(kb).add([docs])
     return docs, kb
 
 
@@ -81,7 +61,7 @@ async def test_a_renamed_file_keeps_its_document_id_chunks_and_vectors(tmp_path:
     (docs / "pilotage.txt").rename(docs / "night-pilotage.txt")
     (docs / "tugs.md").rename(docs / "roster.md")
     version = await kb.store.meta_version()
-    report = await _ingestor(kb).add([docs / "night-pilotage.txt", docs / "roster.md"])
+    report = await _POOL.ingestor(kb).add([docs / "night-pilotage.txt", docs / "roster.md"])
     assert await kb.store.meta_version() == version + 1  # both moves in one commit
 
     assert sorted(report.moved) == sorted(
@@ -105,7 +85,7 @@ async def test_a_renamed_file_keeps_its_document_id_chunks_and_vectors(tmp_path:
 async def test_a_copy_whose_original_is_still_there_is_a_new_document(tmp_path: Path) -> None:
     docs, kb = await _folder_added(tmp_path, {"pilotage.txt": UNTITLED})
     shutil.copy(docs / "pilotage.txt", docs / "copy.txt")
-    report = await _ingestor(kb).add([docs / "copy.txt"])
+    report = await _POOL.ingestor(kb).add([docs / "copy.txt"])
     assert report.moved == [] and report.added == [file_uri(docs / "copy.txt")]
     assert len(await kb.corpus().documents()) == 2
 
@@ -114,7 +94,7 @@ async def test_one_moved_document_is_claimed_by_one_new_file_only(tmp_path: Path
     docs, kb = await _folder_added(tmp_path, {"pilotage.txt": UNTITLED})
     (docs / "pilotage.txt").rename(docs / "a.txt")
     shutil.copy(docs / "a.txt", docs / "b.txt")
-    report = await _ingestor(kb).add([docs / "a.txt", docs / "b.txt"])
+    report = await _POOL.ingestor(kb).add([docs / "a.txt", docs / "b.txt"])
     assert report.moved == [(file_uri(docs / "pilotage.txt"), file_uri(docs / "a.txt"))]
     assert report.added == [file_uri(docs / "b.txt")]
     assert {d.uri for d in await kb.corpus().documents()} == {file_uri(docs / "a.txt"), file_uri(docs / "b.txt")}
@@ -153,7 +133,7 @@ async def test_a_rename_to_another_suffix_is_read_again(tmp_path: Path) -> None:
     """ports.txt renamed ports.csv is read as a table now: not the old conversion under a new name."""
     docs, kb = await _folder_added(tmp_path, {"ports.txt": "port,calls\nBergen,12\nOslo,30\n"})
     (docs / "ports.txt").rename(docs / "ports.csv")
-    report = await _ingestor(kb).add([docs / "ports.csv"])
+    report = await _POOL.ingestor(kb).add([docs / "ports.csv"])
     assert report.moved == [] and report.added == [file_uri(docs / "ports.csv")]
     formats = {Path(d.uri).name: d.metadata["format"] for d in await kb.corpus().documents()}
     assert formats == {"ports.txt": "text", "ports.csv": "csv"}
@@ -170,7 +150,7 @@ async def test_an_old_path_met_again_after_its_document_moved_is_a_new_document(
     shutil.copy(docs / "a.txt", docs / "b.txt")
     (docs / "a.txt").write_text("the tanker left at dawn with a new cargo of timber\n")
     monkeypatch.setattr(moves, "gone", lambda path: True)  # a.txt was away when b.txt was read
-    report = await _ingestor(kb).add([docs / "b.txt", docs / "a.txt"])
+    report = await _POOL.ingestor(kb).add([docs / "b.txt", docs / "a.txt"])
     assert report.moved == [(file_uri(docs / "a.txt"), file_uri(docs / "b.txt"))]
     assert report.added == [file_uri(docs / "a.txt")] and report.replaced == []
     by_uri = {d.uri: d for d in await kb.corpus().documents()}
@@ -187,7 +167,7 @@ async def test_a_watched_folder_does_not_take_over_a_document_added_from_elsewhe
     watched.mkdir()
     (outside / "policy.md").write_text(TITLED)
     kb = await _kb(tmp_path)
-    await _ingestor(kb).add([outside / "policy.md"], metadata={"source": "manual"})
+    await _POOL.ingestor(kb).add([outside / "policy.md"], metadata={"source": "manual"})
     [manual] = await kb.corpus().documents()
     (outside / "policy.md").unlink()  # its document stays, as documents added by hand do
     (watched / "policy.md").write_text(TITLED)  # the same bytes, inside the watched folder
@@ -230,10 +210,10 @@ async def test_add_does_not_hand_a_document_from_another_folder_to_a_file_with_i
     bob.mkdir()
     (alice / "handbook.md").write_text(TITLED)
     kb = await _kb(tmp_path)
-    await _ingestor(kb).add([alice / "handbook.md"], metadata={"owner": "alice"})
+    await _POOL.ingestor(kb).add([alice / "handbook.md"], metadata={"owner": "alice"})
     (alice / "handbook.md").unlink()  # as seen from another machine: not here
     (bob / "handbook-2026.md").write_text(TITLED)
-    report = await _ingestor(kb).add([bob / "handbook-2026.md"], metadata={"owner": "bob"})
+    report = await _POOL.ingestor(kb).add([bob / "handbook-2026.md"], metadata={"owner": "bob"})
     assert report.moved == [] and report.added == [file_uri(bob / "handbook-2026.md")]
     owners = {Path(d.uri).parent.name: d.metadata["owner"] for d in await kb.corpus().documents()}
     assert owners == {"alice": "alice", "bob": "bob"}
@@ -247,8 +227,8 @@ async def test_files_with_the_same_bytes_keep_their_own_documents_when_their_fol
     for name in ("acme.txt", "beta.txt"):  # the same bytes, told apart only by name (and metadata)
         (watched / "f" / name).write_text(UNTITLED)
     kb = await _kb(tmp_path)
-    await _ingestor(kb).add([watched / "f" / "beta.txt"], metadata={"client": "Beta"})
-    await _ingestor(kb).add([watched / "f" / "acme.txt"], metadata={"client": "Acme"})
+    await _POOL.ingestor(kb).add([watched / "f" / "beta.txt"], metadata={"client": "Beta"})
+    await _POOL.ingestor(kb).add([watched / "f" / "acme.txt"], metadata={"client": "Acme"})
     mirror = FolderMirror(kb, [watched], FileRules())
     try:
         (watched / "f").rename(watched / "g")
@@ -264,7 +244,7 @@ async def test_a_document_named_after_its_file_is_read_again_when_renamed(tmp_pa
     """A CSV's table takes the file's name: a move would keep the old one."""
     docs, kb = await _folder_added(tmp_path, {"sales_2024.csv": "region,total\nnorth,12\nsouth,30\n"})
     (docs / "sales_2024.csv").rename(docs / "sales_2025.csv")
-    report = await _ingestor(kb).add([docs / "sales_2025.csv"])
+    report = await _POOL.ingestor(kb).add([docs / "sales_2025.csv"])
     assert report.moved == [] and report.added == [file_uri(docs / "sales_2025.csv")]
     [new] = [d for d in await kb.corpus().documents() if d.uri.endswith("sales_2025.csv")]
     assert [t["name"] for t in await kb.corpus().tables(new.id)] == ["sales_2025"]
@@ -276,7 +256,7 @@ async def test_a_passage_found_before_its_file_moved_is_cited_at_its_new_place(t
     hits = await kb.corpus().search("night pilotage of the grain carrier", limit=1)
     state.searches["night pilotage"] = hits  # what a session keeps of a search it ran
     (docs / "pilotage.txt").rename(docs / "night-pilotage.txt")
-    await _ingestor(kb).add([docs / "night-pilotage.txt"])
+    await _POOL.ingestor(kb).add([docs / "night-pilotage.txt"])
     outcome = await resolve_citations(state, kb.corpus(), [hits[0].chunk_id])
     [citation] = outcome.citations
     assert citation.document_uri == file_uri(docs / "night-pilotage.txt")

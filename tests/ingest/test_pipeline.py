@@ -5,7 +5,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -14,35 +13,16 @@ import pytest
 
 from mcp_analysis.corpus import KnowledgeBase
 from mcp_analysis.errors import AnalysisError
-from mcp_analysis.ingest.pipeline import Ingestor
-from mcp_analysis.ingest.pool import ConversionPool
 from mcp_analysis.ingest.removal import find_document, remove_document
 from mcp_analysis.store.models import DocumentMeta
 from tests.conftest import REPO, make_settings
 from tests.docs_factory import write_all, write_markdown
+from tests.ingest.module_pool import ModulePool
 
 pytestmark = pytest.mark.anyio
 
-_POOL: list[ConversionPool] = []  # the module's one pool, while its fixture holds it
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _shared_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """One pool of conversion workers for every add here, as a folder watcher keeps one across its adds
-    (each add would otherwise start a worker of its own, a second of CPU each; what is tested here is
-    what the adds write, not the workers' lifetime: tests/ingest/test_pool.py)."""
-    settings = make_settings(tmp_path_factory.mktemp("pool") / "kb.lancedb")
-    pool = ConversionPool(settings.ingest.limits(), settings.ingest.chunk_tokens)
-    _POOL.append(pool)
-    try:
-        yield
-    finally:
-        _POOL.clear()
-        pool.close()
-
-
-def _ingestor(kb: KnowledgeBase) -> Ingestor:
-    return Ingestor(kb, pool=_POOL[0])
+_POOL = ModulePool()
+_shared_pool = _POOL.fixture()
 
 
 async def _fresh_kb(tmp_path: Path, **overrides: object) -> KnowledgeBase:
@@ -52,7 +32,7 @@ async def _fresh_kb(tmp_path: Path, **overrides: object) -> KnowledgeBase:
 async def test_every_format_yields_docling_items(tmp_path: Path) -> None:
     files = write_all(tmp_path / "docs")
     kb = await _fresh_kb(tmp_path)
-    report = await _ingestor(kb).add([tmp_path / "docs"])
+    report = await _POOL.ingestor(kb).add([tmp_path / "docs"])
     assert len(report.added) == 6, report.skipped
     corpus = kb.corpus()
     by_format = {d.metadata["format"]: d for d in await corpus.documents()}
@@ -107,22 +87,22 @@ async def test_every_format_yields_docling_items(tmp_path: Path) -> None:
 async def test_readd_is_idempotent_and_changes_replace(tmp_path: Path) -> None:
     doc = write_markdown(tmp_path / "log.md")
     kb = await _fresh_kb(tmp_path)
-    first = await _ingestor(kb).add([doc], metadata={"team": "ops"})
+    first = await _POOL.ingestor(kb).add([doc], metadata={"team": "ops"})
     assert len(first.added) == 1
     old = (await kb.corpus().documents())[0]
     counts = await kb.store.counts()
 
-    again = await _ingestor(kb).add([doc], metadata={"team": "ops"})
+    again = await _POOL.ingestor(kb).add([doc], metadata={"team": "ops"})
     assert again.unchanged == [doc.as_uri()] and not again.added and not again.replaced
     assert await kb.store.counts() == counts
 
-    retitled = await _ingestor(kb).add([doc], title="Renamed Log")
+    retitled = await _POOL.ingestor(kb).add([doc], title="Renamed Log")
     assert retitled.metadata_updated == [doc.as_uri()]
     meta = (await kb.corpus().documents())[0]
     assert meta.id == old.id and meta.title == "Renamed Log" and meta.metadata["team"] == "ops"
 
     doc.write_text("# Harbour Log\n\nCompletely new content about icebreakers.\n")
-    changed = await _ingestor(kb).add([doc])
+    changed = await _POOL.ingestor(kb).add([doc])
     assert changed.replaced == [doc.as_uri()]
     docs = await kb.corpus().documents()
     assert len(docs) == 1 and docs[0].id != old.id
@@ -135,7 +115,7 @@ async def test_readd_is_idempotent_and_changes_replace(tmp_path: Path) -> None:
 
     # New --meta on a changed file wins for its keys; other keys given earlier stay.
     doc.write_text("# Harbour Log\n\nNow about tugboats.\n")
-    await _ingestor(kb).add([doc], metadata={"team": "pilots", "shift": "night"})
+    await _POOL.ingestor(kb).add([doc], metadata={"team": "pilots", "shift": "night"})
     meta = (await kb.corpus().documents())[0]
     assert meta.metadata == {
         "format": "markdown",
@@ -164,14 +144,14 @@ async def test_the_report_lists_the_documents_as_written_after_several_batches(t
     async def stored() -> dict[str, dict[str, object]]:
         return {m.uri: m.model_dump() for m in await kb.store.all_meta()}
 
-    first = await _ingestor(kb).add([docs])
+    first = await _POOL.ingestor(kb).add([docs])
     assert len(first.added) == 5
     assert {m.uri: m.model_dump() for m in first.documents} == await stored()
 
     (docs / "0-tugs.md").write_text("# Tugs\n\nThree tugs stand by for the tanker on Tuesday.\n")  # replaced
     (docs / "1-berths.md").rename(docs / "1-berth-plan.md")  # moved
     (docs / "5-locks.md").write_text("# Locks\n\nThe lock keeper opens at dawn.\n")  # added
-    second = await _ingestor(kb).add([docs])
+    second = await _POOL.ingestor(kb).add([docs])
     assert len(second.replaced) == len(second.moved) == len(second.added) == 1 and len(second.unchanged) == 3
     assert {m.uri: m.model_dump() for m in second.documents} == await stored()
     await kb.close()
@@ -202,10 +182,10 @@ async def test_a_file_changed_then_moved_away_mid_add_stays_in_the_report(tmp_pa
     old = "# Tugs\n\nThe tugs note of the harbour office.\n"
     (docs / "a.md").write_text(old)
     kb = await _fresh_kb(tmp_path)
-    await _ingestor(kb).add([docs])
+    await _POOL.ingestor(kb).add([docs])
     (docs / "a.md").write_text("# Tugs\n\nThree tugs stand by for the tanker.\n")
     (docs / "b.md").write_text(old)
-    report = await Ingestor(kb, progress=_DeleteBefore(docs / "a.md", "b"), pool=_POOL[0]).add([docs])
+    report = await _POOL.ingestor(kb, progress=_DeleteBefore(docs / "a.md", "b")).add([docs])
     assert report.moved == [((docs / "a.md").as_uri(), (docs / "b.md").as_uri())], report
     stored = {m.uri: m.id for m in await kb.store.all_meta()}
     assert {m.uri: m.id for m in report.documents} == stored
@@ -260,7 +240,7 @@ async def test_bad_files_are_reported_and_the_rest_goes_in(tmp_path: Path) -> No
     (tmp_path / "nothing-here" / ".git").mkdir(parents=True)
     (tmp_path / "nothing-here" / ".git" / "config").write_text("[core]\n")
     kb = await _fresh_kb(tmp_path)
-    report = await _ingestor(kb).add([docs, tmp_path / "does-not-exist.md", tmp_path / "nothing-here"])
+    report = await _POOL.ingestor(kb).add([docs, tmp_path / "does-not-exist.md", tmp_path / "nothing-here"])
     assert [Path(u).name for u in report.added] == ["good.md"]
     skipped = {Path(p).name: reason for p, reason in report.skipped}
     assert set(skipped) == {
@@ -296,7 +276,7 @@ async def test_files_without_an_extension_are_text_when_their_content_is(tmp_pat
     )
     (docs / "LICENSE").write_text("MIT License\n\nPermission is hereby granted, free of charge, ...\n")
     kb = await _fresh_kb(tmp_path)
-    report = await _ingestor(kb).add([docs])
+    report = await _POOL.ingestor(kb).add([docs])
     assert report.skipped == []
     by_name = {d.metadata["file_name"]: d for d in await kb.corpus().documents()}
     assert set(by_name) == {"copyright", "README", "LICENSE"}
@@ -318,7 +298,7 @@ async def test_a_file_that_is_a_private_key_is_refused_whatever_its_name(tmp_pat
     (docs / "backup.txt").write_bytes(b"\xef\xbb\xbf\n-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE\n")
     (docs / "id_ed25519").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nb3Bl\n")
     kb = await _fresh_kb(tmp_path)
-    report = await _ingestor(kb).add([docs])
+    report = await _POOL.ingestor(kb).add([docs])
     assert [d.metadata["file_name"] for d in await kb.corpus().documents()] == ["rotation.md"]
     refused = dict(report.skipped)
     assert set(refused) == {str(docs / "deploy_key"), str(docs / "backup.txt")}  # id_ed25519: left out by name
@@ -380,7 +360,7 @@ def test_killed_ingest_leaves_no_half_document_and_rerun_completes(tmp_path: Pat
             assert await kb.store.items(f"document_id = '{meta.id}'")
             assert len(await kb.corpus().content(meta.id)) > 1000
         before = {m.uri for m in visible}
-        report = await _ingestor(kb).add([docs])
+        report = await _POOL.ingestor(kb).add([docs])
         assert set(report.unchanged) == before
         assert len(report.added) == KILLED_DOCUMENTS - len(before)
         assert await kb.store.orphan_ids() == set()
@@ -396,8 +376,8 @@ async def test_a_folder_holding_the_knowledge_base_is_added_without_the_knowledg
     write_markdown(folder / "log.md")
     kb = await KnowledgeBase.open(make_settings(folder / "kb.lancedb"), create=True)
     try:
-        await _ingestor(kb).add([folder / "log.md"])  # the store now holds .json, .lance, .txn files
-        again = await _ingestor(kb).add([folder, folder / "kb.lancedb"])
+        await _POOL.ingestor(kb).add([folder / "log.md"])  # the store now holds .json, .lance, .txn files
+        again = await _POOL.ingestor(kb).add([folder, folder / "kb.lancedb"])
         assert again.added == [] and again.unchanged == [(folder / "log.md").as_uri()]
         assert [reason for _, reason in again.skipped] == [
             "is the knowledge base's own folder, never added as documents"
@@ -417,12 +397,12 @@ async def test_a_changed_file_keeps_given_metadata_but_not_what_its_old_version_
     )
     kb = await _fresh_kb(tmp_path)
     try:
-        await _ingestor(kb).add([page], metadata={"team": "docs"})
+        await _POOL.ingestor(kb).add([page], metadata={"team": "docs"})
         (first,) = await kb.store.all_meta()
         assert first.metadata["page_title"] == "Structures (libffi manual)"
 
         page.write_text("<html><body><h1>Unions and enums</h1><p>Unions share their storage.</p></body></html>")
-        report = await _ingestor(kb).add([page])
+        report = await _POOL.ingestor(kb).add([page])
         assert len(report.replaced) == 1
         (second,) = await kb.store.all_meta()
         assert second.title == "Unions and enums" and "page_title" not in second.metadata
