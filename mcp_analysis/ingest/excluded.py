@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcp_analysis.paths import resolve_links
@@ -21,6 +21,27 @@ from mcp_analysis.paths import resolve_links
 log = logging.getLogger(__name__)
 
 OWN_FOLDER = "the knowledge base's own folder"
+
+
+def _folder_files(entries: Iterable[tuple[Path, str]]) -> dict[tuple[int, int], str]:
+    """(device, inode) -> why, of the files with more than one name under the folders among `entries`
+    (no link followed)."""
+    found: dict[tuple[int, int], str] = {}
+    for top, why in entries:
+        pending = [top]
+        while pending:
+            try:
+                with os.scandir(pending.pop()) as listing:
+                    for entry in listing:
+                        if entry.is_dir(follow_symlinks=False):
+                            pending.append(Path(entry.path))
+                        elif entry.is_file(follow_symlinks=False):
+                            st = entry.stat(follow_symlinks=False)
+                            if st.st_nlink > 1:  # only a file with other names can be one read elsewhere
+                                found[(st.st_dev, st.st_ino)] = why
+            except OSError:  # not a folder, gone, or not ours to list
+                continue
+    return found
 
 
 def real_path(path: str | os.PathLike[str]) -> Path:
@@ -34,10 +55,20 @@ class Excluded:
 
     entries: tuple[tuple[Path, str], ...] = ()
     files: tuple[tuple[int, int, str], ...] = ()  # (device, inode, why) of the files among them
+    # "listed": (device, inode) -> why, of the files with other names under the folders among them:
+    # listed once, when such a file is first read (an Excluded lives for one add).
+    _folders: dict[str, dict[tuple[int, int], str]] = field(default_factory=dict, compare=False, repr=False)
 
-    def same_file_as(self, device: int, inode: int) -> str | None:
-        """Why the file with this identity is never read (a hard link to one of them is one), else None."""
-        return next((why for dev, ino, why in self.files if (dev, ino) == (device, inode)), None)
+    def same_file_as(self, device: int, inode: int, links: int = 1) -> str | None:
+        """Why the file with this identity is never read (a hard link to one of them is one), else None.
+        `links`: its number of names; above one it may be a file under one of the folders too (a
+        hibernated session's record linked into a watched folder)."""
+        found = next((why for dev, ino, why in self.files if (dev, ino) == (device, inode)), None)
+        if found is not None or links <= 1:
+            return found
+        if "listed" not in self._folders:
+            self._folders["listed"] = _folder_files(self.entries)
+        return self._folders["listed"].get((device, inode))
 
     def why(self, path: str | os.PathLike[str]) -> str | None:
         """The reason `path` (resolved: a link to one of them is one of them) is never read, else None."""

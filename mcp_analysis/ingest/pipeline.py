@@ -88,6 +88,16 @@ class IngestReport:
         return ", ".join(parts) + f" ({self.chunks} chunks written)"
 
 
+def _names(path: SourcePath) -> int:
+    """How many names (hard links) the file at `path` has; 1 for an object or a file gone."""
+    if not isinstance(path, Path):
+        return 1
+    try:
+        return path.lstat().st_nlink
+    except OSError:
+        return 1
+
+
 def _folders_of(paths: Sequence[Path]) -> list[Path]:
     """The folders added, resolved (a file's: its folder; a path that is not there: none), where
     `add` looks for moved files' documents (and in their subfolders)."""
@@ -317,7 +327,11 @@ class Ingestor:
         if not self._confined.holds(path, read.signature):
             worker.drop()  # swapped for a link (or another file) since the folder was walked
             raise IngestError(_REPLACED)
-        if (why := self._excluded.same_file_as(read.signature.device, read.signature.inode)) is not None:
+        signature = read.signature  # the server's own file under another name? (lists its folders: a thread)
+        why = await anyio.to_thread.run_sync(
+            lambda: self._excluded.same_file_as(signature.device, signature.inode, _names(path))
+        )
+        if why is not None:
             worker.drop()  # a hard link to the server's own file: the same file under another name
             raise IngestError(f"it is {why}, under another name (a hard link), never added as a document")
         if existing is not None and existing.content_hash == read.digest:

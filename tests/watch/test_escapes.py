@@ -158,6 +158,27 @@ def test_a_hard_link_to_the_tokens_file_is_never_a_document(tmp_path: Path) -> N
         assert "the bearer tokens file (server.tokens_file), under another name (a hard link)" in told, told
 
 
+def test_a_hard_link_to_a_file_in_the_sessions_folder_is_never_a_document(tmp_path: Path) -> None:
+    """A hibernated session's record (JSON: a client's state) under another name in the folder is still
+    the server's own; a file with two names elsewhere is read as usual."""
+    folder, db, data = tmp_path / "work", tmp_path / "kb", tmp_path / "data"
+    notes = note(folder / "notes.md", "Notes", "The quarterly plan.")
+    record = data / "mcp-analysis" / "sessions" / "0f3a.json"
+    record.parent.mkdir(parents=True)
+    record.write_text('{"key": "alice", "state": {"variables": "the private figures of alice"}}\n')
+    os.link(record, folder / "record.json")
+    elsewhere = tmp_path / "elsewhere.md"
+    elsewhere.write_text("# Shared\n\nA note with two names.\n")
+    os.link(elsewhere, folder / "shared.md")
+
+    result = run_cli("--db", str(db), "add", str(folder), env={"XDG_DATA_HOME": str(data)})
+
+    assert anyio.run(uris, db) == {notes.as_uri(), (folder / "shared.md").as_uri()}, result.stderr
+    assert result.returncode == 1, result.stderr
+    told = " ".join(result.stderr.split())
+    assert "the folder of hibernated sessions (sessions.dir), under another name (a hard link)" in told, told
+
+
 # --- serve --watch: one server for the module, two watched folders ----------------------------
 
 
