@@ -13,7 +13,8 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from mcp_analysis.paths import resolve_links
@@ -55,9 +56,6 @@ class Excluded:
 
     entries: tuple[tuple[Path, str], ...] = ()
     files: tuple[tuple[int, int, str], ...] = ()  # (device, inode, why) of the files among them
-    # "listed": (device, inode) -> why, of the files with other names under the folders among them:
-    # listed once, when such a file is first read (an Excluded lives for one add).
-    _folders: dict[str, dict[tuple[int, int], str]] = field(default_factory=dict, compare=False, repr=False)
 
     def same_file_as(self, device: int, inode: int, links: int = 1) -> str | None:
         """Why the file with this identity is never read (a hard link to one of them is one), else None.
@@ -66,9 +64,13 @@ class Excluded:
         found = next((why for dev, ino, why in self.files if (dev, ino) == (device, inode)), None)
         if found is not None or links <= 1:
             return found
-        if "listed" not in self._folders:
-            self._folders["listed"] = _folder_files(self.entries)
-        return self._folders["listed"].get((device, inode))
+        return self._linked_in_folders.get((device, inode))
+
+    @cached_property
+    def _linked_in_folders(self) -> dict[tuple[int, int], str]:
+        """`_folder_files` of the entries, listed once, when a file with other names is first read
+        (an Excluded lives for one add)."""
+        return _folder_files(self.entries)
 
     def why(self, path: str | os.PathLike[str]) -> str | None:
         """The reason `path` (resolved: a link to one of them is one of them) is never read, else None."""
