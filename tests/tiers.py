@@ -205,6 +205,7 @@ SLOW_TESTS: dict[str, set[str]] = {
     "tests/watch/test_escapes.py": {
         "test_a_document_an_earlier_version_made_through_a_link_is_named",
         "test_a_folder_that_cannot_be_listed_keeps_its_documents",
+        "test_a_hard_link_to_a_file_in_the_sessions_folder_is_never_a_document",
         "test_a_hard_link_to_the_tokens_file_is_never_a_document",
         "test_a_link_named_on_the_add_command_line_is_followed",
         "test_a_watched_folder_deleted_and_made_again_is_followed_again",
@@ -217,6 +218,7 @@ SLOW_TESTS: dict[str, set[str]] = {
     "tests/watch/test_hostile_folder.py": {
         "test_a_hostile_folder_with_the_knowledge_base_inside_is_followed_without_its_own_files",
         "test_a_file_that_became_a_private_key_loses_its_document_and_keys_are_never_followed",
+        "test_a_document_added_by_hand_from_a_path_the_rules_leave_out_stays_until_its_file_goes",
     },
     "tests/watch/test_lock.py": {
         "test_an_object_store_knowledge_base_is_guarded_by_a_redis_lease",
