@@ -155,7 +155,7 @@ def main() -> None:
     for set_name, pages in sets.items():
         for engine_name, engine in engines.items():
             if engine is None:
-                print(f"{engine_name}: not installed (`uv sync --group dev` installs it)")
+                print(f"{engine_name}: not installed (`uv sync --group dev --group bench` installs it)")
                 continue
             rows = measure(engine, pages, f"{set_name:9} {engine_name:10}")
             figures[f"{set_name}/{engine_name}"] = summary(rows)
