@@ -24,7 +24,8 @@ import sys
 from typing import Any, BinaryIO
 
 HEADER = 4
-_SIZE = re.compile(rb'<svg[^>]*?\swidth="([\d.]+)"[^>]*?\sheight="([\d.]+)"', re.S)
+_NUMBER = rb"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|Infinity"  # Vega writes 1e21 and past as 1e+21
+_SIZE = re.compile(rb'<svg[^>]*?\swidth="(' + _NUMBER + rb')"[^>]*?\sheight="(' + _NUMBER + rb')"', re.S)
 PNG_COLORS = 256  # charts use few colours: a palette keeps antialiasing and is ~8x smaller than RGBA
 
 
@@ -41,11 +42,15 @@ def write_frame(stream: BinaryIO, body: bytes) -> None:
     stream.write(len(body).to_bytes(HEADER, "big") + body)
 
 
-def svg_size(svg: str) -> tuple[int, int]:
+def svg_size(svg: str) -> tuple[float, float]:
     match = _SIZE.search(svg[:2000].encode())
     if match is None:
         raise ValueError("the renderer produced an SVG without a size")
-    return round(float(match.group(1))), round(float(match.group(2)))
+    return float(match.group(1).replace(b"Infinity", b"inf")), float(match.group(2).replace(b"Infinity", b"inf"))
+
+
+def _pixels(size: float) -> str:
+    return str(round(size)) if abs(size) < 1e9 else f"{size:.3g}"
 
 
 Reply = tuple[dict[str, Any], bytes, bytes]
@@ -60,10 +65,10 @@ def render(request: dict[str, Any]) -> Reply:
         return refusal(_first_line(exc))
     width, height = svg_size(svg)
     most = request["max_size_px"]
-    if width > most or height > most:
+    if not (width <= most and height <= most):  # also NaN
         return refusal(
-            f"the chart would be {width}x{height} pixels; at most {most}x{most} (charts.max_size_px). "
-            "Set a smaller width/height, or show fewer categories or facets."
+            f"the chart would be {_pixels(width)}x{_pixels(height)} pixels; at most {most}x{most} "
+            "(charts.max_size_px). Set a smaller width/height, or show fewer categories or facets."
         )
     png = _palette_png(vl_convert.svg_to_png(svg))
     if len(png) > request["max_png_bytes"]:
@@ -71,7 +76,7 @@ def render(request: dict[str, Any]) -> Reply:
             f"the chart's PNG is {len(png):,} bytes; at most {request['max_png_bytes']:,} (charts.max_png_bytes). "
             "Draw fewer points or a smaller chart."
         )
-    return {"ok": True, "width": width, "height": height}, svg.encode(), png
+    return {"ok": True, "width": round(width), "height": round(height)}, svg.encode(), png
 
 
 def refusal(error: str) -> Reply:

@@ -50,6 +50,7 @@ REDOS = {
     "encoding": {"x": {"field": "m", "type": "nominal"}},
 }
 TINY = {"data": {"values": [{"a": 1}]}, "mark": "point", "encoding": {"x": {"field": "a", "type": "quantitative"}}}
+BAR = {"data": {"values": [{"a": 1}]}, "mark": "bar", "encoding": {"x": {"field": "a"}}}
 
 
 @pytest.fixture
@@ -163,6 +164,12 @@ async def test_a_chart_larger_than_allowed_is_refused_before_it_is_rasterized(re
     many["encoding"] = {"x": {"field": "c", "type": "nominal"}}  # 150 bands of 20 px each: the data decides
     with pytest.raises(ChartError, match=r"pixels; at most 2000x2000"):
         await renderer.render(checked(many))
+    # Past 1e21 Vega writes the size in exponent notation ("1e+21"): the same refusal, not "an SVG
+    # without a size" (eighth hostile round).
+    for huge, shown in ((1e21, "1e+21x"), (1e300, "1e+300x")):
+        with pytest.raises(ChartError, match=r"at most 2000x2000 \(charts.max_size_px\)") as refused:
+            await renderer.render(checked({**BAR, "width": huge}))
+        assert f"would be {shown}" in str(refused.value), refused.value
     assert (await renderer.render(checked(TINY))).width > 0
 
 
