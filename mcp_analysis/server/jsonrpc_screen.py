@@ -12,10 +12,12 @@ and HTTP:
   ``[]``, a missing or non-string ``method``, a bad ``id``, text that is not valid
   Unicode (a lone surrogate escape such as ``\\ud800``); ``id`` is echoed when it
   can be read, else ``null``;
-- ``-32602`` Invalid params — a well-formed request whose ``params`` is not an object.
+- ``-32602`` Invalid params — a well-formed request whose ``params`` is not an object, or
+  whose params no protocol version the SDK knows accepts for its method (a tool call without
+  ``name``, ``logging/setLevel`` with a level that does not exist): the message names the
+  field and what it takes, where the SDK says only "Invalid request parameters".
 
-Method-specific parameter errors (a tool call without ``name``...) stay the SDK's, as do
-unknown methods (``-32601``).
+Unknown methods (``-32601``) stay the SDK's.
 """
 
 from __future__ import annotations
@@ -25,7 +27,16 @@ import logging
 from typing import Any
 
 import pydantic_core
-from mcp_types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, JSONRPCNotification, jsonrpc_message_adapter
+from mcp_types import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    JSONRPCNotification,
+    JSONRPCRequest,
+    jsonrpc_message_adapter,
+)
+from mcp_types import methods as spec_methods
+from mcp_types.version import SUPPORTED_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 log = logging.getLogger(__name__)
@@ -63,6 +74,8 @@ def _screen(raw: bytes) -> bytes | None:
             value = pydantic_core.from_json(raw)
             if isinstance(value, dict) and "id" in value:
                 return error_body(INVALID_REQUEST, "Invalid Request: id must be a string or an integer.")
+        if isinstance(message, JSONRPCRequest) and message.method in spec_methods.SPEC_CLIENT_METHODS:
+            return _params_error(message)
         return None
     try:
         value = pydantic_core.from_json(raw)
@@ -99,6 +112,32 @@ def _screen(raw: bytes) -> bytes | None:
     else:
         reason = "not a valid request, notification or response"
     return error_body(INVALID_REQUEST, f"Invalid Request: {reason}.", request_id)
+
+
+def _params_error(request: JSONRPCRequest) -> bytes | None:
+    """-32602 naming what is wrong, when no protocol version accepts the request's params for its
+    method (the SDK, checking them under the version in use, would refuse them without a word)."""
+    refusals: list[list[str]] = []
+    for version in SUPPORTED_PROTOCOL_VERSIONS:
+        try:
+            spec_methods.validate_client_request(request.method, version, request.params)
+        except KeyError:  # not a method of this version
+            continue
+        except ValidationError as exc:
+            refusals.append([_problem(error) for error in exc.errors(include_url=False, include_input=False)])
+            continue
+        return None
+    if not refusals:
+        return None
+    problems = min(refusals, key=len)  # the version that objects least names the real problem
+    listed = "; ".join(problems[:3]) + ("; ..." if len(problems) > 3 else "")
+    return error_body(INVALID_PARAMS, f"Invalid params for {request.method}: {listed}.", request.id)
+
+
+def _problem(error: Any) -> str:
+    where = ".".join(str(part)[:60] for part in error["loc"][1:] if part != "params") or "params"
+    text = f"{where}: {error['msg'][:300]}"
+    return text.encode("utf-8", "backslashreplace").decode()  # a key may hold a lone surrogate
 
 
 def _readable_id(value: dict[str, Any]) -> str | int | None:

@@ -51,7 +51,26 @@ BAD: list[tuple[str, bytes, int, Any]] = [
     # end the stdio server and answer 500 over HTTP.
     ("deeply nested", b"[" * 100_000 + b"]" * 100_000, -32700, None),
     ("deeply nested params", b'{"jsonrpc":"2.0","id":16,"method":"ping","params":{"a":%s}}' % DEEP, -32700, None),
+    # Params no protocol version accepts for the method (eighth hostile round: the SDK said only
+    # "Invalid request parameters", data "").
+    (
+        "unknown log level",
+        b'{"jsonrpc":"2.0","id":17,"method":"logging/setLevel","params":{"level":"verbose"}}',
+        -32602,
+        17,
+    ),
+    ("tool call without its name", b'{"jsonrpc":"2.0","id":18,"method":"tools/call","params":{}}', -32602, 18),
 ]
+# What those messages must name: the field, and what it takes.
+NAMED = {
+    "unknown log level": ("logging/setLevel: level:", "'debug'", "'warning'"),
+    "tool call without its name": ("tools/call: name: Field required",),
+}
+
+
+def assert_named(name: str, reply: dict[str, Any]) -> None:
+    for words in NAMED.get(name, ()):
+        assert words in reply["error"]["message"], (name, reply)
 
 
 @pytest.fixture
@@ -83,6 +102,7 @@ async def test_stdio_answers_every_malformed_line_and_keeps_serving(stdio: Stdio
         assert reply.get("error", {}).get("code") == code, (name, reply)
         assert reply["id"] == request_id, (name, reply)
         assert "result" not in reply
+        assert_named(name, reply)
     await stdio.send(jsonrpc_request(2, "tools/list"))
     listed = await stdio.receive()
     assert listed["id"] == 2 and len(listed["result"]["tools"]) == 6
@@ -118,6 +138,7 @@ def test_http_answers_the_same_errors_as_stdio(http: HttpServer, era: str) -> No
         reply = response.json()
         assert reply["error"]["code"] == code and reply["id"] == request_id, (name, reply)
         assert "pydantic" not in reply["error"]["message"], (name, reply)
+        assert_named(name, reply)
     ok = httpx2.post(
         http.url,
         json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": MODERN_META}},
