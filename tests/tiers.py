@@ -45,6 +45,7 @@ SLOW_MODULES: dict[str, tuple[str, ...]] = {
     "tests/adversarial/test_concurrent_memory.py": SUBPROCESS,
     "tests/adversarial/test_config_files.py": SUBPROCESS,
     "tests/adversarial/test_document_filter.py": SUBPROCESS,
+    "tests/adversarial/test_fair_share.py": SUBPROCESS,
     "tests/adversarial/test_host_calls.py": SUBPROCESS,
     "tests/adversarial/test_hostile_formats.py": SUBPROCESS,
     "tests/adversarial/test_hostile_workbooks.py": SUBPROCESS,

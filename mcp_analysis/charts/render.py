@@ -8,10 +8,11 @@ and the memory goes back when the child exits after `charts.renderer_idle_second
 without charts. The child starts on the first chart (2-6 s with the engine's
 first render), so a server that never draws a chart never pays for it.
 
-Requests are served one at a time (one child, a thread lock); the blocking pipe I/O
+Requests are served one at a time (one child), in turns by party (charts/turns.py: one
+client's ten slow charts cannot make another's wait ten timeouts); the blocking pipe I/O
 runs in a worker thread so the event loop never waits on it, and works from any event
-loop. A caller that is cancelled stops waiting at once; the render it started still
-ends within its timeout. A child that dies of a signal is named by its cause (`died`): out
+loop. A caller that is cancelled stops waiting at once and leaves the line; a render it
+already started still ends within its timeout. A child that dies of a signal is named by its cause (`died`): out
 of memory under `charts.renderer_memory_mb` (SIGABRT, SIGTRAP), or killed, not "exit -6".
 """
 
@@ -35,13 +36,14 @@ import anyio
 
 from mcp_analysis.charts.limits import ChartSettings
 from mcp_analysis.charts.spec import CheckedSpec
+from mcp_analysis.charts.turns import Ticket, Turns
 from mcp_analysis.charts.worker import HEADER
 from mcp_analysis.errors import ChartError
 
 log = logging.getLogger(__name__)
 
 RECYCLE_RSS_MB = 400  # a child that grew past this (a large chart) is replaced after its render
-_QUEUE_FACTOR = 3  # a caller waits at most this many render timeouts for the renderer to be free
+_QUEUE_FACTOR = 3  # a caller waits at most this many render timeouts for its turn
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,7 @@ class ChartRenderer:
 
     def __init__(self, settings: ChartSettings) -> None:
         self.settings = settings
-        self._lock = threading.Lock()
+        self._turns = Turns()
         self._process: subprocess.Popen[bytes] | None = None
         self._idle_timer: threading.Timer | None = None
         self.renders = 0  # rendered since this object was made (for tests and metrics)
@@ -69,22 +71,32 @@ class ChartRenderer:
         process = self._process
         return process.pid if process is not None and process.poll() is None else None
 
-    async def render(self, checked: CheckedSpec) -> RenderedChart:
+    async def render(self, checked: CheckedSpec, party: str = "") -> RenderedChart:
+        """Draw `checked` in `party`'s turn (the caller's principal or session)."""
         # The checked text as it is (the spec is not serialized again): JSON of at most charts.max_spec_kb.
         limits = json.dumps({"max_size_px": self.settings.max_size_px, "max_png_bytes": self.settings.max_png_bytes})
         request = ('{"spec":' + checked.text + "," + limits[1:]).encode()
-        return await anyio.to_thread.run_sync(self._render_blocking, request, abandon_on_cancel=True)
+        ticket = self._turns.ticket(party)
+        try:
+            return await anyio.to_thread.run_sync(self._render_blocking, request, ticket, abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():
+            self._turns.abandon(ticket)  # not drawn for nobody once its turn comes
+            raise
 
     def close(self) -> None:
         """Stop the child process (the next render starts a new one)."""
-        with self._lock:
+        held = self._turns.enter(self._turns.ticket(""), self.settings.render_timeout * _QUEUE_FACTOR)
+        try:
             self.stop()
+        finally:
+            if held:
+                self._turns.leave()
 
     # ------------------------------------------------------------------ the child process
 
-    def _render_blocking(self, request: bytes) -> RenderedChart:
+    def _render_blocking(self, request: bytes, ticket: Ticket) -> RenderedChart:
         timeout = self.settings.render_timeout
-        if not self._lock.acquire(timeout=timeout * _QUEUE_FACTOR):
+        if not self._turns.enter(ticket, timeout * _QUEUE_FACTOR):
             raise RendererUnavailable(
                 f"chart(): the chart renderer is busy with other charts (waited {timeout * _QUEUE_FACTOR:g} s); "
                 "try again."
@@ -113,7 +125,7 @@ class ChartRenderer:
             )
         finally:
             self._schedule_idle_stop()
-            self._lock.release()
+            self._turns.leave()
 
     def _ensure_started(self) -> subprocess.Popen[bytes]:
         if self._process is not None and self._process.poll() is None:
@@ -175,11 +187,11 @@ class ChartRenderer:
             self._idle_timer = None
 
     def _stop_if_idle(self) -> None:
-        if self._lock.acquire(blocking=False):  # busy means not idle: the render reschedules
+        if self._turns.try_enter():  # busy or awaited means not idle: the render reschedules
             try:
                 self.stop()
             finally:
-                self._lock.release()
+                self._turns.leave()
 
 
 class RendererUnavailable(ChartError):

@@ -121,8 +121,9 @@ def _chart_rows(spec):
 
 
 class ChartDrawer:
-    def __init__(self, settings: ChartSettings) -> None:
+    def __init__(self, settings: ChartSettings, party: str = "") -> None:
         self.settings = settings
+        self.party = party  # whose turn at the shared renderer this drawer's charts take (charts/turns.py)
         self._drawn: list[Chart] = []
         self._asked = 0  # chart() calls in this execute_code call, counted before they run (gather)
         self._first = 1  # the number the call's first chart gets (charts are numbered per session)
@@ -137,7 +138,7 @@ class ChartDrawer:
             )
         try:
             checked = await anyio.to_thread.run_sync(validate_spec, spec, self.settings)
-            rendered = await shared_renderer(self.settings).render(checked)
+            rendered = await shared_renderer(self.settings).render(checked, self.party)
         except RendererTimeout as exc:
             raise TimeoutError(str(exc)) from None
         except RendererUnavailable as exc:

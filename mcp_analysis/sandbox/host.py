@@ -26,13 +26,15 @@ OFF_LOOP_ITEMS = 2000  # listings longer than this are serialized in a worker th
 
 
 class HostFunctions:
-    def __init__(self, corpus: Corpus, default_limit: int, on_search: SearchRecorder | None = None) -> None:
+    def __init__(
+        self, corpus: Corpus, default_limit: int, on_search: SearchRecorder | None = None, party: str = ""
+    ) -> None:
         self.corpus = corpus
         self.default_limit = default_limit
         self.on_search = on_search
         self.max_limit = corpus.kb.settings.search.max_limit
         self.bounds = HostBounds.of(corpus.kb.settings.sandbox)
-        self.charts = ChartDrawer(corpus.kb.settings.charts)
+        self.charts = ChartDrawer(corpus.kb.settings.charts, party)
 
     async def search(self, query: Any = None, limit: Any = None) -> list[dict[str, Any]]:
         """search(query: str, limit: int = 10) -> list[dict]: hybrid search with context expansion."""

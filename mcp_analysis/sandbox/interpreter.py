@@ -62,8 +62,10 @@ class Interpreter:
         on_state: StateListener | None = None,
         prelude: str | None = None,
         admit: StateAdmission | None = None,
+        party: str = "",
     ) -> None:
         self.pool = pool
+        self.party = party  # whom its calls run for: the pool keeps a worker for other parties
         self.admit = admit  # the server-wide memory budget for kept states (session/memory.py)
         self.prelude = prelude  # fed to every fresh interpreter (see sandbox/presentation.py)
         self.settings = settings
@@ -135,6 +137,8 @@ class Interpreter:
             self.on_state(state)
 
     async def _attach(self) -> AsyncMontySession:
+        if self._session is not None and not self.pool.may_run(self):
+            await self._detach()  # the kept worker is the last one free: wait in line for one
         if self._session is not None:
             if self._liveness is None or self._liveness.alive():
                 self.pool.touch(self)

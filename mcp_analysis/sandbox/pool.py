@@ -7,6 +7,12 @@ worker back and reloads its state on its next call. Idle interpreters also give
 their worker back after ``sandbox.idle_release_seconds``. Checkout waits are
 bounded: when every worker is busy running code, the caller gets a clear error.
 
+One worker is kept for the others: a party (a bearer token's principal, else one session)
+already running code on a worker may not take the last worker no one is running code on, nor
+start running on a worker its interpreter kept. So one token running endless loops in many
+sessions holds at most all workers but one, and another client's call always finds a worker
+within `sandbox.checkout_timeout` (with `sandbox.workers` 1 there is nothing to keep).
+
 The pool knows its tenants only as `Tenant`s (idle or not, when last used, how to
 hibernate): the interpreter depends on the pool, never the other way round.
 """
@@ -41,6 +47,11 @@ class Tenant(Protocol):
         ...
 
     @property
+    def party(self) -> str:
+        """Whom its calls run for (a principal or a session): the unit the pool is fair to."""
+        ...
+
+    @property
     def last_used(self) -> float:
         """`time.monotonic()` when a call last started or ended (for idle release)."""
         ...
@@ -61,6 +72,7 @@ class WorkerPool:
         )
         self._modules = host_modules(settings)
         self._attached: OrderedDict[Tenant, None] = OrderedDict()
+        self._starting: set[Tenant] = set()  # taking a worker now: they run code next
         self._in_use = 0
         self._freed: anyio.Event | None = None
         self._task_group: Any = None
@@ -110,30 +122,53 @@ class WorkerPool:
         """A fresh worker session for `owner` (hibernating an idle interpreter if needed)."""
         deadline = time.monotonic() + self.settings.checkout_timeout
         # Single event loop: no await between the capacity check and taking the slot.
-        while self._in_use >= self.size:
+        while not (self._in_use < self.size and self.may_run(owner)):
             victim = next((o for o in self._attached if o is not owner and o.is_idle), None)
-            if victim is not None:
+            if victim is not None and self.may_run(owner):
                 await victim.hibernate()
                 self.hibernations += 1
                 continue
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise SandboxError(
-                    f"All {self.size} interpreter workers are busy running code; try again shortly "
-                    "(or raise sandbox.workers)."
-                )
+                raise SandboxError(self._busy_message(owner))
             if self._freed is None:
                 self._freed = anyio.Event()
             with anyio.move_on_after(remaining):
                 await self._freed.wait()
         self._in_use += 1
+        self._starting.add(owner)
         try:
             session = await self._checkout()
         except BaseException:
             self._give_back()
             raise
+        finally:
+            self._starting.discard(owner)
         self._attached[owner] = None
         return session
+
+    def may_run(self, owner: Tenant) -> bool:
+        """Whether `owner` may run code on a worker now (one it takes, or the one it kept): not if
+        its party already runs code on one and only one worker is left that no one runs code on."""
+        running = [o for o in (*self._attached, *self._starting) if o is not owner and not o.is_idle]
+        free = self.size - len(running)
+        if free <= 0:
+            return False
+        party = _party(owner)
+        return free > 1 or self.size == 1 or all(_party(o) != party for o in running)
+
+    def _busy_message(self, owner: Tenant) -> str:
+        party = _party(owner)
+        own = sum(1 for o in self._attached if o is not owner and not o.is_idle and _party(o) == party)
+        if own and own < self.size:
+            return (
+                f"{own} of the {self.size} interpreter workers are running this client's other calls, and the "
+                "last one is kept for other clients; try again when one of those calls has ended "
+                "(or raise sandbox.workers)."
+            )
+        return (
+            f"All {self.size} interpreter workers are busy running code; try again shortly (or raise sandbox.workers)."
+        )
 
     async def _checkout(self) -> AsyncMontySession:
         """A started worker session. A process monty kept idle may have been killed meanwhile
@@ -188,3 +223,8 @@ class WorkerPool:
             for owner in list(self._attached):
                 if owner.is_idle and owner.last_used < cutoff:
                     await owner.hibernate()
+
+
+def _party(tenant: Tenant) -> str:
+    """A tenant's party; one without a name is a party of its own."""
+    return tenant.party or f"tenant-{id(tenant)}"

@@ -87,9 +87,12 @@ class AnalysisSession:
             on_state=_weak(self._interpreter_changed),
             prelude=PRELUDE,
             admit=_weak(self._admit_state),
+            party=self.party,
         )
         self.fs = DocumentsFS(self.corpus)
-        self.host = HostFunctions(self.corpus, self.kb.settings.search.sandbox_limit, _weak(self._record_search))
+        self.host = HostFunctions(
+            self.corpus, self.kb.settings.search.sandbox_limit, _weak(self._record_search), self.party
+        )
         return self
 
     async def close(self) -> None:
@@ -104,6 +107,12 @@ class AnalysisSession:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+    @property
+    def party(self) -> str:
+        """Whom this session's calls run for, the unit shared workers and the renderer are fair to:
+        its bearer token's principal (all of one token's sessions are one party), else itself."""
+        return f"principal:{self.owner}" if self.owner else f"session:{self.id}"
 
     def notify(self, text: str) -> None:
         """A note for the client, shown before the stderr of the next execution."""

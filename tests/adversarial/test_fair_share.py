@@ -1,0 +1,146 @@
+"""One client cannot take what every client shares: the interpreter workers and the chart renderer.
+
+Eighth hostile round: a bearer token running `while True: pass` in as many sessions as there are
+workers locked every other token out of execute_code for as long as it kept going; a session
+queuing ten charts that each run to `charts.render_timeout` made another session's one-bar
+chart give up ("the chart renderer is busy"). Real monty workers and the real renderer process.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from mcp_analysis.corpus import KnowledgeBase
+from mcp_analysis.errors import SandboxError
+from mcp_analysis.sandbox.pool import WorkerPool
+from mcp_analysis.session.analysis import AnalysisSession
+from tests.conftest import make_settings
+
+pytestmark = pytest.mark.anyio
+
+SPIN = "while True:\n    pass"
+
+
+async def test_one_principal_running_code_in_every_session_leaves_a_worker_for_another(
+    sample_db: Path, tmp_path: Path
+) -> None:
+    settings = make_settings(
+        sample_db,
+        sessions={"dir": tmp_path / "sessions"},
+        sandbox={"workers": 2, "code_timeout": 4, "checkout_timeout": 1.5},
+    )
+    kb = await KnowledgeBase.open(settings)
+    try:
+        async with WorkerPool(settings.sandbox) as pool:
+            alice = [await AnalysisSession(kb, pool=pool, owner="alice").start() for _ in range(3)]
+            bob = await AnalysisSession(kb, pool=pool, owner="bob").start()
+            for session in alice:  # each keeps a worker while idle (the third takes one back)
+                assert (await session.execute("x = 1")).success
+            spun: list[str] = []
+
+            async def spin(session: AnalysisSession) -> None:
+                try:
+                    spun.append((await session.execute(SPIN)).error or "")
+                except SandboxError as exc:  # the tool turns it into the call's error
+                    spun.append(str(exc))
+
+            async with anyio.create_task_group() as tg:
+                for session in alice:
+                    tg.start_soon(spin, session)
+                await anyio.sleep(0.5)
+                started = time.monotonic()
+                answer = await bob.execute("1 + 1")
+                waited = time.monotonic() - started
+            assert answer.success and answer.value == "2", answer.error
+            assert waited < 3.0, f"bob waited {waited:.1f} s for a worker"  # alice's loop runs 4 s
+            errors = sorted(spun)
+            assert sum("sandbox.code_timeout" in e for e in errors) == 1, errors  # alice ran one loop
+            kept_back = [e for e in errors if "kept for other clients" in e]
+            assert len(kept_back) == 2, errors  # her others waited, then were told why
+            assert "1 of the 2 interpreter workers are running this client's other calls" in kept_back[0]
+            # Nothing was lost: her sessions keep their variables and run again once her loop ended.
+            assert all([(await s.execute("x")).value == "1" for s in alice])
+            for session in (*alice, bob):
+                await session.close()
+    finally:
+        await kb.close()
+
+
+async def test_sessions_without_a_principal_are_parties_of_their_own(sample_db: Path, tmp_path: Path) -> None:
+    """The rule keeps a worker for *another* client: two anonymous sessions use both workers."""
+    settings = make_settings(
+        sample_db, sessions={"dir": tmp_path / "sessions"}, sandbox={"workers": 2, "code_timeout": 2}
+    )
+    kb = await KnowledgeBase.open(settings)
+    try:
+        async with WorkerPool(settings.sandbox) as pool:
+            one, two = [await AnalysisSession(kb, pool=pool).start() for _ in range(2)]
+            spun: list[Any] = []
+
+            async def spin(session: AnalysisSession) -> None:
+                spun.append(await session.execute(SPIN))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(spin, one)
+                tg.start_soon(spin, two)
+            assert [("sandbox.code_timeout" in (r.error or "")) for r in spun] == [True, True], spun
+            await one.close()
+            await two.close()
+    finally:
+        await kb.close()
+
+
+SLOW_CHARTS = """
+import asyncio
+spec = {"data": {"values": [{"a": i} for i in range(2000)]},
+        "transform": [{"calculate": "length(sequence(0, 1000000))", "as": "n"}],
+        "mark": "bar", "encoding": {"x": {"field": "n", "type": "quantitative", "aggregate": "sum"}}}
+async def one():
+    try:
+        await chart(spec)
+        return "drawn"
+    except Exception as exc:
+        return type(exc).__name__
+await asyncio.gather(*[one() for _ in range(10)])
+"""
+ONE_BAR = 'await chart({"data": {"values": [{"a": 1}]}, "mark": "bar", "encoding": {"x": {"field": "a"}}})'
+
+
+async def test_a_session_queuing_slow_charts_cannot_starve_anothers_chart(sample_db: Path, tmp_path: Path) -> None:
+    settings = make_settings(
+        sample_db,
+        sessions={"dir": tmp_path / "sessions"},
+        charts={"render_timeout": 2.0},
+        sandbox={"code_timeout": 2.0},  # the call ends (cancelled) with charts still in line
+    )
+    kb = await KnowledgeBase.open(settings)
+    try:
+        async with AnalysisSession(kb) as attacker, AnalysisSession(kb) as victim:
+            assert (await victim.execute(ONE_BAR)).success  # the renderer is started and warm
+            results: dict[str, Any] = {}
+
+            async def attack() -> None:
+                results["attack"] = await attacker.execute(SLOW_CHARTS)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(attack)
+                await anyio.sleep(1.0)  # the first slow chart renders, nine wait
+                started = time.monotonic()
+                drawn = await victim.execute(ONE_BAR)
+                waited = time.monotonic() - started
+            assert drawn.success, drawn.error
+            assert waited < 2.0 + 1.5, f"the one-bar chart waited {waited:.1f} s"  # the render in progress, then it
+            # The attacking call ran out of time with charts still waiting: they left the line, so
+            # its own next chart is drawn at once rather than after its abandoned ones.
+            assert "sandbox.code_timeout" in (results["attack"].error or ""), results["attack"]
+            started = time.monotonic()
+            again = await attacker.execute(ONE_BAR)
+            assert again.success, again.error
+            assert time.monotonic() - started < 2.0 + 1.5
+    finally:
+        await kb.close()
