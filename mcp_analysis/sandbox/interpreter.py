@@ -86,6 +86,10 @@ class Interpreter:
         return not self._lock.locked()
 
     @property
+    def reload_bytes(self) -> int:
+        return len(self.state) if self.state is not None else 0
+
+    @property
     def attached(self) -> bool:
         """Holds a worker now (false while hibernated)."""
         return self._session is not None
@@ -149,18 +153,34 @@ class Interpreter:
                 extra=TO_HOST,
             )
             await self._detach()
-        session = await self.pool.acquire(self)
+        # Held from here on: whatever ends this method early (a cancelled call, a worker that will
+        # not start) gives the worker back through _detach, so the pool never counts a worker that
+        # no interpreter holds.
+        self._session = await self.pool.acquire(self)
         self._spent = 0
+        try:
+            await self._restore()
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self._detach()
+            raise
+        assert self._session is not None
+        self._liveness = WorkerLiveness(self._session.worker_pid)
+        return self._session
+
+    async def _restore(self) -> None:
+        """Load the saved state into the worker just taken (another worker if one dies meanwhile),
+        or run the prelude in a fresh interpreter."""
         for attempt in range(_RESTORE_ATTEMPTS if self.state is not None else 0):
-            assert self.state is not None
+            assert self.state is not None and self._session is not None
             try:
-                await session.load_session(self.state)
+                await self._session.load_session(self.state)
                 break
             except Exception as exc:
                 # A worker that dies while loading (SIGKILL, OOM killer) says nothing about the
                 # state: try a fresh worker. Only a state no healthy worker loads is dropped.
-                await self.pool.release(self, session)
-                session = await self.pool.acquire(self)
+                await self._detach()
+                self._session = await self.pool.acquire(self)
                 if attempt + 1 < _RESTORE_ATTEMPTS:
                     log.warning("Restoring interpreter state failed (%s); retrying on a fresh worker", exc)
                     continue
@@ -171,13 +191,11 @@ class Interpreter:
                     "The interpreter started empty for this call.\n"
                 )
         if self.state is None and self.prelude:
+            assert self._session is not None
             try:
-                await session.feed_run(self.prelude, print_callback=lambda stream, text: None)
+                await self._session.feed_run(self.prelude, print_callback=lambda stream, text: None)
             except Exception as exc:  # the plain host functions still answer search()/list_documents()
                 log.warning("Could not run the sandbox prelude: %s", exc)
-        self._session = session
-        self._liveness = WorkerLiveness(session.worker_pid)
-        return session
 
     async def _detach(self) -> None:
         session, self._session = self._session, None

@@ -1,9 +1,11 @@
 """A fixed set of monty worker processes shared by any number of interpreters.
 
 An interpreter keeps its worker between calls (a warm call costs ~0.2 ms). When a
-worker is needed and none is free, the least recently used *idle* interpreter is
-hibernated: its state is already dumped after every call, so it just hands the
-worker back and reloads its state on its next call. Idle interpreters also give
+worker is needed and none is free, an *idle* interpreter is hibernated: the caller's own
+party's first, then the one with the smallest state to reload, then the least recently used
+(so a client's cheap calls cannot make another client reload tens of MB on every call). Its
+state is already dumped after every call, so it just hands the worker back and reloads its
+state on its next call. Idle interpreters also give
 their worker back after ``sandbox.idle_release_seconds``. Checkout waits are
 bounded: when every worker is busy running code, the caller gets a clear error.
 
@@ -49,6 +51,11 @@ class Tenant(Protocol):
     @property
     def party(self) -> str:
         """Whom its calls run for (a principal or a session): the unit the pool is fair to."""
+        ...
+
+    @property
+    def reload_bytes(self) -> int:
+        """Size of the state it reloads when it takes a worker again (what hibernating it costs)."""
         ...
 
     @property
@@ -121,12 +128,15 @@ class WorkerPool:
     async def acquire(self, owner: Tenant) -> AsyncMontySession:
         """A fresh worker session for `owner` (hibernating an idle interpreter if needed)."""
         deadline = time.monotonic() + self.settings.checkout_timeout
+        asked: set[Tenant] = set()  # idle tenants asked to hibernate: one that gave nothing back is not asked again
         # Single event loop: no await between the capacity check and taking the slot.
         while not (self._in_use < self.size and self.may_run(owner)):
-            victim = next((o for o in self._attached if o is not owner and o.is_idle), None)
-            if victim is not None and self.may_run(owner):
+            victim = self._victim(owner, asked) if self.may_run(owner) else None
+            if victim is not None:
+                asked.add(victim)
                 await victim.hibernate()
                 self.hibernations += 1
+                await anyio.lowlevel.checkpoint()  # never a loop that does not yield
                 continue
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -157,10 +167,20 @@ class WorkerPool:
         party = _party(owner)
         return free > 1 or self.size == 1 or all(_party(o) != party for o in running)
 
+    def _victim(self, owner: Tenant, asked: set[Tenant]) -> Tenant | None:
+        """The idle interpreter whose worker `owner` takes: one of its own party's first (a client
+        taking its own idle worker back costs no one else a reload), then the one whose state is the
+        cheapest to reload, then the least recently used."""
+        idle = [o for o in self._attached if o is not owner and o.is_idle and o not in asked]
+        party = _party(owner)
+        order = {o: n for n, o in enumerate(idle)}  # _attached is kept in least recently used order
+        return min(idle, key=lambda o: (_party(o) != party, o.reload_bytes, order[o]), default=None)
+
     def _busy_message(self, owner: Tenant) -> str:
         party = _party(owner)
-        own = sum(1 for o in self._attached if o is not owner and not o.is_idle and _party(o) == party)
-        if own and own < self.size:
+        running = [o for o in (*self._attached, *self._starting) if o is not owner and not o.is_idle]
+        own = sum(1 for o in running if _party(o) == party)
+        if own and len(running) == self.size - 1:
             return (
                 f"{own} of the {self.size} interpreter workers are running this client's other calls, and the "
                 "last one is kept for other clients; try again when one of those calls has ended "
