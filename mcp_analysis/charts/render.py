@@ -9,11 +9,13 @@ without charts. The child starts on the first chart (2-6 s with the engine's
 first render), so a server that never draws a chart never pays for it.
 
 Requests are served one at a time (one child), in turns by party (charts/turns.py: one
-client's ten slow charts cannot make another's wait ten timeouts); the blocking pipe I/O
-runs in a worker thread so the event loop never waits on it, and works from any event
-loop. A caller that is cancelled stops waiting at once and leaves the line; a render it
-already started still ends within its timeout. A child that dies of a signal is named by its cause (`died`): out
-of memory under `charts.renderer_memory_mb` (SIGABRT, SIGTRAP), or killed, not "exit -6".
+client's ten slow charts cannot make another's wait ten timeouts). A chart waits for its turn
+on the event loop (it polls its ticket: no thread is held, so gathered charts cannot take the
+threads other work runs in); only its render runs in a worker thread, so the event loop never
+waits on the pipe, from any event loop. A caller that is cancelled stops waiting at once and
+leaves the line; a render it already started still ends within its timeout. A child that dies
+of a signal is named by its cause (`died`): out of memory under `charts.renderer_memory_mb`
+(SIGABRT, SIGTRAP), or killed, not "exit -6".
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ import anyio
 
 from mcp_analysis.charts.limits import ChartSettings
 from mcp_analysis.charts.spec import CheckedSpec
-from mcp_analysis.charts.turns import Ticket, Turns
+from mcp_analysis.charts.turns import Turns
 from mcp_analysis.charts.worker import HEADER
 from mcp_analysis.errors import ChartError
 
@@ -44,6 +46,7 @@ log = logging.getLogger(__name__)
 
 RECYCLE_RSS_MB = 400  # a child that grew past this (a large chart) is replaced after its render
 _QUEUE_FACTOR = 3  # a caller waits at most this many render timeouts for its turn
+_TURN_POLL = 0.02  # seconds between looks at a waiting ticket (a render takes 0.1-20 s)
 
 
 @dataclass(frozen=True)
@@ -76,11 +79,25 @@ class ChartRenderer:
         # The checked text as it is (the spec is not serialized again): JSON of at most charts.max_spec_kb.
         limits = json.dumps({"max_size_px": self.settings.max_size_px, "max_png_bytes": self.settings.max_png_bytes})
         request = ('{"spec":' + checked.text + "," + limits[1:]).encode()
+        waited = self.settings.render_timeout * _QUEUE_FACTOR
+        deadline = time.monotonic() + waited
         ticket = self._turns.ticket(party)
         try:
-            return await anyio.to_thread.run_sync(self._render_blocking, request, ticket, abandon_on_cancel=True)
-        except anyio.get_cancelled_exc_class():
-            self._turns.abandon(ticket)  # not drawn for nobody once its turn comes
+            while not self._turns.claim(ticket):
+                if time.monotonic() >= deadline:
+                    raise RendererUnavailable(
+                        f"chart(): the chart renderer is busy with other charts (waited {waited:g} s); try again."
+                    )
+                await anyio.sleep(_TURN_POLL)
+        except BaseException:
+            self._turns.abandon(ticket)  # cancelled or gave up: never drawn for nobody
+            raise
+        hand = _Handover()
+        try:
+            return await anyio.to_thread.run_sync(self._render_held, request, hand, abandon_on_cancel=True)
+        except BaseException:
+            if hand.withdraw():  # cancelled before its thread started: the turn goes back here
+                self._turns.leave()
             raise
 
     def close(self) -> None:
@@ -94,13 +111,12 @@ class ChartRenderer:
 
     # ------------------------------------------------------------------ the child process
 
-    def _render_blocking(self, request: bytes, ticket: Ticket) -> RenderedChart:
+    def _render_held(self, request: bytes, hand: _Handover) -> RenderedChart:
+        """Render in the turn the caller holds, and give the turn back (in this thread, so a caller
+        cancelled meanwhile cannot start the next render while this one runs)."""
+        if not hand.start():
+            raise RendererUnavailable("chart(): the call ended before its chart was drawn")
         timeout = self.settings.render_timeout
-        if not self._turns.enter(ticket, timeout * _QUEUE_FACTOR):
-            raise RendererUnavailable(
-                f"chart(): the chart renderer is busy with other charts (waited {timeout * _QUEUE_FACTOR:g} s); "
-                "try again."
-            )
         try:
             self._cancel_idle_timer()
             started = time.perf_counter()
@@ -192,6 +208,27 @@ class ChartRenderer:
                 self.stop()
             finally:
                 self._turns.leave()
+
+
+class _Handover:
+    """Who gives a held turn back: the render thread once it starts, or the caller if it was
+    cancelled before the thread started (exactly one of them, decided under a lock)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._state = "waiting"
+
+    def start(self) -> bool:
+        with self._lock:
+            if self._state == "waiting":
+                self._state = "started"
+            return self._state == "started"
+
+    def withdraw(self) -> bool:
+        with self._lock:
+            if self._state == "waiting":
+                self._state = "withdrawn"
+            return self._state == "withdrawn"
 
 
 class RendererUnavailable(ChartError):

@@ -3,10 +3,15 @@
 The renderer draws one chart at a time, and a chart may run to `charts.render_timeout`. With one
 first-come line, a client that queues its call's ten slow charts (`asyncio.gather`) would make
 every other client's one-bar chart wait up to ten timeouts and give up. Here each waiting render
-belongs to a party (the token's principal, else the session): the next render is the oldest one
-of the party served least recently, so another client waits for the render in progress and at
-most one render of each other waiting party. A waiter whose call was cancelled (its code timed
-out) leaves the line instead of rendering for nobody.
+belongs to a party (the token's principal, else the session), and the next render is the oldest
+one of the party served least recently; a party never served counts as served when its first
+ticket joined the line, so a stream of new parties (anonymous sessions are one each) cannot
+jump ahead of a client served before they came. Another client waits for the render in progress
+and at most one render of each party that was waiting before it. A ticket whose caller gave up
+(its call was cancelled or timed out) leaves the line instead of rendering for nobody.
+
+Thread-safe: tickets are taken and claimed on the event loop (`claim` never blocks, so waiting
+for a turn holds no thread), and the render thread gives the resource back (`leave`).
 """
 
 from __future__ import annotations
@@ -15,9 +20,9 @@ import itertools
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-_REMEMBERED = 4096  # parties whose last turn is remembered (a forgotten one counts as never served)
+_REMEMBERED = 4096  # parties whose last turn is remembered (a forgotten one ranks as a newcomer)
 
 
 @dataclass(eq=False)
@@ -26,56 +31,59 @@ class Ticket:
 
     party: str
     number: int
-    abandoned: threading.Event = field(default_factory=threading.Event)
+    arrived: int  # the turns given before it joined the line: its party's rank if never served
+    left: bool = False
 
 
 class Turns:
-    """A fair lock for one resource, held by one ticket at a time (blocking: call from threads)."""
+    """A fair lock for one resource, held by one ticket at a time."""
 
     def __init__(self) -> None:
         self._changed = threading.Condition()
         self._held = False
         self._waiting: list[Ticket] = []
-        self._served: OrderedDict[str, int] = OrderedDict()  # party -> the number of its last turn
+        self._served: OrderedDict[str, int] = OrderedDict()  # party -> the turn it was last given
         self._numbers = itertools.count()
-        self._turns = itertools.count(1)
+        self._given = 0  # turns given so far
 
     def ticket(self, party: str) -> Ticket:
-        return Ticket(party, next(self._numbers))
+        """Join the line."""
+        with self._changed:
+            ticket = Ticket(party, next(self._numbers), self._given)
+            self._waiting.append(ticket)
+            return ticket
+
+    def claim(self, ticket: Ticket) -> bool:
+        """Hold the resource if it is `ticket`'s turn now; never waits."""
+        with self._changed:
+            if self._held or ticket.left or self._next() is not ticket:
+                return False
+            self._take(ticket)
+            return True
 
     def enter(self, ticket: Ticket, timeout: float) -> bool:
-        """Wait for `ticket`'s turn and hold the resource: False if `timeout` passed first or the
-        ticket was abandoned (then it has left the line)."""
+        """Wait (blocking the thread) for `ticket`'s turn and hold the resource; False, and the
+        ticket out of the line, if `timeout` passed first."""
         deadline = time.monotonic() + timeout
         with self._changed:
-            self._waiting.append(ticket)
-            try:
-                while self._held or self._next() is not ticket:
-                    left = deadline - time.monotonic()
-                    if ticket.abandoned.is_set() or left <= 0:
-                        return False
-                    self._changed.wait(left)
-                if ticket.abandoned.is_set():
+            while self._held or ticket.left or self._next() is not ticket:
+                left = deadline - time.monotonic()
+                if ticket.left or left <= 0:
+                    self._drop(ticket)
                     return False
-                self._held = True
-                self._served[ticket.party] = next(self._turns)
-                self._served.move_to_end(ticket.party)
-                while len(self._served) > _REMEMBERED:
-                    self._served.popitem(last=False)
-                return True
-            finally:
-                self._waiting.remove(ticket)
-                self._changed.notify_all()  # the line changed: another ticket may be next now
-
-    def leave(self) -> None:
-        with self._changed:
-            self._held = False
-            self._changed.notify_all()
+                self._changed.wait(left)
+            self._take(ticket)
+            return True
 
     def abandon(self, ticket: Ticket) -> None:
-        """The caller stopped waiting (cancelled): the ticket leaves the line at once."""
+        """The caller stopped waiting: the ticket leaves the line at once (no-op once it held)."""
         with self._changed:
-            ticket.abandoned.set()
+            self._drop(ticket)
+
+    def leave(self) -> None:
+        """Give the resource back: the next ticket's turn."""
+        with self._changed:
+            self._held = False
             self._changed.notify_all()
 
     def try_enter(self) -> bool:
@@ -86,6 +94,21 @@ class Turns:
             self._held = True
             return True
 
+    def _take(self, ticket: Ticket) -> None:
+        self._held = True
+        self._waiting.remove(ticket)
+        self._given += 1
+        self._served[ticket.party] = self._given
+        self._served.move_to_end(ticket.party)
+        while len(self._served) > _REMEMBERED:
+            self._served.popitem(last=False)
+        self._changed.notify_all()
+
+    def _drop(self, ticket: Ticket) -> None:
+        ticket.left = True
+        if ticket in self._waiting:
+            self._waiting.remove(ticket)
+        self._changed.notify_all()
+
     def _next(self) -> Ticket | None:
-        live = [t for t in self._waiting if not t.abandoned.is_set()]
-        return min(live, key=lambda t: (self._served.get(t.party, 0), t.number), default=None)
+        return min(self._waiting, key=lambda t: (self._served.get(t.party, t.arrived), t.number), default=None)
