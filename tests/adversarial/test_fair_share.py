@@ -95,6 +95,96 @@ async def test_sessions_without_a_principal_are_parties_of_their_own(sample_db: 
         await kb.close()
 
 
+async def test_a_busy_pool_is_called_busy_when_another_client_holds_the_last_worker(
+    sample_db: Path, tmp_path: Path
+) -> None:
+    """Nothing is "kept for other clients" when another client is using it: the message says busy."""
+    settings = make_settings(
+        sample_db,
+        sessions={"dir": tmp_path / "sessions"},
+        sandbox={"workers": 2, "code_timeout": 2.5, "checkout_timeout": 0.5},
+    )
+    kb = await KnowledgeBase.open(settings)
+    try:
+        async with WorkerPool(settings.sandbox) as pool:
+            alice, alice_again = [await AnalysisSession(kb, pool=pool, owner="alice").start() for _ in range(2)]
+            bob = await AnalysisSession(kb, pool=pool, owner="bob").start()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(alice.execute, SPIN)
+                tg.start_soon(bob.execute, SPIN)
+                await anyio.sleep(1.0)
+                with pytest.raises(SandboxError) as refused:
+                    await alice_again.execute("1")
+            assert str(refused.value).startswith("All 2 interpreter workers are busy running code"), refused.value
+            for session in (alice, alice_again, bob):
+                await session.close()
+    finally:
+        await kb.close()
+
+
+BIG_STATE = "rows = [str(i) * 20 for i in range(400_000)]"  # ~55 MB kept: its reload takes ~0.3 s
+
+
+async def test_a_call_cancelled_while_its_state_reloads_gives_its_worker_back(sample_db: Path, tmp_path: Path) -> None:
+    """Eighth hostile round (HIGH): the worker taken for the reload stayed counted with no
+    interpreter holding it, and the next checkout spun the event loop forever (every client hung)."""
+    settings = make_settings(
+        sample_db,
+        sessions={"dir": tmp_path / "sessions", "persist": False},
+        sandbox={"workers": 2, "code_timeout": 10, "checkout_timeout": 3},
+    )
+    kb = await KnowledgeBase.open(settings)
+    try:
+        async with WorkerPool(settings.sandbox) as pool:
+            attacker, one, two = [await AnalysisSession(kb, pool=pool).start() for _ in range(3)]
+            assert (await attacker.execute(BIG_STATE)).success
+            assert attacker.interpreter is not None
+            await attacker.interpreter.hibernate()  # as idle release or another client's checkout does
+            assert (pool.in_use, pool.attached) == (0, 0)
+            with anyio.move_on_after(0.1) as scope:  # the client cancels while the state reloads
+                await attacker.execute("len(rows)")
+            assert scope.cancelled_caught
+            assert (pool.in_use, pool.attached) == (0, 0), (pool.in_use, pool.attached)
+            with anyio.fail_after(20):  # the event loop still turns: other clients are answered
+                assert (await one.execute("1")).value == "1"
+                assert (await two.execute("2")).value == "2"
+                kept = await attacker.execute("len(rows)")
+            assert kept.success and kept.value == "400000", kept  # the cancelled call lost nothing
+            for session in (attacker, one, two):
+                await session.close()
+    finally:
+        await kb.close()
+
+
+async def test_a_clients_cheap_calls_take_back_its_own_idle_worker_not_anothers(
+    sample_db: Path, tmp_path: Path
+) -> None:
+    """Eighth hostile round: one token calling `1` from two sessions between another client's
+    calls made that client reload its 55 MB state every time (0.9 ms -> 330-390 ms a call)."""
+    settings = make_settings(
+        sample_db,
+        sessions={"dir": tmp_path / "sessions", "persist": False},
+        sandbox={"workers": 2, "code_timeout": 30, "max_state_mb": 200},
+    )
+    kb = await KnowledgeBase.open(settings)
+    try:
+        async with WorkerPool(settings.sandbox) as pool:
+            victim = await AnalysisSession(kb, pool=pool, owner="victim").start()
+            mallory = [await AnalysisSession(kb, pool=pool, owner="mallory").start() for _ in range(2)]
+            anonymous = await AnalysisSession(kb, pool=pool).start()  # another party, a small state
+            assert (await victim.execute(BIG_STATE)).success
+            assert victim.interpreter is not None
+            for _ in range(3):
+                for session in (*mallory, anonymous):
+                    assert (await session.execute("1")).success
+                    assert victim.interpreter.attached  # her own idle worker, or the small state's
+                assert (await victim.execute("len(rows)")).value == "400000"
+            for session in (victim, *mallory, anonymous):
+                await session.close()
+    finally:
+        await kb.close()
+
+
 SLOW_CHARTS = """
 import asyncio
 spec = {"data": {"values": [{"a": i} for i in range(2000)]},
@@ -130,6 +220,8 @@ async def test_a_session_queuing_slow_charts_cannot_starve_anothers_chart(sample
             async with anyio.create_task_group() as tg:
                 tg.start_soon(attack)
                 await anyio.sleep(1.0)  # the first slow chart renders, nine wait
+                # ... on the event loop, not in threads: other work's threads stay free.
+                assert anyio.to_thread.current_default_thread_limiter().borrowed_tokens <= 1
                 started = time.monotonic()
                 drawn = await victim.execute(ONE_BAR)
                 waited = time.monotonic() - started
