@@ -128,14 +128,15 @@ class WorkerPool:
     async def acquire(self, owner: Tenant) -> AsyncMontySession:
         """A fresh worker session for `owner` (hibernating an idle interpreter if needed)."""
         deadline = time.monotonic() + self.settings.checkout_timeout
-        asked: set[Tenant] = set()  # idle tenants asked to hibernate: one that gave nothing back is not asked again
+        stuck: set[Tenant] = set()  # asked to hibernate and gave nothing back: not asked again
         # Single event loop: no await between the capacity check and taking the slot.
         while not (self._in_use < self.size and self.may_run(owner)):
-            victim = self._victim(owner, asked) if self.may_run(owner) else None
+            victim = self._victim(owner, stuck) if self.may_run(owner) else None
             if victim is not None:
-                asked.add(victim)
                 await victim.hibernate()
                 self.hibernations += 1
+                if victim in self._attached:
+                    stuck.add(victim)
                 await anyio.lowlevel.checkpoint()  # never a loop that does not yield
                 continue
             remaining = deadline - time.monotonic()
@@ -167,11 +168,11 @@ class WorkerPool:
         party = _party(owner)
         return free > 1 or self.size == 1 or all(_party(o) != party for o in running)
 
-    def _victim(self, owner: Tenant, asked: set[Tenant]) -> Tenant | None:
+    def _victim(self, owner: Tenant, stuck: set[Tenant]) -> Tenant | None:
         """The idle interpreter whose worker `owner` takes: one of its own party's first (a client
         taking its own idle worker back costs no one else a reload), then the one whose state is the
         cheapest to reload, then the least recently used."""
-        idle = [o for o in self._attached if o is not owner and o.is_idle and o not in asked]
+        idle = [o for o in self._attached if o is not owner and o.is_idle and o not in stuck]
         party = _party(owner)
         order = {o: n for n, o in enumerate(idle)}  # _attached is kept in least recently used order
         return min(idle, key=lambda o: (_party(o) != party, o.reload_bytes, order[o]), default=None)
