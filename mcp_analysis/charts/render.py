@@ -94,20 +94,25 @@ class ChartRenderer:
             raise
         hand = _Handover()
         try:
-            return await anyio.to_thread.run_sync(self._render_held, request, hand, abandon_on_cancel=True)
+            # Its own thread budget: the one render holding the turn never waits for a thread that
+            # searches and session saves hold (the default limiter's 40).
+            return await anyio.to_thread.run_sync(
+                self._render_held, request, hand, abandon_on_cancel=True, limiter=anyio.CapacityLimiter(1)
+            )
         except BaseException:
             if hand.withdraw():  # cancelled before its thread started: the turn goes back here
                 self._turns.leave()
             raise
 
     def close(self) -> None:
-        """Stop the child process (the next render starts a new one)."""
-        held = self._turns.enter(self._turns.ticket(""), self.settings.render_timeout * _QUEUE_FACTOR)
+        """Stop the child process once no render runs (the next render starts a new one). Blocks:
+        call it from a thread, or where no chart is being drawn."""
+        if not self._turns.enter(self._turns.ticket(""), self.settings.render_timeout * _QUEUE_FACTOR):
+            return  # a render still runs past its timeout: it stops the child itself
         try:
             self.stop()
         finally:
-            if held:
-                self._turns.leave()
+            self._turns.leave()
 
     # ------------------------------------------------------------------ the child process
 
@@ -203,11 +208,13 @@ class ChartRenderer:
             self._idle_timer = None
 
     def _stop_if_idle(self) -> None:
-        if self._turns.try_enter():  # busy or awaited means not idle: the render reschedules
+        if self._turns.try_enter():
             try:
                 self.stop()
             finally:
                 self._turns.leave()
+        elif not self._turns.held:  # charts waiting, none drawn yet: they may all give up, so look again
+            self._schedule_idle_stop()
 
 
 class _Handover:

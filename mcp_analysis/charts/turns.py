@@ -4,11 +4,13 @@ The renderer draws one chart at a time, and a chart may run to `charts.render_ti
 first-come line, a client that queues its call's ten slow charts (`asyncio.gather`) would make
 every other client's one-bar chart wait up to ten timeouts and give up. Here each waiting render
 belongs to a party (the token's principal, else the session), and the next render is the oldest
-one of the party served least recently; a party never served counts as served when its first
-ticket joined the line, so a stream of new parties (anonymous sessions are one each) cannot
-jump ahead of a client served before they came. Another client waits for the render in progress
-and at most one render of each party that was waiting before it. A ticket whose caller gave up
-(its call was cancelled or timed out) leaves the line instead of rendering for nobody.
+one of the party served least recently. A ticket ranks by when its party was last served, but
+never earlier than just before it joined the line (a party never served ranks as served then):
+so neither new parties (anonymous sessions are one each) nor parties served long ago can jump
+ahead of a ticket that was waiting before theirs joined. A chart waits for the render in progress
+and at most one render of each party whose ticket joined the line before it; parties waiting
+together take turns. A ticket whose caller gave up (its call was cancelled or timed out) leaves
+the line instead of rendering for nobody.
 
 Thread-safe: tickets are taken and claimed on the event loop (`claim` never blocks, so waiting
 for a turn holds no thread), and the render thread gives the resource back (`leave`).
@@ -86,6 +88,10 @@ class Turns:
             self._held = False
             self._changed.notify_all()
 
+    @property
+    def held(self) -> bool:
+        return self._held
+
     def try_enter(self) -> bool:
         """Hold the resource now if no one holds it or waits for it (the idle check)."""
         with self._changed:
@@ -111,4 +117,7 @@ class Turns:
         self._changed.notify_all()
 
     def _next(self) -> Ticket | None:
-        return min(self._waiting, key=lambda t: (self._served.get(t.party, t.arrived), t.number), default=None)
+        return min(self._waiting, key=self._rank, default=None)
+
+    def _rank(self, ticket: Ticket) -> tuple[int, int]:
+        return max(self._served.get(ticket.party, ticket.arrived), ticket.arrived - 1), ticket.number

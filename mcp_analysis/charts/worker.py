@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import re
 import sys
 from typing import Any, BinaryIO
 
 HEADER = 4
-_NUMBER = rb"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|Infinity"  # Vega writes 1e21 and past as 1e+21
+# Vega writes 1e21 and past as 1e+21, and NaN or Infinity for a size it cannot compute (a step of 1e308)
+_NUMBER = rb"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?Infinity|NaN"
 _SIZE = re.compile(rb'<svg[^>]*?\swidth="(' + _NUMBER + rb')"[^>]*?\sheight="(' + _NUMBER + rb')"', re.S)
 PNG_COLORS = 256  # charts use few colours: a palette keeps antialiasing and is ~8x smaller than RGBA
 
@@ -66,9 +68,13 @@ def render(request: dict[str, Any]) -> Reply:
     width, height = svg_size(svg)
     most = request["max_size_px"]
     if not (width <= most and height <= most):  # also NaN
+        if math.isfinite(width) and math.isfinite(height):
+            size = f"would be {_pixels(width)}x{_pixels(height)} pixels"
+        else:
+            size = f"has no finite size (Vega computed {width:g} x {height:g} pixels)"
         return refusal(
-            f"the chart would be {_pixels(width)}x{_pixels(height)} pixels; at most {most}x{most} "
-            "(charts.max_size_px). Set a smaller width/height, or show fewer categories or facets."
+            f"the chart {size}; at most {most}x{most} (charts.max_size_px). Set a smaller width/height "
+            "(or step), or show fewer categories or facets."
         )
     png = _palette_png(vl_convert.svg_to_png(svg))
     if len(png) > request["max_png_bytes"]:

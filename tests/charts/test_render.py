@@ -170,6 +170,14 @@ async def test_a_chart_larger_than_allowed_is_refused_before_it_is_rasterized(re
         with pytest.raises(ChartError, match=r"at most 2000x2000 \(charts.max_size_px\)") as refused:
             await renderer.render(checked({**BAR, "width": huge}))
         assert f"would be {shown}" in str(refused.value), refused.value
+    # Steps so large that Vega writes a size in exponent notation, NaN or Infinity: still refused
+    # by the setting (NaN and Infinity as a size that is not finite).
+    messages = []
+    for step in (1e308, -1e308, 1e300):
+        with pytest.raises(ChartError, match=r"at most 2000x2000 \(charts.max_size_px\)") as refused:
+            await renderer.render(checked({**BAR, "width": {"step": step}}))
+        messages.append(str(refused.value))
+    assert any("has no finite size" in m for m in messages), messages
     assert (await renderer.render(checked(TINY))).width > 0
 
 

@@ -94,3 +94,19 @@ def test_a_blocking_wait_gets_its_turn_when_the_holder_leaves() -> None:
     thread.join(5)
     assert got == [True]
     assert not turns.try_enter()  # b holds it now
+
+
+def test_parties_served_long_ago_never_jump_ahead_of_a_ticket_waiting_before_theirs() -> None:
+    """Twenty anonymous sessions that each drew a cheap chart earlier, then queue slow ones after
+    the client's chart joined the line: the client's goes first (the review of round 8b)."""
+    turns = Turns()
+    for n in range(20):  # the warm-up: each served once, long before
+        assert turns.claim(turns.ticket(f"anon-{n}"))
+        turns.leave()
+    assert turns.claim(turns.ticket("client"))
+    turns.leave()
+    assert turns.claim(turns.ticket("other"))  # renders now
+    waiting = turns.ticket("client")
+    later = [turns.ticket(f"anon-{n}") for n in range(20)]
+    order = served_in_order(turns, [*later, waiting])
+    assert order[0] is waiting, [t.party for t in order]
