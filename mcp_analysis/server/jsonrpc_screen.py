@@ -13,9 +13,10 @@ and HTTP:
   Unicode (a lone surrogate escape such as ``\\ud800``); ``id`` is echoed when it
   can be read, else ``null``;
 - ``-32602`` Invalid params — a well-formed request whose ``params`` is not an object, or
-  whose params no protocol version the SDK knows accepts for its method (a tool call without
+  whose params no protocol version of its era accepts for its method (a tool call without
   ``name``, ``logging/setLevel`` with a level that does not exist): the message names the
-  field and what it takes, where the SDK says only "Invalid request parameters".
+  field and what it takes, where the SDK says only "Invalid request parameters". The era is
+  the handshake versions, or the modern version the request's ``_meta`` states.
 
 Unknown methods (``-32601``) stay the SDK's.
 """
@@ -36,7 +37,7 @@ from mcp_types import (
     jsonrpc_message_adapter,
 )
 from mcp_types import methods as spec_methods
-from mcp_types.version import SUPPORTED_PROTOCOL_VERSIONS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 log = logging.getLogger(__name__)
@@ -114,11 +115,23 @@ def _screen(raw: bytes) -> bytes | None:
     return error_body(INVALID_REQUEST, f"Invalid Request: {reason}.", request_id)
 
 
+_VERSION_META = "io.modelcontextprotocol/protocolVersion"  # carried by every request of the modern era
+
+
 def _params_error(request: JSONRPCRequest) -> bytes | None:
-    """-32602 naming what is wrong, when no protocol version accepts the request's params for its
-    method (the SDK, checking them under the version in use, would refuse them without a word)."""
+    """-32602 naming what is wrong, when no protocol version of the request's era accepts its params
+    for its method (the SDK, checking them under the version in use, would refuse them without a
+    word). A method its era does not have is left to the SDK's -32601."""
+    meta = request.params.get("_meta") if isinstance(request.params, dict) else None
+    stated = meta.get(_VERSION_META) if isinstance(meta, dict) else None
+    if stated is None:
+        versions: tuple[str, ...] = HANDSHAKE_PROTOCOL_VERSIONS
+    elif stated in MODERN_PROTOCOL_VERSIONS:
+        versions = (stated,)
+    else:  # a version this SDK does not know: the SDK's own answer
+        return None
     refusals: list[list[str]] = []
-    for version in SUPPORTED_PROTOCOL_VERSIONS:
+    for version in versions:
         try:
             spec_methods.validate_client_request(request.method, version, request.params)
         except KeyError:  # not a method of this version
