@@ -13,7 +13,8 @@ One worker is kept for the others: a party (a bearer token's principal, else one
 already running code on a worker may not take the last worker no one is running code on, nor
 start running on a worker its interpreter kept. So one token running endless loops in many
 sessions holds at most all workers but one, and another client's call always finds a worker
-within `sandbox.checkout_timeout` (with `sandbox.workers` 1 there is nothing to keep).
+within `sandbox.checkout_timeout` (with `sandbox.workers` 1 there is nothing to keep;
+`sandbox.keep_worker_for_others: false` lets one client run code on every worker).
 
 The pool knows its tenants only as `Tenant`s (idle or not, when last used, how to
 hibernate): the interpreter depends on the pool, never the other way round.
@@ -166,7 +167,8 @@ class WorkerPool:
         if free <= 0:
             return False
         party = _party(owner)
-        return free > 1 or self.size == 1 or all(_party(o) != party for o in running)
+        keep = self.settings.keep_worker_for_others and self.size > 1
+        return free > 1 or not keep or all(_party(o) != party for o in running)
 
     def _victim(self, owner: Tenant, stuck: set[Tenant]) -> Tenant | None:
         """The idle interpreter whose worker `owner` takes: one of its own party's first (a client

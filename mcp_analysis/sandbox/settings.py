@@ -27,6 +27,13 @@ class SandboxSettings(BaseModel):
         20_000, ge=100, description="File reads, searches and other host calls allowed per call."
     )
     checkout_timeout: float = Field(30.0, gt=0, description="Seconds to wait for a free worker.")
+    keep_worker_for_others: bool = Field(
+        True,
+        description=(
+            "A client running code on a worker may not take the last worker no one runs code on: it is "
+            "kept for another client (off: one client may run code on every worker)."
+        ),
+    )
     idle_release_seconds: float = Field(
         30.0, ge=0, description="An idle session hands its worker back after this long."
     )

@@ -185,6 +185,32 @@ async def test_a_clients_cheap_calls_take_back_its_own_idle_worker_not_anothers(
         await kb.close()
 
 
+async def test_with_keep_worker_for_others_off_one_client_runs_on_every_worker(sample_db: Path, tmp_path: Path) -> None:
+    """`sandbox.keep_worker_for_others: false`: one user's parallel sessions under one token use both."""
+    settings = make_settings(
+        sample_db,
+        sessions={"dir": tmp_path / "sessions"},
+        sandbox={"workers": 2, "code_timeout": 2, "checkout_timeout": 0.5, "keep_worker_for_others": False},
+    )
+    kb = await KnowledgeBase.open(settings)
+    try:
+        async with WorkerPool(settings.sandbox) as pool:
+            one, two = [await AnalysisSession(kb, pool=pool, owner="alice").start() for _ in range(2)]
+            spun: list[Any] = []
+
+            async def spin(session: AnalysisSession) -> None:
+                spun.append(await session.execute(SPIN))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(spin, one)
+                tg.start_soon(spin, two)
+            assert [("sandbox.code_timeout" in (r.error or "")) for r in spun] == [True, True], spun
+            await one.close()
+            await two.close()
+    finally:
+        await kb.close()
+
+
 SLOW_CHARTS = """
 import asyncio
 spec = {"data": {"values": [{"a": i} for i in range(2000)]},
