@@ -98,7 +98,7 @@ def test_a_blocking_wait_gets_its_turn_when_the_holder_leaves() -> None:
 
 def test_parties_served_long_ago_never_jump_ahead_of_a_ticket_waiting_before_theirs() -> None:
     """Twenty anonymous sessions that each drew a cheap chart earlier, then queue slow ones after
-    the client's chart joined the line: the client's goes first (the review of round 8b)."""
+    the client's chart joined the line: the client's goes first."""
     turns = Turns()
     for n in range(20):  # the warm-up: each served once, long before
         assert turns.claim(turns.ticket(f"anon-{n}"))
