@@ -162,13 +162,17 @@ class WorkerPool:
     def may_run(self, owner: Tenant) -> bool:
         """Whether `owner` may run code on a worker now (one it takes, or the one it kept): not if
         its party already runs code on one and only one worker is left that no one runs code on."""
-        running = [o for o in (*self._attached, *self._starting) if o is not owner and not o.is_idle]
+        running = self._running(owner)
         free = self.size - len(running)
         if free <= 0:
             return False
         party = _party(owner)
         keep = self.settings.keep_worker_for_others and self.size > 1
         return free > 1 or not keep or all(_party(o) != party for o in running)
+
+    def _running(self, owner: Tenant) -> list[Tenant]:
+        """The other tenants running code now (or about to: taking a worker)."""
+        return [o for o in (*self._attached, *self._starting) if o is not owner and not o.is_idle]
 
     def _victim(self, owner: Tenant, stuck: set[Tenant]) -> Tenant | None:
         """The idle interpreter whose worker `owner` takes: one of its own party's first (a client
@@ -181,7 +185,7 @@ class WorkerPool:
 
     def _busy_message(self, owner: Tenant) -> str:
         party = _party(owner)
-        running = [o for o in (*self._attached, *self._starting) if o is not owner and not o.is_idle]
+        running = self._running(owner)
         own = sum(1 for o in running if _party(o) == party)
         if own and len(running) == self.size - 1:
             return (
