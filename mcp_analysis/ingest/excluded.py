@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
@@ -29,19 +30,14 @@ def _folder_files(entries: Iterable[tuple[Path, str]]) -> dict[tuple[int, int], 
     (no link followed)."""
     found: dict[tuple[int, int], str] = {}
     for top, why in entries:
-        pending = [top]
-        while pending:
-            try:
-                with os.scandir(pending.pop()) as listing:
-                    for entry in listing:
-                        if entry.is_dir(follow_symlinks=False):
-                            pending.append(Path(entry.path))
-                        elif entry.is_file(follow_symlinks=False):
-                            st = entry.stat(follow_symlinks=False)
-                            if st.st_nlink > 1:  # only a file with other names can be one read elsewhere
-                                found[(st.st_dev, st.st_ino)] = why
-            except OSError:  # not a folder, gone, or not ours to list
-                continue
+        for folder, _, names in os.walk(top):  # links not followed; a folder it cannot list is passed over
+            for name in names:
+                try:
+                    st = Path(folder, name).lstat()
+                except OSError:  # gone meanwhile
+                    continue
+                if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:  # only a file with other names can be read elsewhere
+                    found[(st.st_dev, st.st_ino)] = why
     return found
 
 
