@@ -112,6 +112,7 @@ SLOW_MODULES: dict[str, tuple[str, ...]] = {
     "tests/test_process_gc.py": SUBPROCESS,
     "tests/tooling/test_context.py": SUBPROCESS,
     "tests/watch/test_db_path.py": SUBPROCESS,
+    "tests/watch/test_deep_trees_and_mounts.py": SUBPROCESS,
     "tests/watch/test_deferred_compaction.py": SUBPROCESS,
     "tests/watch/test_host_log.py": SUBPROCESS,
     "tests/watch/test_kept_worker.py": SUBPROCESS,

@@ -31,6 +31,7 @@ from mcp_analysis.ingest.pool import ConversionPool
 from mcp_analysis.ingest.secrets import named_secret
 from mcp_analysis.paths import resolve_links
 from mcp_analysis.store.models import DocumentMeta
+from mcp_analysis.watch.mounts import MountPoints
 from mcp_analysis.watch.rules import FileRules, relative_to_any
 from mcp_analysis.watch.undecodable import UndecodableNames
 
@@ -134,6 +135,7 @@ class FolderMirror:
         # A folder that is a mount point when the mirror starts and later is not was unmounted: the
         # empty folder beneath is no emptied share (its documents stay until it is mounted again).
         self.mount_points = {f for f in self.folders if os.path.ismount(f)}
+        self.mounts_within = MountPoints(self.folders)  # and a share mounted below one, likewise
 
     def identity(self, folder: Path) -> tuple[int, int] | None:
         """`folder_identity`, None also for a mount point of ours with nothing mounted on it now."""
@@ -187,6 +189,8 @@ class FolderMirror:
             return report
         unreadable: list[tuple[Path, str]] = []
         files, unread, refused = await anyio.to_thread.run_sync(self._followed, scopes, unreadable)
+        unmounted = await anyio.to_thread.run_sync(self.mounts_within.unmounted, scopes)
+        unreadable += [(point, "nothing is mounted on it") for point in unmounted]
         report.unsupported += [str(p) for p in unread if formats.find(p.name) is None and p.suffix]
         report.failed += [(display_name(link), reason) for link, reason in refused]
         report.failed += [
@@ -228,18 +232,10 @@ class FolderMirror:
         files: list[Path] = []
         refused: list[tuple[Path, str]] = []
         for scope in scopes:
-            folder, relative = relative_to_any(scope, self.folders) or (scope, Path())
-            if resolve_links(scope) != os.fspath(scope):  # a link, or a path under one
-                if scope.is_symlink() and not self.rules.ignored(relative):
-                    self._link(scope, refused)
-                continue
-            if self.excluded.covers(scope) is not None:
-                continue
-            if scope.is_file():
-                if self.rules.follows(relative):
-                    files.append(scope)
-            elif scope.is_dir() and not self.rules.ignored(relative):
-                files += self._walk(folder, scope, refused, unreadable)
+            try:
+                files += self._scope(scope, refused, unreadable)
+            except OSError as error:  # too long a path, a folder above it not searchable: this path alone
+                unreadable.append((scope, error.strerror or str(error)))
         supported, unsupported, left_be = [], [], []
         for path in dict.fromkeys(files):
             if not _utf8(path):  # noted now, not only once the OS watcher failed a batch on it
@@ -254,6 +250,21 @@ class FolderMirror:
                 continue
             supported.append(path)
         return supported, unsupported + left_be, refused  # the first two kept in the knowledge base, neither read
+
+    def _scope(self, scope: Path, refused: list[tuple[Path, str]], unreadable: list[tuple[Path, str]]) -> list[Path]:
+        """The followed files at or under one changed path (see `_followed`)."""
+        folder, relative = relative_to_any(scope, self.folders) or (scope, Path())
+        if resolve_links(scope) != os.fspath(scope):  # a link, or a path under one
+            if scope.is_symlink() and not self.rules.ignored(relative):
+                self._link(scope, refused)
+            return []
+        if self.excluded.covers(scope) is not None:
+            return []
+        if scope.is_file():
+            return [scope] if self.rules.follows(relative) else []
+        if scope.is_dir() and not self.rules.ignored(relative):
+            return self._walk(folder, scope, refused, unreadable)
+        return []
 
     def _left_be(self, uri: str) -> bool:
         """A document whose file is still there, only not followed (hidden, ignored, outside
@@ -290,18 +301,18 @@ class FolderMirror:
                 path = base / name
                 if self.rules.ignored(path.relative_to(folder)):
                     continue
-                if path.is_symlink():  # os.walk lists it, never enters it
+                if (kind := _kind(path, failed)) == "link":  # os.walk lists it, never enters it
                     self._link(path, refused)
-                elif self.excluded.covers(path) is None:
+                elif kind is not None and self.excluded.covers(path) is None:
                     entered.append(name)
             dirs[:] = entered
             for name in sorted(names):
                 path = base / name
                 if not self.rules.follows(path.relative_to(folder)):
                     continue
-                if path.is_symlink():
+                if (kind := _kind(path, failed)) == "link":
                     self._link(path, refused)
-                elif self.excluded.covers(path) is None and path.is_file():
+                elif kind == "file" and self.excluded.covers(path) is None:
                     found.append(path)
         return found
 
@@ -322,6 +333,21 @@ class FolderMirror:
             report.removed.extend(meta.uri for meta in stale)
         self.uncompacted += len(stale)
         await self.kb.refresh()
+
+
+def _kind(path: Path, failed: Callable[[OSError], None]) -> str | None:
+    """The entry's kind by its own status (link, file, folder or other); None when it is gone, or could
+    not be read (`failed` is told: a path longer than the system takes, ENAMETOOLONG, is one)."""
+    try:
+        mode = path.lstat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as error:
+        failed(error)
+        return None
+    if stat.S_ISLNK(mode):
+        return "link"
+    return "file" if stat.S_ISREG(mode) else "folder" if stat.S_ISDIR(mode) else "other"
 
 
 def _name_earlier_documents(links: list[Path], metas: list[DocumentMeta]) -> None:
