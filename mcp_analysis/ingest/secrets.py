@@ -8,13 +8,16 @@ that every client whose filter covers the folder could read. Two checks, both ch
   credential stores and token files (`.env`, `.npmrc`, `~/.aws/credentials`, `.kube/config`...).
   In a walked or watched folder such a file is left out, like a hidden one, and named in a
   warning; named on the command line, it is refused with the reason.
-- by content (`key_block`), on the first bytes read: a text file that is a private key (PEM,
+- by content (`content_secret`), on the first bytes read: a text file that is a private key (PEM,
   OpenSSH, PGP, PuTTY, ssh.com, age), whatever its name, is refused with the reason. A key file
   may begin with what the tools that write it put first (openssl's "Bag Attributes", an EC
   PARAMETERS block, a certificate, comments); a JSON file holding a "private_key" (a cloud
-  service account's key) is one too.
+  service account's key) is one too. So is a bearer tokens file of `serve --tokens-file` (YAML
+  or JSON: a `tokens` list whose entries hold `token` or `token_sha256`), whatever its name: a
+  process not given that file (a `sync` run by cron beside the server) cannot know its path.
 
-A document that merely quotes a key after some prose is not refused: only a file that is a key.
+A document that merely quotes a key or a tokens file after some prose is not refused: only a file
+that is one.
 """
 
 from __future__ import annotations
@@ -42,7 +45,14 @@ _PRIVATE = re.compile(
 _PREAMBLE_LINE = re.compile(rb"\s*|#.*|(?:Bag|Key) Attributes(?::.*)?|\s+[\w.-][\w .-]*:.*|(?:subject|issuer)=.*")
 _OTHER_BLOCK = re.compile(rb"-----BEGIN ([A-Z0-9 ]+)-----")
 _SERVICE_ACCOUNT = re.compile(rb'\A\s*\{[^{}]*"private_key"\s*:\s*"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----')
-HEAD_BYTES = 4096  # how much of a file `key_block` looks at
+HEAD_BYTES = 4096  # how much of a file `content_secret` looks at
+# A tokens file: a YAML mapping (comments, directives and document markers aside, every line at the
+# left margin a key) whose `tokens` key lists entries with a token, or the same in JSON.
+_YAML_SKIPPED = re.compile(rb"\s*(?:#.*)?|---.*|\.\.\.\s*|%.*")
+_YAML_KEY = re.compile(rb"[\"']?[A-Za-z_][\w.-]*[\"']?\s*:(?:\s.*)?")
+_TOKENS_KEY = re.compile(rb"[\"']?tokens[\"']?\s*:")
+_TOKEN_KEY = re.compile(rb"(?:\A|[\s{,-])[\"']?token(?:_sha256)?[\"']?\s*:\s*\S")  # in a block or a flow mapping
+_JSON_TOKENS = re.compile(rb'\A\s*\{.*?"tokens"\s*:\s*\[.*?"token(?:_sha256)?"\s*:\s*"', re.S)
 
 
 def named_secret(path: str | PurePath) -> str | None:
@@ -59,6 +69,33 @@ def named_secret(path: str | PurePath) -> str | None:
     if (folder, name) in _IN_FOLDER:
         return f"named like a credentials file ({folder}/{name})"
     return None
+
+
+def content_secret(head: bytes) -> str | None:
+    """Why a file beginning with `head` is a secret (a private key, a tokens file), or None."""
+    return key_block(head) or tokens_file(head)
+
+
+def tokens_file(head: bytes) -> str | None:
+    """Why a file beginning with `head` is a bearer tokens file, or None (see the module's docstring)."""
+    head = head[:HEAD_BYTES].removeprefix(b"\xef\xbb\xbf")
+    found = _JSON_TOKENS.match(head) is not None
+    in_tokens = False
+    for line in () if found else head.splitlines():
+        if _YAML_SKIPPED.fullmatch(line):
+            continue
+        if not line[:1].isspace() and not line.startswith(b"-"):  # a key at the margin, or prose
+            if _YAML_KEY.fullmatch(line) is None:
+                return None
+            key = _TOKENS_KEY.match(line)
+            in_tokens = key is not None
+            rest = line[key.end() :] if key is not None else b""  # `tokens: [{name: a, token: ...}]`
+        else:
+            rest = line if in_tokens else b""
+        if _TOKEN_KEY.search(rest) is not None:
+            found = True
+            break
+    return "a file of bearer tokens (a tokens list whose entries hold a token)" if found else None
 
 
 def key_block(head: bytes) -> str | None:

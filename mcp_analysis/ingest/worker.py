@@ -43,7 +43,7 @@ from mcp_analysis.ingest import formats, sources
 from mcp_analysis.ingest.formats import native
 from mcp_analysis.ingest.formats.base import Source
 from mcp_analysis.ingest.limits import MB, Limits
-from mcp_analysis.ingest.secrets import key_block
+from mcp_analysis.ingest.secrets import content_secret
 from mcp_analysis.logging_setup import configure_logging
 
 log = logging.getLogger(__name__)
@@ -128,7 +128,7 @@ class _Worker:
 
         _cap_cpu(self.limits)
         read = sources.read_source(path, self.limits, is_text)
-        if (secret := key_block(read.data)) is not None:
+        if (secret := content_secret(read.data)) is not None:
             raise SecretFileError(f"it is {secret}: secrets are never added as documents")
         self.pending = Source(read.data, name, self.limits)
         self.outbox.send(("read", read.digest, len(read.data), read.signature))

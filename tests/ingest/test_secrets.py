@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from mcp_analysis.ingest.files import collect_files
-from mcp_analysis.ingest.secrets import key_block, named_secret
+from mcp_analysis.ingest.secrets import content_secret, key_block, named_secret, tokens_file
 from mcp_analysis.watch.rules import FileRules
 
 OPENSSH = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----\n"
@@ -86,6 +86,40 @@ def test_a_service_accounts_key_file_is_a_secret_and_other_json_is_not() -> None
 )
 def test_a_key_after_prose_is_quoted_not_a_key_file(head: str) -> None:
     assert key_block(head.encode("utf-8")) is None
+
+
+TOKENS_YAML = 'tokens:\n  - name: admin\n    token: "admin-secret-token-0123456789"\n    filter: "uri LIKE \'%a%\'"\n'
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        TOKENS_YAML,  # what `serve --tokens-file` reads, whatever the file's name
+        "# who may call us\n---\ntokens:\n- name: ops\n  token_sha256: 9f86d081884c7d659a2feaa0c55ad015\n",
+        "version: 1\ntokens:\n  - {name: ops, token: ops-secret-token-0123456789}\n",
+        "tokens: [{name: ops, token: ops-secret-token-0123456789}]\n",
+        '\ufeff{"tokens": [{"name": "ops", "token": "ops-secret-token-0123456789"}]}',
+    ],
+)
+def test_a_bearer_tokens_file_is_a_secret_by_its_content(text: str) -> None:
+    why = "a file of bearer tokens (a tokens list whose entries hold a token)"
+    assert tokens_file(text.encode("utf-8")) == why
+    assert content_secret(text.encode("utf-8")) == why
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "# Tokens\n\nWrite a file like this:\n\n```yaml\n" + TOKENS_YAML + "```\n",  # docs quoting one
+        "tokens:\n  - name: ops\n    filter: x\n",  # no token in it
+        "search:\n  token: abc\ntokens_used: 3\n",  # a `token` key elsewhere
+        "tokens:\n  - name: ops\n    filter: x\nother:\n  token: abc\n",  # under another key
+        "The tokens: we count them.\n  token: a\n",  # prose
+        '{"counts": {"tokens": 12, "token": "the"}}',
+    ],
+)
+def test_documents_about_tokens_are_not_tokens_files(text: str) -> None:
+    assert tokens_file(text.encode("utf-8")) is None
 
 
 def test_secret_names_are_the_well_known_ones_only() -> None:

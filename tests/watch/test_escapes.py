@@ -142,20 +142,25 @@ def test_the_servers_own_files_in_the_folder_are_never_documents(tmp_path: Path)
             assert f"{folder / 'kb-link'} links to the knowledge base's own folder" in told, told
 
 
-def test_a_hard_link_to_the_tokens_file_is_never_a_document(tmp_path: Path) -> None:
-    """The same file under another name (a hard link dropped into the folder) is still the server's own."""
+def test_a_hard_link_to_the_config_or_tokens_file_is_never_a_document(tmp_path: Path) -> None:
+    """The same file under another name (a hard link dropped into the folder) is still the server's own;
+    a tokens file is a secret by its content besides, whoever runs the command."""
     folder, db = tmp_path / "work", tmp_path / "kb"
     notes = note(folder / "notes.md", "Notes", "The quarterly plan.")
-    tokens = tmp_path / "tokens.yaml"  # outside the folder
+    config, tokens = tmp_path / "mcp-analysis.yaml", tmp_path / "tokens.yaml"  # outside the folder
+    config.write_text("sessions:\n  secret: a-secret-that-signs-session-handles-0123456789\n")
     tokens.write_text("tokens:\n  - name: alice\n    token: secret-token-of-alice-0123456789\n")
-    os.link(tokens, folder / "innocent.txt")
-    env = {"XDG_DATA_HOME": str(tmp_path / "data"), "MCP_ANALYSIS_SERVER__TOKENS_FILE": str(tokens)}
+    os.link(config, folder / "innocent.txt")
+    os.link(tokens, folder / "harmless.txt")
+    env = {"XDG_DATA_HOME": str(tmp_path / "data"), "MCP_ANALYSIS_CONFIG": str(config)}
     for command in (["sync", str(folder)], ["add", str(folder)], ["add", str(folder / "innocent.txt")]):
         result = run_cli("--db", str(db), *command, env=env)
         assert anyio.run(uris, db) == {notes.as_uri()}, (command, result.stderr)
         assert result.returncode == 1, result.stderr
         told = " ".join(result.stderr.split())
-        assert "the bearer tokens file (server.tokens_file), under another name (a hard link)" in told, told
+        assert "the configuration file in use (it may hold secrets), under another name (a hard link)" in told, told
+        if command[-1] == str(folder):
+            assert f"{folder / 'harmless.txt'}: it is a file of bearer tokens" in told, told
 
 
 def test_a_hard_link_to_a_file_in_the_sessions_folder_is_never_a_document(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from docling_core.types.doc import DocItemLabel, DoclingDocument
 
 from mcp_analysis.errors import IngestError
 from mcp_analysis.ingest.formats.base import Converted, Source
-from mcp_analysis.ingest.secrets import key_block, named_secret
+from mcp_analysis.ingest.secrets import content_secret, named_secret
 
 _HEADERS = ("from", "to", "cc", "date", "subject", "message-id")
 _TEXT_TYPES = ("application/json", "application/csv", "application/xml")
@@ -112,7 +112,7 @@ class _Reader:
             self.result.warnings.append(f"attachment {name!r} ({kind}) not read: only text attachments are")
             return
         raw = part.get_payload(decode=True)
-        secret = named_secret(name) or (key_block(raw) if isinstance(raw, bytes) else None)
+        secret = named_secret(name) or (content_secret(raw) if isinstance(raw, bytes) else None)
         if secret is not None:  # as a file of the folder would be (ingest/secrets.py)
             self.result.warnings.append(f"attachment {name!r} not read: it is {secret}; secrets are never documents")
             return
