@@ -19,7 +19,7 @@ from mcp_types import SetLevelRequestParams, SubscribeRequestParams, Unsubscribe
 from pydantic import AnyHttpUrl, Field
 
 from mcp_analysis.config import Settings, load_settings, with_db
-from mcp_analysis.server.auth import StaticTokenVerifier, load_tokens
+from mcp_analysis.server.auth import TokenFileVerifier, warn_if_readable_by_others
 from mcp_analysis.server.capabilities import advertise_view
 from mcp_analysis.server.exact_errors import exact_errors
 from mcp_analysis.server.host_log import set_level, warn_failed_calls
@@ -69,8 +69,10 @@ def bearer_auth(settings: Settings) -> dict[str, Any]:
     if settings.server.tokens_file is None:
         return {}
     base = f"http://{settings.server.host}:{settings.server.port}"
+    verifier = TokenFileVerifier(settings.server.tokens_file)
+    warn_if_readable_by_others(settings.server.tokens_file, verifier.entries)
     return {
-        "token_verifier": StaticTokenVerifier(load_tokens(settings.server.tokens_file)),
+        "token_verifier": verifier,
         "auth": AuthSettings(
             issuer_url=AnyHttpUrl(base), resource_server_url=AnyHttpUrl(f"{base}{settings.server.path}")
         ),

@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
+import stat
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +29,9 @@ from mcp_analysis.store.filters import normalize_filter
 from mcp_analysis.yaml_files import load_yaml
 
 SCOPE = "mcp-analysis"
+RECHECK_SECONDS = 1.0  # how often a request may look at the tokens file's status
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -33,6 +39,7 @@ class TokenEntry:
     name: str
     digest: bytes
     filter: str | None
+    clear: bool = False  # the file holds the token itself, not its digest
 
 
 def load_tokens(path: Path) -> list[TokenEntry]:
@@ -69,17 +76,27 @@ def load_tokens(path: Path) -> list[TokenEntry]:
                 raise ConfigError(f"{where}: token_sha256 must be 64 hex characters.")
         else:
             raise ConfigError(f"{where}: give 'token' or 'token_sha256' for {name!r}.")
-        entries.append(TokenEntry(name, digest, normalize_filter(row.get("filter"))))
+        entries.append(TokenEntry(name, digest, normalize_filter(row.get("filter")), clear=bool(row.get("token"))))
     return entries
 
 
-class StaticTokenVerifier(TokenVerifier):
-    """Checks bearer tokens against the tokens file in constant time."""
+class TokenFileVerifier(TokenVerifier):
+    """Checks bearer tokens against the tokens file in constant time, and follows the file: a token
+    removed (or a filter changed) there holds from the next request, without a restart.
 
-    def __init__(self, entries: list[TokenEntry]) -> None:
-        self.entries = entries
+    The file's status is looked at no more than once per `RECHECK_SECONDS`; when it changed the file is
+    read again. One that can no longer be read, or is no longer valid, refuses every token (fail closed:
+    a revocation with a typo in it must not leave the revoked token working) and is logged, until it is
+    fixed."""
+
+    def __init__(self, path: Path, entries: list[TokenEntry] | None = None) -> None:
+        self.path = path
+        self.entries = load_tokens(path) if entries is None else entries
+        self._status = _status(path)
+        self._checked = time.monotonic()
 
     async def verify_token(self, token: str) -> AccessToken | None:
+        self._follow_file()
         digest = hashlib.sha256(token.encode()).digest()
         match: TokenEntry | None = None
         for entry in self.entries:  # no early exit: timing does not reveal which entry matched
@@ -88,3 +105,47 @@ class StaticTokenVerifier(TokenVerifier):
         if match is None:
             return None
         return AccessToken(token="[redacted]", client_id=match.name, scopes=[SCOPE], claims={"filter": match.filter})
+
+    def _follow_file(self) -> None:
+        now = time.monotonic()
+        if now - self._checked < RECHECK_SECONDS:
+            return
+        self._checked = now
+        status = _status(self.path)
+        if status == self._status:
+            return
+        self._status = status
+        try:
+            self.entries = load_tokens(self.path)
+        except ConfigError as exc:
+            self.entries = []
+            log.error("%s Every bearer token is refused until the tokens file is fixed.", exc)
+            return
+        log.warning("Tokens file %s changed: %d token(s) accepted from now on.", self.path, len(self.entries))
+
+
+def warn_if_readable_by_others(path: Path, entries: list[TokenEntry]) -> None:
+    """A tokens file holding tokens in clear that other users may read is named in a warning."""
+    if not any(entry.clear for entry in entries):
+        return
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return
+    if mode & (stat.S_IRGRP | stat.S_IROTH):
+        log.warning(
+            "Tokens file %s can be read by other users of this machine (mode %o): `chmod 600 %s`, or give "
+            "token_sha256 in place of token.",
+            path,
+            stat.S_IMODE(mode),
+            path,
+        )
+
+
+def _status(path: Path) -> tuple[int, int, int, int] | None:
+    """What changes when the file is edited or replaced; None when it cannot be looked at."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)

@@ -1,0 +1,84 @@
+"""The tokens file is followed while the server runs (server/auth.py): a token removed there is refused
+from the next request on, a broken file refuses every token until fixed, and a file of tokens in
+clear that other users may read is named in a warning."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import pytest
+
+from mcp_analysis.server import auth
+from mcp_analysis.server.auth import TokenFileVerifier, warn_if_readable_by_others
+
+pytestmark = pytest.mark.anyio
+
+ALICE, BOB = "alice-token-0123456789abcdef", "bob-token-0123456789abcdef"
+
+
+def write(path: Path, *names: str, stamp: int) -> None:
+    """The tokens file with these principals (each token is its name's constant), its mtime `stamp`."""
+    rows = "".join(f'  - name: {name}\n    token: "{name}-token-0123456789abcdef"\n' for name in names)
+    path.write_text(f"tokens:\n{rows}")
+    os.utime(path, ns=(stamp, stamp))  # a change within the file system's timestamp granularity is still seen
+
+
+async def principal(verifier: TokenFileVerifier, token: str) -> str | None:
+    found = await verifier.verify_token(token)
+    return found.client_id if found is not None else None
+
+
+async def test_a_token_removed_from_the_file_is_refused_and_one_added_accepted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(auth, "RECHECK_SECONDS", 0.0)
+    tokens = tmp_path / "tokens.yaml"
+    write(tokens, "alice", "bob", stamp=1_000_000_000)
+    verifier = TokenFileVerifier(tokens)
+    assert [await principal(verifier, t) for t in (ALICE, BOB)] == ["alice", "bob"]
+    write(tokens, "bob", "carol", stamp=2_000_000_000)  # alice revoked, carol added
+    assert await principal(verifier, ALICE) is None
+    assert await principal(verifier, BOB) == "bob"
+    assert await principal(verifier, "carol-token-0123456789abcdef") == "carol"
+
+
+async def test_a_broken_or_missing_file_refuses_every_token_until_fixed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(auth, "RECHECK_SECONDS", 0.0)
+    tokens = tmp_path / "tokens.yaml"
+    write(tokens, "alice", "bob", stamp=1_000_000_000)
+    verifier = TokenFileVerifier(tokens)
+    tokens.write_text("tokens:\n  - name: bob\n    token: short\n")  # a revocation with a mistake in it
+    with caplog.at_level(logging.ERROR, logger="mcp_analysis.server.auth"):
+        assert [await principal(verifier, t) for t in (ALICE, BOB)] == [None, None]
+    assert "shorter than 16 characters" in caplog.text and "Every bearer token is refused" in caplog.text
+    tokens.unlink()
+    assert await principal(verifier, BOB) is None
+    write(tokens, "bob", stamp=3_000_000_000)
+    assert [await principal(verifier, t) for t in (ALICE, BOB)] == [None, "bob"]
+
+
+async def test_the_file_is_looked_at_once_per_recheck_period(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(auth, "RECHECK_SECONDS", 3600.0)
+    tokens = tmp_path / "tokens.yaml"
+    write(tokens, "alice", stamp=1_000_000_000)
+    verifier = TokenFileVerifier(tokens)
+    write(tokens, "bob", stamp=2_000_000_000)
+    assert await principal(verifier, ALICE) == "alice"  # within the period: not read again yet
+    monkeypatch.setattr(verifier, "_checked", verifier._checked - 3600.0)
+    assert await principal(verifier, ALICE) is None
+
+
+def test_tokens_in_clear_readable_by_others_are_warned_of(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    clear, hashed = tmp_path / "clear.yaml", tmp_path / "hashed.yaml"
+    write(clear, "alice", stamp=1_000_000_000)
+    hashed.write_text(f"tokens:\n  - name: ops\n    token_sha256: {'ab' * 32}\n")
+    with caplog.at_level(logging.WARNING, logger="mcp_analysis.server.auth"):
+        for path, mode in ((clear, 0o644), (hashed, 0o644), (clear, 0o600)):
+            path.chmod(mode)
+            warn_if_readable_by_others(path, auth.load_tokens(path))
+    warned = [r.getMessage() for r in caplog.records]
+    assert len(warned) == 1 and f"{clear} can be read by other users" in warned[0] and "644" in warned[0]
