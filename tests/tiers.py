@@ -50,6 +50,7 @@ SLOW_MODULES: dict[str, tuple[str, ...]] = {
     "tests/adversarial/test_hostile_formats.py": SUBPROCESS,
     "tests/adversarial/test_hostile_workbooks.py": SUBPROCESS,
     "tests/adversarial/test_http_auth.py": SUBPROCESS,
+    "tests/adversarial/test_http_connections.py": SUBPROCESS,
     "tests/adversarial/test_ingest_files.py": SUBPROCESS,
     "tests/adversarial/test_legacy_http_flood.py": SUBPROCESS,
     "tests/adversarial/test_redis_store.py": SERVICE,

@@ -1,0 +1,150 @@
+"""Clients that hold connections, or tokens that should no longer open them, against a real HTTP server.
+
+The server runs as an operator would start it (`serve --http --tokens-file`), under the usual soft
+limit of 1,024 open files. Without a token, a client opening more connections than that, each with
+half a request, must not stop the server serving others; a connection whose request does not arrive
+whole within `server.request_read_seconds` is closed, a keep-alive one included. A token removed from
+the tokens file is refused from then on, without a restart.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx2
+import pytest
+
+from tests.conftest import REPO
+from tests.services import free_port, stop, wait_for_port
+
+pytestmark = pytest.mark.timeout(300)
+
+FILES = 1024  # the soft limit of open files most services start under (systemd's default)
+READ_SECONDS = 2.0  # server.request_read_seconds for this server
+ALICE, BOB = "alice-token-0123456789abcdef", "bob-token-0123456789abcdef"
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+
+
+@dataclass
+class Server:
+    port: int
+    tokens: Path
+    log: Path
+
+    def initialize(self, token: str) -> int:
+        headers = {"authorization": f"Bearer {token}", "accept": "application/json, text/event-stream"}
+        url = f"http://127.0.0.1:{self.port}/mcp"
+        return httpx2.post(url, headers=headers, json=INITIALIZE, timeout=30).status_code
+
+    def healthz(self) -> str:
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=5) as sock:
+                sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+                return sock.recv(100).split(b"\r\n", 1)[0].decode()
+        except OSError as exc:
+            return f"{type(exc).__name__}: {exc}"
+
+
+def write_tokens(path: Path, *tokens: tuple[str, str]) -> None:
+    path.write_text("tokens:\n" + "".join(f'  - name: {name}\n    token: "{token}"\n' for name, token in tokens))
+
+
+@pytest.fixture(scope="module")
+def server(sample_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    place = tmp_path_factory.mktemp("connections")
+    tokens, log, port = place / "tokens.yaml", place / "server.log", free_port()
+    write_tokens(tokens, ("alice", ALICE), ("bob", BOB))
+    tokens.chmod(0o600)
+    env = {**os.environ, "MCP_ANALYSIS_SERVER__REQUEST_READ_SECONDS": str(READ_SECONDS)}
+    command = [sys.executable, "-m", "mcp_analysis", "--db", str(sample_db), "serve", "--http", "--port", str(port)]
+    with open(log, "wb") as sink:
+        process = subprocess.Popen(
+            [*command, "--tokens-file", str(tokens)],
+            cwd=REPO,
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (FILES, FILES)),
+        )
+    try:
+        wait_for_port(port, process, 60, "server")
+        running = Server(port, tokens, log)
+        deadline = time.monotonic() + 90
+        while not running.healthz().endswith("200 OK"):  # the knowledge base opening
+            assert time.monotonic() < deadline, log.read_text()[-2000:]
+            time.sleep(0.3)
+        yield running
+    finally:
+        stop(process, timeout=15)
+
+
+def half_request(port: int) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+    sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+    return sock
+
+
+def closed_within(sock: socket.socket, seconds: float) -> bool:
+    """Whether the server closes `sock` within `seconds` (what it sent before is read and dropped)."""
+    sock.settimeout(seconds)
+    deadline = time.monotonic() + seconds
+    try:
+        while time.monotonic() < deadline:
+            if sock.recv(4096) == b"":
+                return True
+    except (TimeoutError, ConnectionResetError):
+        return False
+    return False
+
+
+def test_more_idle_connections_than_the_process_may_open_files_do_not_stop_it_serving(server: Server) -> None:
+    held: list[socket.socket] = []
+    try:
+        for _ in range(FILES + 50):  # no token needed: nothing was read yet
+            held.append(half_request(server.port))
+        assert server.healthz().endswith("200 OK")
+        assert server.initialize(ALICE) == 200
+    finally:
+        for sock in held:
+            sock.close()
+    said = " ".join(server.log.read_text(errors="replace").split())
+    assert "Too many open files" not in said
+    assert "that waited longest while more than 256 waited (server.max_pending_connections)" in said
+
+
+def test_a_request_that_does_not_arrive_whole_in_time_is_closed_keep_alive_or_not(server: Server) -> None:
+    fresh = half_request(server.port)
+    kept = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+    kept.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")  # answered, the connection kept alive
+    assert kept.recv(100).startswith(b"HTTP/1.1 200")
+    kept.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 500\r\n\r\n{")  # then a trickle
+    try:
+        assert closed_within(fresh, READ_SECONDS + 3)
+        assert closed_within(kept, READ_SECONDS + 3)
+    finally:
+        fresh.close()
+        kept.close()
+
+
+def test_a_token_removed_from_the_tokens_file_is_refused_without_a_restart(server: Server) -> None:
+    assert (server.initialize(ALICE), server.initialize(BOB)) == (200, 200)
+    write_tokens(server.tokens, ("bob", BOB))  # alice's token revoked
+    deadline = time.monotonic() + 10
+    while server.initialize(ALICE) != 401:
+        assert time.monotonic() < deadline, "the revoked token still opens sessions"
+        time.sleep(0.3)
+    assert server.initialize(BOB) == 200
+    assert "changed: 1 token(s) accepted from now on" in " ".join(server.log.read_text(errors="replace").split())
