@@ -10,7 +10,6 @@ the tokens file is refused from then on, without a restart.
 from __future__ import annotations
 
 import os
-import resource
 import socket
 import subprocess
 import sys
@@ -69,15 +68,20 @@ def server(sample_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     write_tokens(tokens, ("alice", ALICE), ("bob", BOB))
     tokens.chmod(0o600)
     env = {**os.environ, "MCP_ANALYSIS_SERVER__REQUEST_READ_SECONDS": str(READ_SECONDS)}
-    command = [sys.executable, "-m", "mcp_analysis", "--db", str(sample_db), "serve", "--http", "--port", str(port)]
+    serve = ["-m", "mcp_analysis", "--db", str(sample_db), "serve", "--http", "--port", str(port), "--tokens-file"]
+    # The limit set by the server's own interpreter before it becomes the server (a preexec_fn would fork
+    # this process, which has LanceDB loaded).
+    limited = (
+        f"import os, resource, sys; resource.setrlimit(resource.RLIMIT_NOFILE, ({FILES}, {FILES})); "
+        "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"
+    )
     with open(log, "wb") as sink:
         process = subprocess.Popen(
-            [*command, "--tokens-file", str(tokens)],
+            [sys.executable, "-c", limited, *serve, str(tokens)],
             cwd=REPO,
             env=env,
             stdout=sink,
             stderr=subprocess.STDOUT,
-            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (FILES, FILES)),
         )
     try:
         wait_for_port(port, process, 60, "server")
