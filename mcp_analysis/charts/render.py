@@ -275,7 +275,7 @@ class _Reader:
         left = size
         while left:
             wait = self.deadline - time.perf_counter()
-            if wait <= 0 or not select.select([fd], [], [], wait)[0]:
+            if wait <= 0 or not _readable(fd, wait):
                 raise _RendererGone(
                     f"rendering took longer than {self.timeout:g} s (charts.render_timeout) and was stopped. "
                     "Draw fewer points, fewer views or simpler transforms.",
@@ -287,6 +287,14 @@ class _Reader:
             parts.append(chunk)
             left -= len(chunk)
         return b"".join(parts)
+
+
+def _readable(fd: int, seconds: float) -> bool:
+    """Whether `fd` has data within `seconds`. poll, not select: a busy server's descriptors pass 1024
+    (`serve --http` raises its limit of open files), which select cannot take."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(max(1, int(seconds * 1000))))
 
 
 #: How the renderer ends when an allocation fails under its cap: its allocator aborts (SIGABRT,
