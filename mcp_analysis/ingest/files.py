@@ -165,10 +165,14 @@ def inside(path: str | os.PathLike[str], folder: Path | None) -> bool:
 def link_out(link: str | os.PathLike[str], scopes: Sequence[Path]) -> str | None:
     """Why the symbolic link `link`, met in a folder, is refused: its target lies outside every
     folder of `scopes` (real paths). None for a link inside them (never read through either: its
-    target is read where it lies, if followed) and for a dangling or looping one."""
-    if not Path(link).exists():
-        return None
-    target = resolve_links(link)
+    target is read where it lies, if followed) and for a dangling or looping one. One whose target
+    cannot be looked at (a name too long, a folder not searchable) is refused too: it is never read."""
+    try:
+        if not Path(link).exists():
+            return None
+        target = resolve_links(link)
+    except OSError as exc:
+        return f"a symbolic link whose target cannot be looked at ({exc.strerror or exc}): not followed"
     if any(inside(target, scope) for scope in scopes):
         return None
     kind = "folder" if Path(target).is_dir() else "file"

@@ -302,7 +302,7 @@ class FolderMirror:
                 if self.rules.ignored(path.relative_to(folder)):
                     continue
                 if (kind := _kind(path, failed)) == "link":  # os.walk lists it, never enters it
-                    self._link(path, refused)
+                    self._link(path, refused, failed)
                 elif kind is not None and self.excluded.covers(path) is None:
                     entered.append(name)
             dirs[:] = entered
@@ -311,17 +311,27 @@ class FolderMirror:
                 if not self.rules.follows(path.relative_to(folder)):
                     continue
                 if (kind := _kind(path, failed)) == "link":
-                    self._link(path, refused)
+                    self._link(path, refused, failed)
                 elif kind == "file" and self.excluded.covers(path) is None:
                     found.append(path)
         return found
 
-    def _link(self, link: Path, refused: list[tuple[Path, str]]) -> None:
+    def _link(
+        self, link: Path, refused: list[tuple[Path, str]], failed: Callable[[OSError], None] | None = None
+    ) -> None:
         """A link to outside the watched folders is refused, naming it; one inside is left to its
-        target (followed where it lies, if followed): never a uri outside the folders, never twice."""
-        if self.excluded.why(link) is not None:
-            return  # a link to the server's own files (`--db W/kblink`): never read, no failure either
-        reason = link_out(link, self.folders)
+        target (followed where it lies, if followed): never a uri outside the folders, never twice.
+        A link whose target cannot be looked at (a name too long, a folder not searchable) goes to
+        `failed` when given: that link alone, not the folder it lies in."""
+        try:
+            if self.excluded.why(link) is not None:
+                return  # a link to the server's own files (`--db W/kblink`): never read, no failure either
+            reason = link_out(link, self.folders)
+        except OSError as error:
+            if failed is None:
+                raise
+            failed(error)
+            return
         if reason is not None:
             refused.append((link, reason))
 

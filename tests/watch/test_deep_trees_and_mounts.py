@@ -51,20 +51,26 @@ def remove_deep(first: Path) -> None:
     subprocess.run(["rm", "-rf", "--one-file-system", first.name], cwd=first.parent, check=True)
 
 
-def test_sync_of_a_folder_with_a_tree_past_path_max_names_it_and_does_the_rest(tmp_path: Path) -> None:
+def test_sync_and_add_of_a_folder_with_a_tree_past_path_max_name_it_and_do_the_rest(tmp_path: Path) -> None:
+    """The tree, and a link whose target's name is too long to look at, are named; the rest is read."""
     folder, db = tmp_path / "share", tmp_path / "kb.lancedb"
     note(folder / "top.md", "Top", "The lighthouse keeper counts albatrosses.")
     deep = deep_tree(folder)
+    (folder / "far").symlink_to("x" * 300)
     env = {"XDG_DATA_HOME": str(tmp_path / "data")}
     try:
         done = run_cli("--db", str(db), "sync", str(folder), env=env)
         assert "unexpected" not in done.stderr and "Traceback" not in done.stderr, done.stderr[-2000:]
-        assert "1 added" in done.stdout and "1 failed" in done.stdout, done.stdout[-500:]
+        assert "1 added" in done.stdout and "2 failed" in done.stdout, done.stdout[-500:]
         said = " ".join((done.stdout + done.stderr).split())
-        assert f"{deep}" in said and "File name too long" in said and "its documents are kept" in said
+        assert f"{deep}/" in said and "could not be read (File name too long): its documents are kept" in said
+        assert f"{folder / 'far'}: a symbolic link whose target cannot be looked at (File name too long)" in said
         note(folder / "later.md", "Later", "Written after the first sync.")
         again = run_cli("--db", str(db), "sync", str(folder), env=env)
         assert "1 added" in again.stdout and "1 unchanged" in again.stdout, again.stdout[-500:]
+        added = run_cli("--db", str(tmp_path / "added.lancedb"), "add", str(folder), env=env)
+        assert "Traceback" not in added.stderr and "2 added" in added.stdout, added.stderr[-2000:]
+        assert "a symbolic link whose target cannot be looked at" in " ".join((added.stdout + added.stderr).split())
     finally:
         remove_deep(deep)
 
