@@ -13,8 +13,10 @@ that every client whose filter covers the folder could read. Two checks, both ch
   may begin with what the tools that write it put first (openssl's "Bag Attributes", an EC
   PARAMETERS block, a certificate, comments); a JSON file holding a "private_key" (a cloud
   service account's key) is one too. So is a bearer tokens file of `serve --tokens-file` (YAML
-  or JSON: a `tokens` list whose entries hold `token` or `token_sha256`), whatever its name: a
-  process not given that file (a `sync` run by cron beside the server) cannot know its path.
+  or JSON whose `tokens` list holds an entry the server takes: a name, and a `token` of 16
+  characters or more or a `token_sha256` digest),
+  whatever its name: a process not given that file (a `sync` run by cron beside the server)
+  cannot know its path.
 
 A document that merely quotes a key or a tokens file after some prose is not refused: only a file
 that is one.
@@ -45,14 +47,12 @@ _PRIVATE = re.compile(
 _PREAMBLE_LINE = re.compile(rb"\s*|#.*|(?:Bag|Key) Attributes(?::.*)?|\s+[\w.-][\w .-]*:.*|(?:subject|issuer)=.*")
 _OTHER_BLOCK = re.compile(rb"-----BEGIN ([A-Z0-9 ]+)-----")
 _SERVICE_ACCOUNT = re.compile(rb'\A\s*\{[^{}]*"private_key"\s*:\s*"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----')
-HEAD_BYTES = 4096  # how much of a file `content_secret` looks at
-# A tokens file: a YAML mapping (comments, directives and document markers aside, every line at the
-# left margin a key) whose `tokens` key lists entries with a token, or the same in JSON.
-_YAML_SKIPPED = re.compile(rb"\s*(?:#.*)?|---.*|\.\.\.\s*|%.*")
-_YAML_KEY = re.compile(rb"[\"']?[A-Za-z_][\w.-]*[\"']?\s*:(?:\s.*)?")
-_TOKENS_KEY = re.compile(rb"[\"']?tokens[\"']?\s*:")
-_TOKEN_KEY = re.compile(rb"(?:\A|[\s{,-])[\"']?token(?:_sha256)?[\"']?\s*:\s*\S")  # in a block or a flow mapping
-_JSON_TOKENS = re.compile(rb'\A\s*\{.*?"tokens"\s*:\s*\[.*?"token(?:_sha256)?"\s*:\s*"', re.S)
+HEAD_BYTES = 4096  # how much of a file `key_block` looks at
+# A bearer tokens file is parsed (YAML, JSON being YAML) when it is small and names `tokens`: its
+# layouts are too many for patterns (comments, anchors, flow style, complex keys), and documents
+# about tokens (a tokenizer's output, design tokens) too like it for patterns to tell apart.
+MAX_TOKENS_FILE_BYTES = 256 * 1024  # a tokens file holds tens of entries
+_TOKEN_ENTRY_KEYS = frozenset({"name", "token", "token_sha256", "filter"})  # all server/auth.py accepts
 
 
 def named_secret(path: str | PurePath) -> str | None:
@@ -71,31 +71,35 @@ def named_secret(path: str | PurePath) -> str | None:
     return None
 
 
-def content_secret(head: bytes) -> str | None:
-    """Why a file beginning with `head` is a secret (a private key, a tokens file), or None."""
-    return key_block(head) or tokens_file(head)
+def content_secret(data: bytes) -> str | None:
+    """Why a file of content `data` is a secret (a private key, a tokens file), or None."""
+    return key_block(data) or tokens_file(data)
 
 
-def tokens_file(head: bytes) -> str | None:
-    """Why a file beginning with `head` is a bearer tokens file, or None (see the module's docstring)."""
-    head = head[:HEAD_BYTES].removeprefix(b"\xef\xbb\xbf")
-    found = _JSON_TOKENS.match(head) is not None
-    in_tokens = False
-    for line in () if found else head.splitlines():
-        if _YAML_SKIPPED.fullmatch(line):
-            continue
-        if not line[:1].isspace() and not line.startswith(b"-"):  # a key at the margin, or prose
-            if _YAML_KEY.fullmatch(line) is None:
-                return None
-            key = _TOKENS_KEY.match(line)
-            in_tokens = key is not None
-            rest = line[key.end() :] if key is not None else b""  # `tokens: [{name: a, token: ...}]`
-        else:
-            rest = line if in_tokens else b""
-        if _TOKEN_KEY.search(rest) is not None:
-            found = True
-            break
-    return "a file of bearer tokens (a tokens list whose entries hold a token)" if found else None
+def tokens_file(data: bytes) -> str | None:
+    """Why `data` (a whole file) is a bearer tokens file, or None: YAML or JSON whose `tokens` list holds
+    an entry `serve --tokens-file` would take (a name and a token or its digest, no key it refuses),
+    whatever else the file holds (a file with one broken entry still holds the others' tokens)."""
+    if len(data) > MAX_TOKENS_FILE_BYTES or b"tokens" not in data:
+        return None
+    import yaml  # only for a small file that names tokens
+
+    try:
+        parsed = yaml.load(data.decode("utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except Exception:  # not YAML, not UTF-8, nested too deep: not a file the server can read either
+        return None
+    rows = parsed.get("tokens") if isinstance(parsed, dict) else None
+    if isinstance(rows, list) and any(_token_entry(row) for row in rows):
+        return "a file of bearer tokens (a tokens list whose entries hold a token)"
+    return None
+
+
+def _token_entry(row: object) -> bool:
+    """An entry server/auth.py takes: a name, and a token of 16 characters or more or a sha256 digest."""
+    if not isinstance(row, dict) or not set(row) <= _TOKEN_ENTRY_KEYS or not row.get("name"):
+        return False
+    token, digest = row.get("token"), row.get("token_sha256")
+    return (bool(token) and len(str(token)) >= 16) or re.fullmatch(r"[0-9a-fA-F]{64}", str(digest or "")) is not None
 
 
 def key_block(head: bytes) -> str | None:

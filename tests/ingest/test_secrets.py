@@ -88,17 +88,22 @@ def test_a_key_after_prose_is_quoted_not_a_key_file(head: str) -> None:
     assert key_block(head.encode("utf-8")) is None
 
 
-TOKENS_YAML = 'tokens:\n  - name: admin\n    token: "admin-secret-token-0123456789"\n    filter: "uri LIKE \'%a%\'"\n'
+TOKEN = '"admin-secret-token-0123456789"'
+TOKENS_YAML = f"tokens:\n  - name: admin\n    token: {TOKEN}\n    filter: \"uri LIKE '%a%'\"\n"
 
 
 @pytest.mark.parametrize(
     "text",
     [
         TOKENS_YAML,  # what `serve --tokens-file` reads, whatever the file's name
-        "# who may call us\n---\ntokens:\n- name: ops\n  token_sha256: 9f86d081884c7d659a2feaa0c55ad015\n",
-        "version: 1\ntokens:\n  - {name: ops, token: ops-secret-token-0123456789}\n",
-        "tokens: [{name: ops, token: ops-secret-token-0123456789}]\n",
-        '\ufeff{"tokens": [{"name": "ops", "token": "ops-secret-token-0123456789"}]}',
+        "# who may call us\n---\ntokens:\n- name: ops\n  token_sha256: " + "9f86d081" * 8 + "\n",
+        "#" + "x" * 5000 + f"\ntokens:\n  - name: a\n    token: {TOKEN}\n",  # a long comment first
+        f"rows: &r\n  - name: a\n    token: {TOKEN}\ntokens: *r\n",  # an anchor
+        f"{{tokens: [{{name: a, token: {TOKEN}}}]}}\n",  # flow style
+        f"? tokens\n: - name: a\n    token: {TOKEN}\n",  # a complex key
+        f"tokens:\r\n  - name: a\r\n    token:\r\n      {TOKEN}\r\n",  # CRLF, the value on the next line
+        '\ufeff{"tokens": [{"name": "ops", "token": 12345678901234567890}]}',  # JSON, a number for a token
+        f"tokens:\n  - name: a\n    token: short\n  - name: b\n    token: {TOKEN}\n",  # one entry broken
     ],
 )
 def test_a_bearer_tokens_file_is_a_secret_by_its_content(text: str) -> None:
@@ -111,11 +116,13 @@ def test_a_bearer_tokens_file_is_a_secret_by_its_content(text: str) -> None:
     "text",
     [
         "# Tokens\n\nWrite a file like this:\n\n```yaml\n" + TOKENS_YAML + "```\n",  # docs quoting one
+        "---\ntitle: Notes\n" + TOKENS_YAML + "---\n# Notes\n\nProse.\n",  # front matter before prose
+        '{"text": "The cat sat.", "tokens": [{"id": 0, "start": 0, "end": 3, "token": "The"}]}',  # a tokenizer's
+        "text: The cat sat.\ntokens:\n  - token: The\n    pos: DET\n",
+        '{"tokens": [{"name": "color.primary", "token": "#ff0000"}]}',  # design tokens
+        '{"model": "m", "tokens": [], "auth": {"token": "a-long-token-of-someone-else"}}',
         "tokens:\n  - name: ops\n    filter: x\n",  # no token in it
-        "search:\n  token: abc\ntokens_used: 3\n",  # a `token` key elsewhere
-        "tokens:\n  - name: ops\n    filter: x\nother:\n  token: abc\n",  # under another key
-        "The tokens: we count them.\n  token: a\n",  # prose
-        '{"counts": {"tokens": 12, "token": "the"}}',
+        "apiVersion: v1\nkind: ConfigMap\ndata:\n  tokens: |\n    token: abc\n",
     ],
 )
 def test_documents_about_tokens_are_not_tokens_files(text: str) -> None:
