@@ -25,8 +25,12 @@ def load_yaml(path: Path, what: str = "Config file") -> Any:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError(f"Cannot read {what.lower()} {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{what} {path} is not UTF-8 text: save it as UTF-8.") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{what} {path} is not valid YAML: {' '.join(str(exc).split())}") from None
+    except RecursionError:
+        raise ConfigError(f"{what} {path} nests its values too deeply to be read.") from None
     if _expands_beyond(data, MAX_VALUES):
         raise ConfigError(
             f"{what} {path} expands to more than {MAX_VALUES:,} values (YAML anchors and aliases referring to "

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from mcp.server.auth.provider import AccessToken, TokenVerifier
 
-from mcp_analysis.errors import ConfigError
+from mcp_analysis.errors import ConfigError, FilterError
 from mcp_analysis.store.filters import normalize_filter
 from mcp_analysis.yaml_files import load_yaml
 
@@ -76,7 +76,11 @@ def load_tokens(path: Path) -> list[TokenEntry]:
                 raise ConfigError(f"{where}: token_sha256 must be 64 hex characters.")
         else:
             raise ConfigError(f"{where}: give 'token' or 'token_sha256' for {name!r}.")
-        entries.append(TokenEntry(name, digest, normalize_filter(row.get("filter")), clear=bool(row.get("token"))))
+        try:
+            where_clause = normalize_filter(row.get("filter"))
+        except FilterError as exc:
+            raise ConfigError(f"{where}: the filter of {name!r} is not valid: {exc}") from None
+        entries.append(TokenEntry(name, digest, where_clause, clear=bool(row.get("token"))))
     return entries
 
 
@@ -91,8 +95,8 @@ class TokenFileVerifier(TokenVerifier):
 
     def __init__(self, path: Path, entries: list[TokenEntry] | None = None) -> None:
         self.path = path
+        self._status = _status(path)  # before reading: an edit made meanwhile is read on the next check
         self.entries = load_tokens(path) if entries is None else entries
-        self._status = _status(path)
         self._checked = time.monotonic()
 
     async def verify_token(self, token: str) -> AccessToken | None:
@@ -117,9 +121,10 @@ class TokenFileVerifier(TokenVerifier):
         self._status = status
         try:
             self.entries = load_tokens(self.path)
-        except ConfigError as exc:
+        except Exception as exc:  # whatever the mistake, never the old tokens: one of them was revoked
             self.entries = []
-            log.error("%s Every bearer token is refused until the tokens file is fixed.", exc)
+            why = str(exc) if isinstance(exc, ConfigError) else f"Tokens file {self.path}: {type(exc).__name__}: {exc}"
+            log.error("%s Every bearer token is refused until the tokens file is fixed.", why)
             return
         log.warning("Tokens file %s changed: %d token(s) accepted from now on.", self.path, len(self.entries))
 
@@ -142,10 +147,10 @@ def warn_if_readable_by_others(path: Path, entries: list[TokenEntry]) -> None:
         )
 
 
-def _status(path: Path) -> tuple[int, int, int, int] | None:
+def _status(path: Path) -> tuple[int, ...] | None:
     """What changes when the file is edited or replaced; None when it cannot be looked at."""
     try:
         st = path.stat()
     except OSError:
         return None
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)  # ctime: an mtime put back

@@ -61,6 +61,32 @@ async def test_a_broken_or_missing_file_refuses_every_token_until_fixed(
     assert [await principal(verifier, t) for t in (ALICE, BOB)] == [None, "bob"]
 
 
+@pytest.mark.parametrize(
+    ("broken", "said"),
+    [
+        ('tokens:\n  - name: bob\n    token: "bob-token-0123456789abcdef"\n    filter: "uri = 1; x"\n', "filter"),
+        ("tokens:\n  - name: bob\n    token: b\xf6b-token-0123456789abcdef\n".encode("latin-1"), "not UTF-8"),
+        ("tokens: " + "[" * 5000 + "]" * 5000 + "\n", "tokens file"),  # nested past the parser's depth
+    ],
+)
+async def test_any_mistake_in_a_changed_file_refuses_every_token(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, broken: str | bytes, said: str
+) -> None:
+    """Whatever the mistake (a filter that is no SQL, another encoding, nesting too deep), the old tokens
+    never come back: a request after the first is refused too."""
+    monkeypatch.setattr(auth, "RECHECK_SECONDS", 0.0)
+    tokens = tmp_path / "tokens.yaml"
+    write(tokens, "alice", "bob", stamp=1_000_000_000)
+    verifier = TokenFileVerifier(tokens)
+    if isinstance(broken, bytes):
+        tokens.write_bytes(broken)
+    else:
+        tokens.write_text(broken)
+    with caplog.at_level(logging.ERROR, logger="mcp_analysis.server.auth"):
+        assert [await principal(verifier, t) for t in (ALICE, BOB, ALICE, BOB)] == [None] * 4
+    assert said in caplog.text.lower() or said in caplog.text
+
+
 async def test_the_file_is_looked_at_once_per_recheck_period(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(auth, "RECHECK_SECONDS", 3600.0)
     tokens = tmp_path / "tokens.yaml"
