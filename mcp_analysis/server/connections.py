@@ -9,16 +9,19 @@ under the usual soft limit) and nobody else is served. Two rules, on uvicorn's h
 - a request must arrive whole, headers and body, within `server.request_read_seconds` of the
   connection's opening or of the previous response on it; one that does not is closed;
 - at most `server.max_pending_connections` connections may be waiting for their request at once;
-  one more closes the one that has waited longest. A client that sends its request when it connects
-  (as every HTTP client does) leaves the waiting ones at once, so a flood of idle connections pushes
-  out only its own.
+  one more closes the one that has waited longest among those of the client address with the most
+  waiting. A flood of idle connections from one address pushes out its own; from many addresses,
+  the oldest of each in turn, while a client that sends its request when it connects (as HTTP
+  clients do) waits one round trip at most.
 
 Closed connections are counted and logged at most once per `LOG_EVERY_SECONDS`: a flood must not
 flood the log too. The rules act once a connection is accepted; so that a burst of connections
 cannot use up the process's files before they act, the soft limit of open files is raised to the
-hard one at start (`more_files`), and one accept round takes at most half of it (`accept_burst`,
-uvicorn's listen backlog). Should the files run out all the same, asyncio logs each refused accept
-with a traceback (up to 2,048 a second); `QuietAcceptErrors` keeps one a minute, counted.
+hard one at start (`more_files`), and the connections accepted but not yet seen by the rules, and
+those waiting, each stay within a quarter of it (`file_shares`: asyncio accepts a second round
+before the first round's connections reach the protocol). Should the files run out all the same,
+asyncio logs each refused accept with a traceback (up to 2,048 a second); `QuietAcceptErrors`
+keeps one a minute, counted.
 """
 
 from __future__ import annotations
@@ -44,34 +47,50 @@ _RECEIVING = (h11.IDLE, h11.SEND_BODY)  # the client's side of the connection: i
 
 
 class WaitingConnections:
-    """The connections waiting for their request, oldest first, with the two rules' bounds."""
+    """The connections waiting for their request, by client address, oldest first, with the two rules' bounds."""
 
     def __init__(self, limit: int, seconds: float) -> None:
         self.limit = limit
         self.seconds = seconds
-        self._waiting: OrderedDict[object, Callable[[], None]] = OrderedDict()
+        self._waiting: dict[object, str] = {}  # connection -> its client's address
+        self._by_client: dict[str, OrderedDict[object, Callable[[], None]]] = {}
         self._closed = {"slow": 0, "crowded": 0}
         self._logged = 0.0
 
     def __len__(self) -> int:
         return len(self._waiting)
 
-    def wait(self, connection: object, close: Callable[[], None]) -> None:
-        """`connection` begins to wait for a request; `close` ends it. The longest waiting go beyond the limit."""
-        self._waiting[connection] = close
+    def wait(self, connection: object, close: Callable[[], None], client: str = "") -> None:
+        """`connection` (from the address `client`) begins to wait for a request; `close` ends it. Beyond
+        the limit, the connection waiting longest of the client with the most waiting is closed: a flood
+        from one address pushes out its own, and a legitimate client's connection waits a round trip at most."""
+        self._waiting[connection] = client
+        self._by_client.setdefault(client, OrderedDict())[connection] = close
         while len(self._waiting) > self.limit:
-            _, oldest = self._waiting.popitem(last=False)
-            self._close(oldest, "crowded")
+            busiest = max(self._by_client.values(), key=len)
+            oldest, drop = next(iter(busiest.items()))
+            self.done(oldest)
+            self._close(drop, "crowded")
 
     def done(self, connection: object) -> None:
         """`connection`'s request arrived whole, or it closed."""
-        self._waiting.pop(connection, None)
+        self._pop(connection)
 
     def too_slow(self, connection: object) -> None:
         """`connection`'s request did not arrive within `seconds`."""
-        close = self._waiting.pop(connection, None)
+        close = self._pop(connection)
         if close is not None:
             self._close(close, "slow")
+
+    def _pop(self, connection: object) -> Callable[[], None] | None:
+        client = self._waiting.pop(connection, None)
+        if client is None:
+            return None
+        theirs = self._by_client[client]
+        close = theirs.pop(connection)
+        if not theirs:
+            del self._by_client[client]
+        return close
 
     def _close(self, close: Callable[[], None], why: str) -> None:
         close()
@@ -81,8 +100,9 @@ class WaitingConnections:
             self._logged = now
             slow, crowded = self._closed["slow"], self._closed["crowded"]
             log.warning(
-                "Closed %d HTTP connection(s) whose request did not arrive whole within %.0f s "
-                "(server.request_read_seconds) and %d that waited longest while more than %d waited "
+                "Closed %d HTTP connection(s) whose request did not arrive whole within %g s "
+                "(server.request_read_seconds) and %d that waited longest (of the address with the most "
+                "waiting) while more than %d waited "
                 "(server.max_pending_connections); counted since the last such message.",
                 slow,
                 self.seconds,
@@ -116,11 +136,15 @@ def guarded_h11(limit: int, seconds: float) -> type[asyncio.Protocol]:
             super().connection_lost(exc)
 
         def _track(self) -> None:
-            """Start waiting when the client's side turns to sending a request; stop when it is whole."""
-            receiving = not self.transport.is_closing() and self.conn.their_state in _RECEIVING
+            """Start waiting when the client's side turns to sending a request; stop when it is whole, or
+            while uvicorn reads no more of it (a body the application has not taken yet: not the client's
+            delay; reading again, it waits afresh)."""
+            receiving = (
+                not self.transport.is_closing() and not self.flow.read_paused and self.conn.their_state in _RECEIVING
+            )
             if receiving and self._deadline is None:
                 self._deadline = self.loop.call_later(seconds, waiting.too_slow, self)
-                waiting.wait(self, self._drop)
+                waiting.wait(self, self._drop, self.client[0] if self.client else "")
             elif not receiving:
                 self._stop_waiting()
 
@@ -154,9 +178,12 @@ def more_files() -> int:
     return soft
 
 
-def accept_burst(files: int) -> int:
-    """The listen backlog, which is also how many connections one accept round may take: half the files."""
-    return max(16, min(MAX_ACCEPT_BURST, files // 2))
+def file_shares(files: int, max_pending: int) -> tuple[int, int]:
+    """(the listen backlog, which is also how many connections one accept round takes; how many may wait):
+    a quarter of the process's files each at most. Two accept rounds can come before the rules see
+    the first, so the files hold at most two rounds and the waiting ones, and a quarter for the rest."""
+    quarter = max(16, files // 4)
+    return min(MAX_ACCEPT_BURST, quarter), min(max_pending, quarter)
 
 
 class QuietAcceptErrors(logging.Filter):

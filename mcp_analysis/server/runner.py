@@ -193,13 +193,15 @@ async def run_server(
         )
     if server_settings.tokens_file is None and server_settings.host not in ("127.0.0.1", "localhost", "::1"):
         log.warning("No --tokens-file: anyone who can reach %s can read the knowledge base.", server_settings.host)
-    from mcp_analysis.server.connections import QuietAcceptErrors, accept_burst, guarded_h11, more_files
+    from mcp_analysis.server.connections import QuietAcceptErrors, file_shares, guarded_h11, more_files
 
     logging.getLogger("asyncio").addFilter(QuietAcceptErrors())
+    backlog, max_pending = file_shares(more_files(), server_settings.max_pending_connections)
     config = uvicorn.Config(
         app,  # type: ignore[arg-type]
-        http=guarded_h11(server_settings.max_pending_connections, server_settings.request_read_seconds),
-        backlog=accept_burst(more_files()),
+        http=guarded_h11(max_pending, server_settings.request_read_seconds),
+        backlog=backlog,
+        ws="none",  # no WebSocket endpoint: an upgrade request is answered as plain HTTP
         host=server_settings.host,
         port=server_settings.port,
         log_level=server_settings.log_level.lower(),

@@ -33,6 +33,23 @@ def test_beyond_the_limit_the_longest_waiting_connection_is_closed() -> None:
     assert closed == ["b"] and len(waiting) == 2
 
 
+def test_a_flood_from_one_address_pushes_out_its_own_connections_first() -> None:
+    closed: list[str] = []
+    waiting = WaitingConnections(limit=3, seconds=30)
+    mine = Connection("mine", closed)
+    waiting.wait(mine, mine.close, "10.0.0.7")  # waiting longest of all
+    for i in range(20):
+        flood = Connection(f"flood{i}", closed)
+        waiting.wait(flood, flood.close, "10.0.0.66")
+    assert closed == [f"flood{i}" for i in range(18)] and len(waiting) == 3
+    other = Connection("other", closed)
+    waiting.wait(other, other.close, "10.0.0.8")
+    assert closed[-1] == "flood18"  # still the flooding address's oldest, not the oldest of all
+    waiting.done(mine)
+    waiting.too_slow(mine)
+    assert "mine" not in closed
+
+
 def test_a_slow_connection_is_closed_once_and_a_finished_one_never() -> None:
     closed: list[str] = []
     waiting = WaitingConnections(limit=10, seconds=30)
@@ -61,7 +78,7 @@ def test_closing_is_logged_once_per_period_with_counts(
     assert len(closed) == 500  # each beyond the first pushed out the one before it
     messages = [r.getMessage() for r in caplog.records]
     assert len(messages) == 2
-    assert "and 1 that waited longest while more than 1 waited" in messages[0]
+    assert "and 1 that waited longest (of the address with the most waiting) while more than 1 waited" in messages[0]
     assert "and 499 that waited longest" in messages[1]  # the rest, counted since the first message
 
 
@@ -77,8 +94,9 @@ def test_the_soft_limit_of_open_files_is_raised_to_the_hard_one() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
-def test_one_accept_round_takes_at_most_half_the_files() -> None:
-    assert [connections.accept_burst(n) for n in (20, 1024, 65536)] == [16, 512, 2048]
+def test_accept_rounds_and_waiting_connections_take_a_quarter_of_the_files_each() -> None:
+    shares = [connections.file_shares(files, 256) for files in (20, 1024, 4096, 1 << 20)]
+    assert shares == [(16, 16), (256, 256), (1024, 256), (2048, 256)]
 
 
 def test_refused_accepts_are_logged_once_a_minute_with_a_count(monkeypatch: pytest.MonkeyPatch) -> None:
