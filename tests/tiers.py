@@ -209,7 +209,7 @@ SLOW_TESTS: dict[str, set[str]] = {
         "test_a_document_an_earlier_version_made_through_a_link_is_named",
         "test_a_folder_that_cannot_be_listed_keeps_its_documents",
         "test_a_hard_link_to_a_file_in_the_sessions_folder_is_never_a_document",
-        "test_a_hard_link_to_the_tokens_file_is_never_a_document",
+        "test_a_hard_link_to_the_config_or_tokens_file_is_never_a_document",
         "test_a_link_named_on_the_add_command_line_is_followed",
         "test_a_watched_folder_deleted_and_made_again_is_followed_again",
         "test_a_watched_folder_gone_for_a_while_keeps_its_documents",
