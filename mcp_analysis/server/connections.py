@@ -1,25 +1,28 @@
-"""HTTP connections that do not send a whole request are closed: no client may hold the server's files.
+"""HTTP connections that stall are closed: no client may hold the server's files.
 
 uvicorn keeps a connection that sent half a request line for as long as the client likes (its
-keep-alive timeout applies only between requests, and any byte arriving cancels it), so a client
-without a token could open connections until the process has no file left to accept another (1,024
-under the usual soft limit) and nobody else is served. Two rules, on uvicorn's h11 protocol class
-(its internals are fenced in this module, as the SDK's are in sdk_compat.py):
+keep-alive timeout applies only between requests, and any byte arriving cancels it), and one whose
+client never reads the answers to its pipelined requests, so a client without a token could open
+connections until the process has no file left to accept another (1,024 under the usual soft
+limit) and nobody else is served. Two rules, on uvicorn's h11 protocol class (its internals are
+fenced in this module, as the SDK's are in sdk_compat.py):
 
-- a request must arrive whole, headers and body, within `server.request_read_seconds` of the
-  connection's opening or of the previous response on it; one that does not is closed;
-- at most `server.max_pending_connections` connections may be waiting for their request at once;
-  one more closes the one that has waited longest among those of the client address with the most
-  waiting. A flood of idle connections from one address pushes out its own; from many addresses,
-  the oldest of each in turn, while a client that sends its request when it connects (as HTTP
-  clients do) waits one round trip at most.
+- a connection waits on its client while its request is not whole (from the connection's opening
+  or the previous response) or while the client leaves what it is sent unread; after
+  `server.client_stall_seconds` of that it is closed;
+- at most `server.max_pending_connections` connections may wait on their clients at once; one more
+  closes, of the client address with the most waiting, the one idle longest (a request arriving
+  makes it the last). A flood of idle connections from one address pushes out its own; a client
+  sending its request when it connects (as HTTP clients do) outlasts a round or two of a flood,
+  and an upload in progress outlasts connections that send nothing.
 
 Closed connections are counted and logged at most once per `LOG_EVERY_SECONDS`: a flood must not
 flood the log too. The rules act once a connection is accepted; so that a burst of connections
 cannot use up the process's files before they act, the soft limit of open files is raised to the
-hard one at start (`more_files`), and the connections accepted but not yet seen by the rules, and
-those waiting, each stay within a quarter of it (`file_shares`: asyncio accepts a second round
-before the first round's connections reach the protocol). Should the files run out all the same,
+hard one at start (`more_files`); one accept round takes an eighth of it, the waiting connections a
+quarter, and all connections half (`file_shares`: asyncio accepts a second round before the first
+round's connections reach the protocol). Beyond half, a new connection closes one waiting on its
+client, or is closed itself when every open one is being served. Should the files run out all the same,
 asyncio logs each refused accept with a traceback (up to 2,048 a second); `QuietAcceptErrors`
 keeps one a minute, counted.
 """
@@ -49,28 +52,76 @@ _RECEIVING = (h11.IDLE, h11.SEND_BODY)  # the client's side of the connection: i
 class WaitingConnections:
     """The connections waiting for their request, by client address, oldest first, with the two rules' bounds."""
 
-    def __init__(self, limit: int, seconds: float) -> None:
+    def __init__(self, limit: int, seconds: float, total: int | None = None) -> None:
         self.limit = limit
         self.seconds = seconds
+        self.total = total if total is not None else 2 * limit  # connections open at once, waiting or not
+        self._open: dict[str, OrderedDict[object, Callable[[], None]]] = {}  # by client address, oldest first
+        self._address: dict[object, str] = {}  # each open connection's client address
         self._waiting: dict[object, str] = {}  # connection -> its client's address
         self._by_client: dict[str, OrderedDict[object, Callable[[], None]]] = {}
-        self._closed = {"slow": 0, "crowded": 0}
+        self._closed = {"slow": 0, "crowded": 0, "full": 0}
         self._logged = 0.0
 
     def __len__(self) -> int:
         return len(self._waiting)
 
+    @property
+    def open(self) -> int:
+        return len(self._address)
+
+    def opened(self, connection: object, close: Callable[[], None], client: str = "") -> bool:
+        """`connection` from `client` was accepted. Beyond `total` open, room is made: a connection waiting
+        on its client goes first (see `wait`), else the oldest of the address with the most open; False
+        when that address is this one's own (the new connection is to be closed)."""
+        self._open.setdefault(client, OrderedDict())[connection] = close
+        self._address[connection] = client
+        if self.open <= self.total:
+            return True
+        if self._waiting:
+            self._close_idlest("crowded")
+            return True
+        busiest = max(self._open, key=lambda address: len(self._open[address]))
+        if busiest == client:
+            self.closed(connection)
+            self._closed["full"] += 1
+            self._report()
+            return False
+        oldest, drop = next(iter(self._open[busiest].items()))
+        self.closed(oldest)
+        self._close(drop, "full")
+        return True
+
+    def closed(self, connection: object) -> None:
+        """`connection` ended (it is no longer open, nor waiting)."""
+        self._pop(connection)
+        address = self._address.pop(connection, None)
+        if address is not None:
+            theirs = self._open[address]
+            del theirs[connection]
+            if not theirs:
+                del self._open[address]
+
     def wait(self, connection: object, close: Callable[[], None], client: str = "") -> None:
-        """`connection` (from the address `client`) begins to wait for a request; `close` ends it. Beyond
-        the limit, the connection waiting longest of the client with the most waiting is closed: a flood
+        """`connection` (from the address `client`) begins to wait on its client; `close` ends it. Beyond
+        the limit, of the client address with the most waiting, the one idle longest is closed: a flood
         from one address pushes out its own, and a legitimate client's connection waits a round trip at most."""
         self._waiting[connection] = client
         self._by_client.setdefault(client, OrderedDict())[connection] = close
         while len(self._waiting) > self.limit:
-            busiest = max(self._by_client.values(), key=len)
-            oldest, drop = next(iter(busiest.items()))
-            self.done(oldest)
-            self._close(drop, "crowded")
+            self._close_idlest("crowded")
+
+    def _close_idlest(self, why: str) -> None:
+        busiest = max(self._by_client.values(), key=len)
+        idlest, drop = next(iter(busiest.items()))
+        self.done(idlest)
+        self._close(drop, why)
+
+    def active(self, connection: object) -> None:
+        """`connection` received part of its request: it goes after its client's idle ones."""
+        client = self._waiting.get(connection)
+        if client is not None:
+            self._by_client[client].move_to_end(connection)
 
     def done(self, connection: object) -> None:
         """`connection`'s request arrived whole, or it closed."""
@@ -95,32 +146,41 @@ class WaitingConnections:
     def _close(self, close: Callable[[], None], why: str) -> None:
         close()
         self._closed[why] += 1
+        self._report()
+
+    def _report(self) -> None:
         now = time.monotonic()
-        if now - self._logged >= LOG_EVERY_SECONDS:
-            self._logged = now
-            slow, crowded = self._closed["slow"], self._closed["crowded"]
-            log.warning(
-                "Closed %d HTTP connection(s) whose request did not arrive whole within %g s "
-                "(server.request_read_seconds) and %d that waited longest (of the address with the most "
-                "waiting) while more than %d waited "
-                "(server.max_pending_connections); counted since the last such message.",
-                slow,
-                self.seconds,
-                crowded,
-                self.limit,
-            )
-            self._closed = {"slow": 0, "crowded": 0}
+        if now - self._logged < LOG_EVERY_SECONDS:
+            return
+        self._logged = now
+        log.warning(
+            "Closed %d HTTP connection(s) whose client stalled (its request not whole, or what it was sent "
+            "left unread) for %g s (server.client_stall_seconds), %d idle longest (of the address with the "
+            "most waiting) while more than %d waited (server.max_pending_connections) or %d were open, and "
+            "%d of the address with the most open while %d were open and none waited; counted since the "
+            "last such message.",
+            self._closed["slow"],
+            self.seconds,
+            self._closed["crowded"],
+            self.limit,
+            self.total,
+            self._closed["full"],
+            self.total,
+        )
+        self._closed = {"slow": 0, "crowded": 0, "full": 0}
 
 
-def guarded_h11(limit: int, seconds: float) -> type[asyncio.Protocol]:
-    """uvicorn's h11 protocol class with the two rules, sharing one `WaitingConnections` (one per server)."""
-    waiting = WaitingConnections(limit, seconds)
+def guarded_h11(limit: int, seconds: float, total: int | None = None) -> type[asyncio.Protocol]:
+    """uvicorn's h11 protocol class with the rules, sharing one `WaitingConnections` (one per server)."""
+    waiting = WaitingConnections(limit, seconds, total)
 
     class GuardedH11Protocol(H11Protocol):
         _deadline: asyncio.TimerHandle | None = None
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
+            if not waiting.opened(self, self._drop, self.client[0] if self.client else ""):
+                transport.close()  # the server is full, most of it this client's own connections
             self._track()
 
         def handle_events(self) -> None:
@@ -133,19 +193,33 @@ def guarded_h11(limit: int, seconds: float) -> type[asyncio.Protocol]:
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._stop_waiting()
+            waiting.closed(self)
             super().connection_lost(exc)
 
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self._deadline is not None:  # a request arriving: of its client's, the last to be closed
+                waiting.active(self)
+
+        def pause_writing(self) -> None:
+            super().pause_writing()
+            self._track()
+
+        def resume_writing(self) -> None:
+            super().resume_writing()
+            self._track()
+
         def _track(self) -> None:
-            """Start waiting when the client's side turns to sending a request; stop when it is whole, or
-            while uvicorn reads no more of it (a body the application has not taken yet: not the client's
-            delay; reading again, it waits afresh)."""
-            receiving = (
-                not self.transport.is_closing() and not self.flow.read_paused and self.conn.their_state in _RECEIVING
+            """Wait on the client while its request is not whole (unless uvicorn reads no more of it: a
+            body the application has not taken yet is not the client's delay) or while it leaves what
+            it is sent unread (pipelined requests whose answers it never reads); stop when neither."""
+            stalled = not self.transport.is_closing() and (
+                self.flow.write_paused or (not self.flow.read_paused and self.conn.their_state in _RECEIVING)
             )
-            if receiving and self._deadline is None:
+            if stalled and self._deadline is None:
                 self._deadline = self.loop.call_later(seconds, waiting.too_slow, self)
                 waiting.wait(self, self._drop, self.client[0] if self.client else "")
-            elif not receiving:
+            elif not stalled:
                 self._stop_waiting()
 
         def _stop_waiting(self) -> None:
@@ -178,12 +252,17 @@ def more_files() -> int:
     return soft
 
 
-def file_shares(files: int, max_pending: int) -> tuple[int, int]:
-    """(the listen backlog, which is also how many connections one accept round takes; how many may wait):
-    a quarter of the process's files each at most. Two accept rounds can come before the rules see
-    the first, so the files hold at most two rounds and the waiting ones, and a quarter for the rest."""
-    quarter = max(16, files // 4)
-    return min(MAX_ACCEPT_BURST, quarter), min(max_pending, quarter)
+def file_shares(files: int, max_pending: int) -> tuple[int, int, int]:
+    """(the listen backlog, which is also how many connections one accept round takes; how many may wait;
+    how many may be open): an eighth, a quarter and a half of the process's files at most. Two accept
+    rounds can come before the rules see the first, so connections hold at most three quarters of the
+    files, the rest left for the knowledge base and the workers; and a client's connection accepted
+    among a flood outlasts a round or two of it, time for its request."""
+    return (
+        min(MAX_ACCEPT_BURST, max(16, files // 8)),
+        min(max_pending, max(16, files // 4)),
+        max(32, files // 2),
+    )
 
 
 class QuietAcceptErrors(logging.Filter):

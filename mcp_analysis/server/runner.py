@@ -196,10 +196,10 @@ async def run_server(
     from mcp_analysis.server.connections import QuietAcceptErrors, file_shares, guarded_h11, more_files
 
     logging.getLogger("asyncio").addFilter(QuietAcceptErrors())
-    backlog, max_pending = file_shares(more_files(), server_settings.max_pending_connections)
+    backlog, max_pending, max_open = file_shares(more_files(), server_settings.max_pending_connections)
     config = uvicorn.Config(
         app,  # type: ignore[arg-type]
-        http=guarded_h11(max_pending, server_settings.request_read_seconds),
+        http=guarded_h11(max_pending, server_settings.client_stall_seconds, max_open),
         backlog=backlog,
         ws="none",  # no WebSocket endpoint: an upgrade request is answered as plain HTTP
         host=server_settings.host,

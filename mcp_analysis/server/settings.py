@@ -43,15 +43,16 @@ class ServerSettings(BaseModel):
     host_log_per_minute: int = Field(
         30, ge=1, le=10_000, description="notifications/message one client connection is sent per minute at most."
     )
-    request_read_seconds: float = Field(
+    client_stall_seconds: float = Field(
         30.0,
         gt=0,
         le=3600,
-        description="How long an HTTP request may take to arrive whole (headers and body); slower ones are closed.",
+        description="How long an HTTP client may stall (its request not whole, or what it is sent left unread) "
+        "before its connection is closed.",
     )
     max_pending_connections: int = Field(
         256,
         ge=1,
         le=100_000,
-        description="HTTP connections waiting for their request at once; one more closes the one waiting longest.",
+        description="HTTP connections waiting on their client at once; one more closes the longest idle one.",
     )

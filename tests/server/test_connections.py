@@ -50,6 +50,35 @@ def test_a_flood_from_one_address_pushes_out_its_own_connections_first() -> None
     assert "mine" not in closed
 
 
+def test_a_connection_whose_request_is_arriving_goes_after_its_clients_idle_ones() -> None:
+    closed: list[str] = []
+    waiting = WaitingConnections(limit=2, seconds=30)
+    upload, idle = Connection("upload", closed), Connection("idle", closed)
+    waiting.wait(upload, upload.close, "10.0.0.7")
+    waiting.wait(idle, idle.close, "10.0.0.7")
+    waiting.active(upload)  # part of its body arrived
+    late = Connection("late", closed)
+    waiting.wait(late, late.close, "10.0.0.7")
+    assert closed == ["idle"]
+
+
+def test_beyond_the_open_limit_room_is_made_from_the_waiting_then_from_the_busiest_address() -> None:
+    closed: list[str] = []
+    waiting = WaitingConnections(limit=10, seconds=30, total=3)
+    flood = [Connection(f"flood{i}", closed) for i in range(3)]
+    for c in flood:  # three being served, none waiting on its client
+        assert waiting.opened(c, c.close, "10.0.0.66")
+    mine = Connection("mine", closed)
+    assert waiting.opened(mine, mine.close, "10.0.0.7") and closed == ["flood0"]  # the busiest address's oldest
+    waiting.closed(flood[0])
+    again = Connection("again", closed)
+    assert waiting.opened(again, again.close, "10.0.0.66") is False  # its own address is the busiest
+    assert closed == ["flood0"] and waiting.open == 3
+    waiting.wait(flood[2], flood[2].close, "10.0.0.66")  # now leaves its answers unread
+    late = Connection("late", closed)
+    assert waiting.opened(late, late.close, "10.0.0.7") and closed[-1] == "flood2"  # the waiting one first
+
+
 def test_a_slow_connection_is_closed_once_and_a_finished_one_never() -> None:
     closed: list[str] = []
     waiting = WaitingConnections(limit=10, seconds=30)
@@ -78,8 +107,8 @@ def test_closing_is_logged_once_per_period_with_counts(
     assert len(closed) == 500  # each beyond the first pushed out the one before it
     messages = [r.getMessage() for r in caplog.records]
     assert len(messages) == 2
-    assert "and 1 that waited longest (of the address with the most waiting) while more than 1 waited" in messages[0]
-    assert "and 499 that waited longest" in messages[1]  # the rest, counted since the first message
+    assert ", 1 idle longest (of the address with the most waiting) while more than 1 waited" in messages[0]
+    assert ", 499 idle longest" in messages[1]  # the rest, counted since the first message
 
 
 def test_the_soft_limit_of_open_files_is_raised_to_the_hard_one() -> None:
@@ -94,9 +123,9 @@ def test_the_soft_limit_of_open_files_is_raised_to_the_hard_one() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
-def test_accept_rounds_and_waiting_connections_take_a_quarter_of_the_files_each() -> None:
+def test_an_accept_round_takes_an_eighth_of_the_files_the_waiting_a_quarter_all_half() -> None:
     shares = [connections.file_shares(files, 256) for files in (20, 1024, 4096, 1 << 20)]
-    assert shares == [(16, 16), (256, 256), (1024, 256), (2048, 256)]
+    assert shares == [(16, 16, 32), (128, 256, 512), (512, 256, 2048), (2048, 256, 1 << 19)]
 
 
 def test_refused_accepts_are_logged_once_a_minute_with_a_count(monkeypatch: pytest.MonkeyPatch) -> None:
