@@ -27,8 +27,8 @@ def load_yaml(path: Path, what: str = "Config file") -> Any:
         raise ConfigError(f"Cannot read {what.lower()} {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{what} {path} is not UTF-8 text: save it as UTF-8.") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{what} {path} is not valid YAML: {' '.join(str(exc).split())}") from None
+    except yaml.YAMLError as exc:  # where, and what is wrong, never the line itself: it may hold a secret
+        raise ConfigError(f"{what} {path} is not valid YAML{_where(exc)}.") from None
     except RecursionError:
         raise ConfigError(f"{what} {path} nests its values too deeply to be read.") from None
     if _expands_beyond(data, MAX_VALUES):
@@ -54,3 +54,11 @@ def _expands_beyond(data: Any, limit: int) -> bool:
         elif isinstance(item, list):
             stack.extend(item)
     return False
+
+
+def _where(error: Any) -> str:
+    """Where a PyYAML error is (line, column) and what it is, without the text it quotes from the file."""
+    mark = getattr(error, "problem_mark", None)
+    problem = getattr(error, "problem", None)
+    place = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return f"{place}: {problem}" if problem else place

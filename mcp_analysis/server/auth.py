@@ -30,6 +30,8 @@ from mcp_analysis.yaml_files import load_yaml
 
 SCOPE = "mcp-analysis"
 RECHECK_SECONDS = 1.0  # how often a request may look at the tokens file's status
+SETTLE_SECONDS = 1.0  # how long a changed tokens file must hold still before its new entries hold
+_clock = time.monotonic
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +78,8 @@ def load_tokens(path: Path) -> list[TokenEntry]:
                 raise ConfigError(f"{where}: token_sha256 must be 64 hex characters.")
         else:
             raise ConfigError(f"{where}: give 'token' or 'token_sha256' for {name!r}.")
+        if row.get("filter") is not None and not isinstance(row["filter"], str):
+            raise ConfigError(f"{where}: the filter of {name!r} must be a string (an SQL WHERE expression).")
         try:
             where_clause = normalize_filter(row.get("filter"))
         except FilterError as exc:
@@ -89,15 +93,19 @@ class TokenFileVerifier(TokenVerifier):
     removed (or a filter changed) there holds from the next request, without a restart.
 
     The file's status is looked at no more than once per `RECHECK_SECONDS`; when it changed the file is
-    read again. One that can no longer be read, or is no longer valid, refuses every token (fail closed:
-    a revocation with a typo in it must not leave the revoked token working) and is logged, until it is
-    fixed."""
+    read again. Until it has held still for `SETTLE_SECONDS` (an editor may be half-way through writing
+    it), only the entries both versions agree on hold: a removed token is refused at once, a new or
+    changed one (a token whose filter line is not written yet) waits. A file that can no longer be read,
+    or is no longer valid, refuses every token (fail closed: a revocation with a typo in it must not
+    leave the revoked token working) and is logged, until it is fixed."""
 
     def __init__(self, path: Path, entries: list[TokenEntry] | None = None) -> None:
         self.path = path
         self._status = _status(path)  # before reading: an edit made meanwhile is read on the next check
         self.entries = load_tokens(path) if entries is None else entries
-        self._checked = time.monotonic()
+        self._settled = list(self.entries)  # the last version that held still
+        self._unsettled: list[TokenEntry] | None = None  # a newer one, read once, not yet still
+        self._checked = self._changed = _clock()
 
     async def verify_token(self, token: str) -> AccessToken | None:
         self._follow_file()
@@ -111,22 +119,28 @@ class TokenFileVerifier(TokenVerifier):
         return AccessToken(token="[redacted]", client_id=match.name, scopes=[SCOPE], claims={"filter": match.filter})
 
     def _follow_file(self) -> None:
-        now = time.monotonic()
+        now = _clock()
         if now - self._checked < RECHECK_SECONDS:
             return
         self._checked = now
         status = _status(self.path)
         if status == self._status:
+            if self._unsettled is not None and now - self._changed >= SETTLE_SECONDS:  # still: it holds whole
+                self.entries = self._settled = self._unsettled
+                self._unsettled = None
+                log.warning("Tokens file %s changed: %d token(s) accepted from now on.", self.path, len(self.entries))
             return
-        self._status = status
+        self._status, self._changed = status, now
         try:
-            self.entries = load_tokens(self.path)
+            read = load_tokens(self.path)
         except Exception as exc:  # whatever the mistake, never the old tokens: one of them was revoked
-            self.entries = []
-            why = str(exc) if isinstance(exc, ConfigError) else f"Tokens file {self.path}: {type(exc).__name__}: {exc}"
+            self.entries, self._unsettled = [], None
+            why = str(exc) if isinstance(exc, ConfigError) else f"Tokens file {self.path}: {type(exc).__name__}"
             log.error("%s Every bearer token is refused until the tokens file is fixed.", why)
             return
-        log.warning("Tokens file %s changed: %d token(s) accepted from now on.", self.path, len(self.entries))
+        both = set(read)
+        self.entries = [entry for entry in self._settled if entry in both]
+        self._unsettled = read
 
 
 def warn_if_readable_by_others(path: Path, entries: list[TokenEntry]) -> None:

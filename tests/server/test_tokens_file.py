@@ -34,6 +34,7 @@ async def test_a_token_removed_from_the_file_is_refused_and_one_added_accepted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(auth, "RECHECK_SECONDS", 0.0)
+    monkeypatch.setattr(auth, "SETTLE_SECONDS", 0.0)
     tokens = tmp_path / "tokens.yaml"
     write(tokens, "alice", "bob", stamp=1_000_000_000)
     verifier = TokenFileVerifier(tokens)
@@ -48,6 +49,7 @@ async def test_a_broken_or_missing_file_refuses_every_token_until_fixed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setattr(auth, "RECHECK_SECONDS", 0.0)
+    monkeypatch.setattr(auth, "SETTLE_SECONDS", 0.0)
     tokens = tmp_path / "tokens.yaml"
     write(tokens, "alice", "bob", stamp=1_000_000_000)
     verifier = TokenFileVerifier(tokens)
@@ -75,6 +77,7 @@ async def test_any_mistake_in_a_changed_file_refuses_every_token(
     """Whatever the mistake (a filter that is no SQL, another encoding, nesting too deep), the old tokens
     never come back: a request after the first is refused too."""
     monkeypatch.setattr(auth, "RECHECK_SECONDS", 0.0)
+    monkeypatch.setattr(auth, "SETTLE_SECONDS", 0.0)
     tokens = tmp_path / "tokens.yaml"
     write(tokens, "alice", "bob", stamp=1_000_000_000)
     verifier = TokenFileVerifier(tokens)
@@ -108,3 +111,55 @@ def test_tokens_in_clear_readable_by_others_are_warned_of(tmp_path: Path, caplog
             warn_if_readable_by_others(path, auth.load_tokens(path))
     warned = [r.getMessage() for r in caplog.records]
     assert len(warned) == 1 and f"{clear} can be read by other users" in warned[0] and "644" in warned[0]
+
+
+async def test_a_half_written_file_gives_no_token_more_than_both_versions_agree_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An editor half-way through saving: alice's entry without its filter line yet must not pass as a
+    token with no filter (the whole knowledge base); once the file holds still, its version holds."""
+    clock = [0.0]
+    monkeypatch.setattr(auth, "_clock", lambda: clock[0])
+
+    def save(text: str, at: float) -> None:
+        tokens.write_text(text)
+        os.utime(tokens, ns=(int(at * 1e9) + 10**9, int(at * 1e9) + 10**9))
+
+    tokens = tmp_path / "tokens.yaml"
+    whole = f'tokens:\n  - name: bob\n    token: "{BOB}"\n  - name: alice\n    token: "{ALICE}"\n'
+    tokens.write_text(whole + "    filter: \"uri LIKE '%public%'\"\n")
+    verifier = TokenFileVerifier(tokens)
+    save(whole, at=10)  # written up to alice's token line
+    clock[0] = 10.0
+    assert await principal(verifier, ALICE) is None  # not both versions' alice: refused meanwhile
+    clock[0] = 10.5
+    assert await principal(verifier, BOB) == "bob"  # unchanged in both
+    save(whole + "    filter: \"uri LIKE '%public%'\"\n", at=11)  # the save ends
+    clock[0] = 11.0
+    found = await verifier.verify_token(ALICE)
+    assert found is not None and found.claims == {"filter": "uri LIKE '%public%'"}
+    carol = "carol-token-0123456789abcdef"
+    save(whole.replace("bob", "carol") + "    filter: x\n", at=20)
+    clock[0] = 20.0
+    assert await principal(verifier, carol) is None  # new: waits for the file to hold still
+    clock[0] = 20.0 + auth.SETTLE_SECONDS
+    assert await principal(verifier, carol) == "carol"
+    assert await principal(verifier, BOB) is None  # bob's entry is gone from the settled file
+
+
+async def test_a_broken_file_is_named_in_the_log_without_its_tokens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(auth, "RECHECK_SECONDS", 0.0)
+    monkeypatch.setattr(auth, "SETTLE_SECONDS", 0.0)
+    tokens = tmp_path / "tokens.yaml"
+    write(tokens, "bob", stamp=1_000_000_000)
+    verifier = TokenFileVerifier(tokens)
+    tokens.write_text(f'tokens:\n  - name: bob\n    token: "{BOB}\n')  # the closing quote lost
+    with caplog.at_level(logging.ERROR, logger="mcp_analysis.server.auth"):
+        assert await principal(verifier, BOB) is None
+    assert "is not valid YAML at line 4, column 1: found unexpected end of stream" in caplog.text
+    assert BOB not in caplog.text
+    tokens.write_text('tokens:\n  - name: bob\n    token: "bob-token-0123456789abcdef"\n    filter: 5\n')
+    with pytest.raises(auth.ConfigError, match="the filter of 'bob' must be a string"):
+        auth.load_tokens(tokens)
