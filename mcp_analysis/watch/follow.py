@@ -208,13 +208,21 @@ class FolderWatcher:
         (restored, cloned again, remounted, replaced by rsync): each is logged. A folder gone keeps its
         documents (an unmount or a restore is no deletion: the files deleted one by one were events of
         their own); one back (or replaced) is watched anew, as the OS watcher's watches went with the
-        old one, and mirrored whole."""
+        old one, and mirrored whole. So is a share mounted or unmounted under a folder (watch/mounts.py)."""
         folders = self.mirror.folders
+        shares = self.mirror.mounts_within
         async with send:
             known = await anyio.to_thread.run_sync(lambda: {f: self.mirror.identity(f) for f in folders})
+            mounted = await anyio.to_thread.run_sync(shares.mounted)
             while True:
                 await anyio.sleep(self.settings.root_poll_seconds)
                 now = await anyio.to_thread.run_sync(lambda: {f: self.mirror.identity(f) for f in folders})
+                mounted_now = await anyio.to_thread.run_sync(shares.mounted)
+                moved = sorted(mounted ^ mounted_now)  # shares mounted or unmounted under the folders
+                for point in moved:
+                    how = "mounted on" if point in mounted_now else "unmounted from"
+                    log.warning("watch: a file system was %s %s; watching it anew", how, point)
+                mounted = mounted_now
                 changed = [f for f in folders if now[f] != known[f]]
                 for folder in changed:
                     if now[folder] is None:
@@ -223,11 +231,11 @@ class FolderWatcher:
                         log.warning(
                             "watch: %s is %s; mirroring it", folder, "back" if known[folder] is None else "a new folder"
                         )
-                if any(now[f] is not None for f in changed):
+                if moved or any(now[f] is not None for f in changed):
                     self._watching = anyio.Event()
                     self._rewatch.set()
                     await self._watching.wait()
-                back = {f for f in changed if now[f] is not None}
+                back = {f for f in changed if now[f] is not None} | set(moved)
                 if back:  # mirrored whole: files gone meanwhile go, unchanged ones keep their documents
                     await send.send(back)
                 known = now

@@ -7,7 +7,9 @@ known as a mount point that exists, empty, with nothing mounted on it keeps its 
 something is mounted there again. Known: mounted when a sync or watcher looked
 (`/proc/self/mountinfo`), or declared in `/etc/fstab`. What was seen is remembered in the data
 home (`mount-points.json`), so the next `sync` (a cron job, a new process) knows it too; a mount
-point whose folder is gone, or holds files of its own again, is forgotten.
+point whose folder is gone, or holds files of its own again (hidden ones aside), is forgotten. A
+watcher also compares what is mounted under its folders at each check of the folders themselves: a
+share mounted or unmounted there is watched anew and mirrored.
 """
 
 from __future__ import annotations
@@ -87,13 +89,19 @@ class MountPoints:
             self._remember()
         return found
 
+    def mounted(self) -> set[Path]:
+        """The mount points under the folders with something mounted on them now (a watcher compares
+        these between its checks: its OS watches went with a share unmounted, and one mounted again
+        needs new ones)."""
+        return {p for p in mounted_now() if self._within(p)}
+
     def _within(self, point: Path) -> bool:
         return any(point != f and point.is_relative_to(f) for f in self.folders)
 
     def _recalled(self) -> set[Path]:
         try:
             saved = json.loads(self.memory.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):  # unreadable or corrupt: nothing remembered
             return set()
         return {Path(p) for p in saved if isinstance(p, str)} if isinstance(saved, list) else set()
 
@@ -111,12 +119,13 @@ class MountPoints:
 
 
 def _empty_folder(path: Path) -> bool:
-    """Whether `path` is a folder (no link) with nothing in it. One that cannot be listed is not: the
-    mirror keeps its documents as it keeps any unreadable folder's."""
+    """Whether `path` is a folder (no link) with nothing in it but hidden entries (a `.not-mounted`
+    marker is a common way to tell a share is missing). One that cannot be listed is not: the mirror
+    keeps its documents as it keeps any unreadable folder's."""
     try:
         if path.is_symlink() or not path.is_dir():
             return False
         with os.scandir(path) as entries:
-            return next(entries, None) is None
+            return all(entry.name.startswith(".") for entry in entries)
     except OSError:
         return False

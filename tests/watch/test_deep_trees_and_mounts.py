@@ -20,7 +20,7 @@ from mcp_analysis.corpus import KnowledgeBase
 from tests.conftest import make_settings, run_cli
 from tests.mcp_helpers import http_server
 from tests.watch.polling import eventually
-from tests.watch.test_escapes import ROOT_POLL, listed, note
+from tests.watch.test_escapes import ROOT_POLL, ids, listed, logged, note
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(600)]
 
@@ -101,6 +101,7 @@ async def test_a_share_unmounted_under_a_synced_folder_keeps_its_documents_until
     folder, db = tmp_path / "w", tmp_path / "kb.lancedb"
     share = folder / "share"
     share.mkdir(parents=True)
+    (share / ".not-mounted").write_text("")  # a marker under the mount point: no file of its own
     note(folder / "local.md", "Local", "A local note about terns.")
     env = {"XDG_DATA_HOME": str(tmp_path / "data")}
 
@@ -127,6 +128,7 @@ async def test_a_share_unmounted_under_a_synced_folder_keeps_its_documents_until
         assert "4 unchanged" in await sync()
         assert await ids_in(db) == before  # the same documents, not new ones
         await anyio.run_process(["umount", str(share)])
+        (share / ".not-mounted").unlink()
         share.rmdir()  # the share given up: its folder gone, its documents go
         said = await sync()
         assert "3 removed" in said, said
@@ -147,3 +149,38 @@ async def ids_in(db: Path) -> dict[str, str]:
 
 async def _has(server: object, path: Path) -> bool:
     return path.as_uri() in await listed(server)  # type: ignore[arg-type]
+
+
+async def test_a_watcher_follows_a_share_unmounted_and_mounted_again_under_its_folder(tmp_path: Path) -> None:
+    """Unmounted: its documents stay. Mounted again: watched anew (the OS watches went with the old
+    mount), so files deleted and written on it afterwards reach the knowledge base."""
+    folder, db = tmp_path / "w", tmp_path / "kb.lancedb"
+    share = folder / "share"
+    share.mkdir(parents=True)
+    mount = ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(share)]
+    await anyio.run_process(mount)
+    env = {"XDG_DATA_HOME": str(tmp_path / "data"), "MCP_ANALYSIS_WATCH__SETTLE_SECONDS": "0.3", **ROOT_POLL}
+    try:
+        first = note(share / "s1.md", "Shared 1", "Gannets on the stack.")
+        with http_server(db, "--watch", str(folder), env=env, log_dir=tmp_path) as server:
+            await eventually(lambda: _has(server, first), "the start-up mirror")
+            before = await ids(server)
+            await anyio.run_process(["umount", str(share)])
+            await eventually(logged(server, f"unmounted from {share}; watching it anew"), "the unmount noticed")
+            kept = f"{share}: could not be read (nothing is mounted on it): its documents are kept"
+            await eventually(logged(server, kept), "the share's documents kept")
+            assert await ids(server) == before
+            await anyio.run_process(mount)
+            note(share / "s1.md", "Shared 1", "Gannets on the stack.")  # the share's files, back
+            later = note(share / "s2.md", "Shared 2", "Puffins in the burrows.")
+            await eventually(logged(server, f"was mounted on {share}"), "the mount noticed")
+            await eventually(lambda: _has(server, later), "a file written on the share mounted again")
+            assert (await ids(server))[first.as_uri()] == before[first.as_uri()]  # the same document
+            first.unlink()
+            await eventually(lambda: _lacks(server, first), "a file deleted from the share mounted again")
+    finally:
+        await anyio.run_process(["umount", str(share)], check=False)
+
+
+async def _lacks(server: object, path: Path) -> bool:
+    return not await _has(server, path)
