@@ -22,9 +22,9 @@ cannot use up the process's files before they act, the soft limit of open files 
 hard one at start (`more_files`); one accept round takes an eighth of it, the waiting connections a
 quarter, and all connections half (`file_shares`: asyncio accepts a second round before the first
 round's connections reach the protocol). Beyond half, a new connection closes one waiting on its
-client, or is closed itself when every open one is being served. Should the files run out all the same,
-asyncio logs each refused accept with a traceback (up to 2,048 a second); `QuietAcceptErrors`
-keeps one a minute, counted.
+client; when none waits, the oldest of the address holding most, or itself when that address is its
+own. Should the files run out all the same, asyncio logs each refused accept with a traceback (up to
+2,048 a second); `QuietAcceptErrors` keeps one a minute, counted.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ _RECEIVING = (h11.IDLE, h11.SEND_BODY)  # the client's side of the connection: i
 
 
 class WaitingConnections:
-    """The connections waiting for their request, by client address, oldest first, with the two rules' bounds."""
+    """The open connections, and those waiting on their clients, by client address, with the rules' bounds."""
 
     def __init__(self, limit: int, seconds: float, total: int | None = None) -> None:
         self.limit = limit

@@ -25,19 +25,26 @@ def write(path: Path, *names: str, stamp: int) -> None:
     os.utime(path, ns=(stamp, stamp))  # a change within the file system's timestamp granularity is still seen
 
 
+@pytest.fixture
+def alice_and_bob(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, TokenFileVerifier]:
+    """A tokens file of alice and bob, and its verifier looking at it at every request and taking a
+    change whole at once."""
+    monkeypatch.setattr(auth, "RECHECK_SECONDS", 0.0)
+    monkeypatch.setattr(auth, "SETTLE_SECONDS", 0.0)
+    tokens = tmp_path / "tokens.yaml"
+    write(tokens, "alice", "bob", stamp=1_000_000_000)
+    return tokens, TokenFileVerifier(tokens)
+
+
 async def principal(verifier: TokenFileVerifier, token: str) -> str | None:
     found = await verifier.verify_token(token)
     return found.client_id if found is not None else None
 
 
 async def test_a_token_removed_from_the_file_is_refused_and_one_added_accepted(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    alice_and_bob: tuple[Path, TokenFileVerifier],
 ) -> None:
-    monkeypatch.setattr(auth, "RECHECK_SECONDS", 0.0)
-    monkeypatch.setattr(auth, "SETTLE_SECONDS", 0.0)
-    tokens = tmp_path / "tokens.yaml"
-    write(tokens, "alice", "bob", stamp=1_000_000_000)
-    verifier = TokenFileVerifier(tokens)
+    tokens, verifier = alice_and_bob
     assert [await principal(verifier, t) for t in (ALICE, BOB)] == ["alice", "bob"]
     write(tokens, "bob", "carol", stamp=2_000_000_000)  # alice revoked, carol added
     assert await principal(verifier, ALICE) is None
@@ -46,13 +53,9 @@ async def test_a_token_removed_from_the_file_is_refused_and_one_added_accepted(
 
 
 async def test_a_broken_or_missing_file_refuses_every_token_until_fixed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    alice_and_bob: tuple[Path, TokenFileVerifier], caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(auth, "RECHECK_SECONDS", 0.0)
-    monkeypatch.setattr(auth, "SETTLE_SECONDS", 0.0)
-    tokens = tmp_path / "tokens.yaml"
-    write(tokens, "alice", "bob", stamp=1_000_000_000)
-    verifier = TokenFileVerifier(tokens)
+    tokens, verifier = alice_and_bob
     tokens.write_text("tokens:\n  - name: bob\n    token: short\n")  # a revocation with a mistake in it
     with caplog.at_level(logging.ERROR, logger="mcp_analysis.server.auth"):
         assert [await principal(verifier, t) for t in (ALICE, BOB)] == [None, None]
@@ -72,15 +75,11 @@ async def test_a_broken_or_missing_file_refuses_every_token_until_fixed(
     ],
 )
 async def test_any_mistake_in_a_changed_file_refuses_every_token(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, broken: str | bytes, said: str
+    alice_and_bob: tuple[Path, TokenFileVerifier], caplog: pytest.LogCaptureFixture, broken: str | bytes, said: str
 ) -> None:
     """Whatever the mistake (a filter that is no SQL, another encoding, nesting too deep), the old tokens
     never come back: a request after the first is refused too."""
-    monkeypatch.setattr(auth, "RECHECK_SECONDS", 0.0)
-    monkeypatch.setattr(auth, "SETTLE_SECONDS", 0.0)
-    tokens = tmp_path / "tokens.yaml"
-    write(tokens, "alice", "bob", stamp=1_000_000_000)
-    verifier = TokenFileVerifier(tokens)
+    tokens, verifier = alice_and_bob
     if isinstance(broken, bytes):
         tokens.write_bytes(broken)
     else:
