@@ -74,7 +74,11 @@ def bearer_auth(settings: Settings) -> dict[str, Any]:
     return {
         "token_verifier": verifier,
         "auth": AuthSettings(
-            issuer_url=AnyHttpUrl(base), resource_server_url=AnyHttpUrl(f"{base}{settings.server.path}")
+            issuer_url=AnyHttpUrl(base),
+            resource_server_url=AnyHttpUrl(f"{base}{settings.server.path}"),
+            # The tokens file's tokens are bound to this server by being in its file, not to a resource
+            # indicator (RFC 8707): left unset, the SDK warns at every start and its 3.0 refuses them all.
+            validate_token_resource=False,
         ),
     }
 
