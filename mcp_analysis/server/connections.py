@@ -49,6 +49,44 @@ MAX_ACCEPT_BURST = 2048  # uvicorn's default backlog
 _RECEIVING = (h11.IDLE, h11.SEND_BODY)  # the client's side of the connection: its request not yet whole
 
 
+class _ByAddress:
+    """Connections grouped by their client's address, each group oldest (or idlest) first, with how
+    to close each."""
+
+    def __init__(self) -> None:
+        self._address: dict[object, str] = {}
+        self._groups: dict[str, OrderedDict[object, Callable[[], None]]] = {}
+
+    def __len__(self) -> int:
+        return len(self._address)
+
+    def add(self, connection: object, close: Callable[[], None], address: str) -> None:
+        self._address[connection] = address
+        self._groups.setdefault(address, OrderedDict())[connection] = close
+
+    def pop(self, connection: object) -> Callable[[], None] | None:
+        """Take `connection` out; how to close it, or None when it was not in."""
+        address = self._address.pop(connection, None)
+        if address is None:
+            return None
+        group = self._groups[address]
+        close = group.pop(connection)
+        if not group:
+            del self._groups[address]
+        return close
+
+    def to_end(self, connection: object) -> None:
+        """`connection` goes last in its group."""
+        address = self._address.get(connection)
+        if address is not None:
+            self._groups[address].move_to_end(connection)
+
+    def first_of_busiest(self) -> tuple[object, str]:
+        """The first connection of the address with the most (the first such address on a tie), and that address."""
+        address, group = max(self._groups.items(), key=lambda item: len(item[1]))
+        return next(iter(group)), address
+
+
 class WaitingConnections:
     """The open connections, and those waiting on their clients, by client address, with the rules' bounds."""
 
@@ -56,10 +94,8 @@ class WaitingConnections:
         self.limit = limit
         self.seconds = seconds
         self.total = total if total is not None else 2 * limit  # connections open at once, waiting or not
-        self._open: dict[str, OrderedDict[object, Callable[[], None]]] = {}  # by client address, oldest first
-        self._address: dict[object, str] = {}  # each open connection's client address
-        self._waiting: dict[object, str] = {}  # connection -> its client's address
-        self._by_client: dict[str, OrderedDict[object, Callable[[], None]]] = {}
+        self._open = _ByAddress()  # oldest first
+        self._waiting = _ByAddress()  # idlest first
         self._closed = {"slow": 0, "crowded": 0, "full": 0}
         self._logged = 0.0
 
@@ -68,80 +104,61 @@ class WaitingConnections:
 
     @property
     def open(self) -> int:
-        return len(self._address)
+        return len(self._open)
 
     def opened(self, connection: object, close: Callable[[], None], client: str = "") -> bool:
         """`connection` from `client` was accepted. Beyond `total` open, room is made: a connection waiting
         on its client goes first (see `wait`), else the oldest of the address with the most open; False
         when that address is this one's own (the new connection is to be closed)."""
-        self._open.setdefault(client, OrderedDict())[connection] = close
-        self._address[connection] = client
-        if self.open <= self.total:
+        self._open.add(connection, close, client)
+        if len(self._open) <= self.total:
             return True
         if self._waiting:
             self._close_idlest("crowded")
             return True
-        busiest = max(self._open, key=lambda address: len(self._open[address]))
+        oldest, busiest = self._open.first_of_busiest()
         if busiest == client:
             self.closed(connection)
             self._closed["full"] += 1
             self._report()
             return False
-        oldest, drop = next(iter(self._open[busiest].items()))
-        self.closed(oldest)
-        self._close(drop, "full")
+        drop = self._open.pop(oldest)  # none waits (above), so it is only open
+        if drop is not None:
+            self._close(drop, "full")
         return True
 
     def closed(self, connection: object) -> None:
         """`connection` ended (it is no longer open, nor waiting)."""
-        self._pop(connection)
-        address = self._address.pop(connection, None)
-        if address is not None:
-            theirs = self._open[address]
-            del theirs[connection]
-            if not theirs:
-                del self._open[address]
+        self._waiting.pop(connection)
+        self._open.pop(connection)
 
     def wait(self, connection: object, close: Callable[[], None], client: str = "") -> None:
         """`connection` (from the address `client`) begins to wait on its client; `close` ends it. Beyond
         the limit, of the client address with the most waiting, the one idle longest is closed: a flood
         from one address pushes out its own, and a legitimate client's connection waits a round trip at most."""
-        self._waiting[connection] = client
-        self._by_client.setdefault(client, OrderedDict())[connection] = close
+        self._waiting.add(connection, close, client)
         while len(self._waiting) > self.limit:
             self._close_idlest("crowded")
 
     def _close_idlest(self, why: str) -> None:
-        busiest = max(self._by_client.values(), key=len)
-        idlest, drop = next(iter(busiest.items()))
-        self.done(idlest)
-        self._close(drop, why)
+        idlest, _ = self._waiting.first_of_busiest()
+        close = self._waiting.pop(idlest)
+        if close is not None:
+            self._close(close, why)
 
     def active(self, connection: object) -> None:
         """`connection` received part of its request: it goes after its client's idle ones."""
-        client = self._waiting.get(connection)
-        if client is not None:
-            self._by_client[client].move_to_end(connection)
+        self._waiting.to_end(connection)
 
     def done(self, connection: object) -> None:
         """`connection`'s request arrived whole, or it closed."""
-        self._pop(connection)
+        self._waiting.pop(connection)
 
     def too_slow(self, connection: object) -> None:
         """`connection`'s request did not arrive within `seconds`."""
-        close = self._pop(connection)
+        close = self._waiting.pop(connection)
         if close is not None:
             self._close(close, "slow")
-
-    def _pop(self, connection: object) -> Callable[[], None] | None:
-        client = self._waiting.pop(connection, None)
-        if client is None:
-            return None
-        theirs = self._by_client[client]
-        close = theirs.pop(connection)
-        if not theirs:
-            del self._by_client[client]
-        return close
 
     def _close(self, close: Callable[[], None], why: str) -> None:
         close()
@@ -177,9 +194,13 @@ def guarded_h11(limit: int, seconds: float, total: int | None = None) -> type[as
     class GuardedH11Protocol(H11Protocol):
         _deadline: asyncio.TimerHandle | None = None
 
+        @property
+        def _address(self) -> str:
+            return self.client[0] if self.client else ""
+
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
-            if not waiting.opened(self, self._drop, self.client[0] if self.client else ""):
+            if not waiting.opened(self, self._drop, self._address):
                 transport.close()  # the server is full, most of it this client's own connections
             self._track()
 
@@ -218,7 +239,7 @@ def guarded_h11(limit: int, seconds: float, total: int | None = None) -> type[as
             )
             if stalled and self._deadline is None:
                 self._deadline = self.loop.call_later(seconds, waiting.too_slow, self)
-                waiting.wait(self, self._drop, self.client[0] if self.client else "")
+                waiting.wait(self, self._drop, self._address)
             elif not stalled:
                 self._stop_waiting()
 
@@ -229,9 +250,7 @@ def guarded_h11(limit: int, seconds: float, total: int | None = None) -> type[as
             waiting.done(self)
 
         def _drop(self) -> None:
-            if self._deadline is not None:
-                self._deadline.cancel()
-                self._deadline = None
+            self._stop_waiting()
             self.transport.close()
 
     GuardedH11Protocol.waiting = waiting  # type: ignore[attr-defined]  # for tests and metrics
