@@ -52,7 +52,10 @@ HEAD_BYTES = 4096  # how much of a file `key_block` looks at
 # layouts are too many for patterns (comments, anchors, flow style, complex keys), and documents
 # about tokens (a tokenizer's output, design tokens) too like it for patterns to tell apart.
 MAX_TOKENS_FILE_BYTES = 256 * 1024  # a tokens file holds tens of entries
-_TOKEN_ENTRY_KEYS = frozenset({"name", "token", "token_sha256", "filter"})  # all server/auth.py accepts
+# The entries of a tokens file, as server/auth.py reads them (kept here, below both, so that ingest
+# refuses exactly what the server would take).
+TOKEN_ENTRY_KEYS = frozenset({"name", "token", "token_sha256", "filter"})
+MIN_TOKEN_CHARS = 16
 
 
 def named_secret(path: str | PurePath) -> str | None:
@@ -94,12 +97,20 @@ def tokens_file(data: bytes) -> str | None:
     return None
 
 
+def _sha256_digest(text: object) -> bool:
+    """Whether a `token_sha256` value writes 32 bytes in hex, as server/auth.py reads it (`bytes.fromhex`)."""
+    try:
+        return len(bytes.fromhex(str(text))) == 32
+    except ValueError:
+        return False
+
+
 def _token_entry(row: object) -> bool:
-    """An entry server/auth.py takes: a name, and a token of 16 characters or more or a sha256 digest."""
-    if not isinstance(row, dict) or not set(row) <= _TOKEN_ENTRY_KEYS or not row.get("name"):
+    """An entry server/auth.py takes: a name, and a token of `MIN_TOKEN_CHARS` or more or a sha256 digest."""
+    if not isinstance(row, dict) or not set(row) <= TOKEN_ENTRY_KEYS or not row.get("name"):
         return False
     token, digest = row.get("token"), row.get("token_sha256")
-    return (bool(token) and len(str(token)) >= 16) or re.fullmatch(r"[0-9a-fA-F]{64}", str(digest or "")) is not None
+    return (bool(token) and len(str(token)) >= MIN_TOKEN_CHARS) or (bool(digest) and _sha256_digest(digest))
 
 
 def key_block(head: bytes) -> str | None:

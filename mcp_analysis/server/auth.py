@@ -25,6 +25,7 @@ from pathlib import Path
 from mcp.server.auth.provider import AccessToken, TokenVerifier
 
 from mcp_analysis.errors import ConfigError, FilterError
+from mcp_analysis.ingest.secrets import MIN_TOKEN_CHARS, TOKEN_ENTRY_KEYS
 from mcp_analysis.store.filters import normalize_filter
 from mcp_analysis.yaml_files import load_yaml
 
@@ -55,7 +56,7 @@ def load_tokens(path: Path) -> list[TokenEntry]:
         where = f"{path}, tokens[{index}]"
         if not isinstance(row, dict):
             raise ConfigError(f"{where}: each token is a mapping with name, token (or token_sha256) and filter.")
-        unknown = set(row) - {"name", "token", "token_sha256", "filter"}
+        unknown = set(row) - TOKEN_ENTRY_KEYS
         if unknown:
             raise ConfigError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}.")
         name = str(row.get("name") or "").strip()
@@ -66,8 +67,8 @@ def load_tokens(path: Path) -> list[TokenEntry]:
         names.add(name)
         if row.get("token"):
             secret = str(row["token"])
-            if len(secret) < 16:
-                raise ConfigError(f"{where}: token of {name!r} is shorter than 16 characters.")
+            if len(secret) < MIN_TOKEN_CHARS:
+                raise ConfigError(f"{where}: token of {name!r} is shorter than {MIN_TOKEN_CHARS} characters.")
             digest = hashlib.sha256(secret.encode()).digest()
         elif row.get("token_sha256"):
             try:
