@@ -42,12 +42,24 @@ class HttpServer:
 
 
 @contextlib.contextmanager
-def http_server(db: Path | str, *args: str, env: dict[str, str] | None = None, log_dir: Path) -> Iterator[HttpServer]:
+def http_server(
+    db: Path | str, *args: str, env: dict[str, str] | None = None, log_dir: Path, open_files: int | None = None
+) -> Iterator[HttpServer]:
+    """`serve --http` on a port of its own, stopped on the way out. `open_files`: the server's limit of
+    open files, soft and hard, set by its own interpreter before it becomes the server (a preexec_fn
+    would fork this process, which may have LanceDB loaded)."""
     port = free_port()
     log = log_dir / f"server-{port}.log"
+    limited = (
+        ["-c", "import os, resource, sys; resource.setrlimit(resource.RLIMIT_NOFILE, "
+         f"({open_files}, {open_files})); os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"]
+        if open_files is not None
+        else []
+    )  # fmt: skip
+    serve = ["-m", "mcp_analysis", "--db", str(db), "serve", "--http", "--port", str(port), *args]
     with open(log, "wb") as sink:
         process = subprocess.Popen(
-            [sys.executable, "-m", "mcp_analysis", "--db", str(db), "serve", "--http", "--port", str(port), *args],
+            [sys.executable, *limited, *serve],
             cwd=REPO,
             env={**os.environ, **(env or {})},
             stdout=sink,

@@ -11,11 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import resource
 import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -25,8 +22,8 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from tests.conftest import REPO
-from tests.services import free_port, stop, wait_for_port
+from tests.mcp_helpers import http_server
+from tests.services import free_port, wait_for_port
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -68,35 +65,17 @@ def write_tokens(path: Path, *tokens: tuple[str, str]) -> None:
 @pytest.fixture(scope="module")
 def server(sample_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     place = tmp_path_factory.mktemp("connections")
-    tokens, log, port = place / "tokens.yaml", place / "server.log", free_port()
+    tokens = place / "tokens.yaml"
     write_tokens(tokens, ("alice", ALICE), ("bob", BOB))
     tokens.chmod(0o600)
-    env = {**os.environ, "MCP_ANALYSIS_SERVER__CLIENT_STALL_SECONDS": str(READ_SECONDS)}
-    serve = ["-m", "mcp_analysis", "--db", str(sample_db), "serve", "--http", "--port", str(port), "--tokens-file"]
-    # The limit set by the server's own interpreter before it becomes the server (a preexec_fn would fork
-    # this process, which has LanceDB loaded).
-    limited = (
-        f"import os, resource, sys; resource.setrlimit(resource.RLIMIT_NOFILE, ({FILES}, {FILES})); "
-        "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"
-    )
-    with open(log, "wb") as sink:
-        process = subprocess.Popen(
-            [sys.executable, "-c", limited, *serve, str(tokens)],
-            cwd=REPO,
-            env=env,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        wait_for_port(port, process, 60, "server")
-        running = Server(port, tokens, log)
+    env = {"MCP_ANALYSIS_SERVER__CLIENT_STALL_SECONDS": str(READ_SECONDS)}
+    with http_server(sample_db, "--tokens-file", str(tokens), env=env, log_dir=place, open_files=FILES) as serving:
+        running = Server(serving.port, tokens, serving.log)
         deadline = time.monotonic() + 90
         while not running.healthz().endswith("200 OK"):  # the knowledge base opening
-            assert time.monotonic() < deadline, log.read_text()[-2000:]
+            assert time.monotonic() < deadline, serving.log.read_text()[-2000:]
             time.sleep(0.3)
         yield running
-    finally:
-        stop(process, timeout=15)
 
 
 def half_request(port: int) -> socket.socket:
