@@ -10,11 +10,14 @@ one kind of knowledge base: where kinds legitimately differ they ask `read_only`
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
+
+import anyio
 
 from mcp_analysis.errors import (
     AnalysisError,
@@ -81,6 +84,25 @@ def _translated(location: str, exc: BaseException, local: bool) -> AnalysisError
 
 _LANCE_IO = "LanceError(IO)"
 
+#: How long a listed table that cannot be opened yet is given to appear: another process creating it
+#: (its first ingest) makes the table's folder before the table's first version.
+CREATING_GRACE = 3.0
+
+
+async def _open_table(db: lancedb.AsyncConnection, name: str) -> Any:
+    """Open a listed table, waiting out another process's creation of it (a folder with no version yet).
+
+    After `CREATING_GRACE` seconds a table that still cannot be opened is reported as it is: a stray
+    folder where a table should be is a database LanceDB cannot read."""
+    deadline = time.monotonic() + CREATING_GRACE
+    while True:
+        try:
+            return await db.open_table(name)
+        except ValueError as exc:
+            if "was not found" not in str(exc) or time.monotonic() > deadline:
+                raise
+        await anyio.sleep(0.05)
+
 
 def _unavailable(exc: BaseException, kinds: tuple[type[Exception], ...]) -> bool:
     return isinstance(exc, kinds) or (isinstance(exc, ValueError) and _LANCE_IO in str(exc))
@@ -134,7 +156,7 @@ class Store(StoreFragments, StoreCandidates, StoreMaintenance):
         tables: dict[str, Any] = {}
         for name in schema.TABLES:
             if name in names:
-                tables[name] = await db.open_table(name)
+                tables[name] = await _open_table(db, name)
         if not tables and not create:
             raise DatabaseNotFoundError(
                 f"{location} holds no knowledge base tables{_found(location)}. mcp-analysis serves {SUPPORTED}. "

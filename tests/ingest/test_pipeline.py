@@ -315,7 +315,12 @@ def _count(db: Path, table: str) -> int:
         names = (await conn.list_tables()).tables
         if table not in names:
             return 0
-        return await (await conn.open_table(table)).count_rows()
+        try:
+            return await (await conn.open_table(table)).count_rows()
+        except ValueError as exc:  # listed while the ingest is creating it (a folder, no version yet)
+            if "was not found" not in str(exc):
+                raise
+            return 0
 
     return anyio.run(go)
 
