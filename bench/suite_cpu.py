@@ -4,8 +4,11 @@ Two records joined by process id: the kernel's process accounting (every process
 CPU time, whatever killed it: `accton`, Debian's `acct` package, as root) and a line per Python process
 at its start naming its command line (a `.pth` hook this script puts in a virtual environment). The
 report sums CPU seconds per kind: conversion workers, servers, CLI commands, chart renderers, Ray's
-processes, the pytest processes themselves. Keyed by process id: a reused id, or a Python process that
-execs another, is counted under the command it started with (rare in a suite's ten minutes).
+processes, the pytest processes themselves; `--by-module` sums them instead per test module, the one
+whose test was running in the pytest process that started them (`PYTEST_CURRENT_TEST`, which a child
+inherits; a process started by another, such as a server's conversion worker, inherits it too).
+Keyed by process id: a reused id, or a Python process that execs another, is counted under the
+command it started with (rare in a suite's ten minutes).
 
     python bench/suite_cpu.py hook .venv                  # each Python start appends to $SPAWNLOG
     accton /var/log/account/pacct                         # as root; `accton off` afterwards
@@ -29,7 +32,7 @@ if _log:
     try:
         with open(_log, "a") as _out:
             _out.write(json.dumps({"pid": os.getpid(), "ppid": os.getppid(), "argv": list(sys.orig_argv),
-                                   "t": time.time()}) + "\\n")
+                                   "t": time.time(), "test": os.environ.get("PYTEST_CURRENT_TEST", "")}) + "\\n")
     except OSError:
         pass
 """
@@ -74,7 +77,7 @@ def kind(argv: list[str]) -> str:
     return "CLI, other"
 
 
-def report(accounting: Path, spawns: Path) -> None:
+def report(accounting: Path, spawns: Path, by_module: bool = False) -> None:
     spent: dict[int, float] = {}
     for line in accounting.read_text().splitlines():
         fields = [f.strip() for f in line.split("|")]
@@ -86,9 +89,19 @@ def report(accounting: Path, spawns: Path) -> None:
         started = json.loads(line)
         if started["pid"] in spent:
             name = kind(started["argv"])
+            if by_module:
+                if name == "pytest and its xdist workers" or not started.get("test"):
+                    continue
+                name = started["test"].split("::")[0]
             cpu[name] += spent[started["pid"]]
             count[name] += 1
     everything = sum(spent.values())
+    if by_module:
+        print(f"{'CPU s':>8} {'processes':>9}  test module (the processes its tests started)")
+        for name, seconds in cpu.most_common(40):
+            print(f"{seconds:8.1f} {count[name]:9d}  {name}")
+        print(f"{sum(cpu.values()):8.1f} {sum(count.values()):9d}  in all, of {everything:.1f} CPU s counted")
+        return
     print(f"{'CPU s':>8} {'share':>6} {'processes':>9} {'per process':>11}  kind")
     for name, seconds in cpu.most_common():
         print(f"{seconds:8.1f} {seconds / everything:6.1%} {count[name]:9d} {seconds / count[name]:11.2f}  {name}")
@@ -105,9 +118,10 @@ def main() -> None:
     reporting = commands.add_parser("report")
     reporting.add_argument("accounting", type=Path, help="dump-acct's output")
     reporting.add_argument("spawns", type=Path, help="the hook's log ($SPAWNLOG)")
+    reporting.add_argument("--by-module", action="store_true", help="per test module instead of per kind")
     args = parser.parse_args()
     if args.command == "report":
-        report(args.accounting, args.spawns)
+        report(args.accounting, args.spawns, args.by_module)
         return
     packages = site_packages(args.venv)
     module, pth = packages / "_suite_cpu_hook.py", packages / "zz_suite_cpu_hook.pth"
