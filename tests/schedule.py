@@ -20,35 +20,40 @@ from collections import defaultdict
 
 import pytest
 
-#: The modules over 9.5 s in a full run on two processes (`CI=true bash .ci/run` on a fresh clone at bd5d02c, 2 cores,
-#: load 2.7 at its start, 2026-12-02: the summary at its end), longest first. A module's total there includes
-#: the sample knowledge base's build when it is the first to need it.
+#: The 30 longest modules of a full run on three processes (`CI=true PYTEST_ADDOPTS="-n 3" bash .ci/run` on a fresh
+#: clone at 99b5795, 2 cores, nothing else running, 2026-12-04: the summary at its end), longest first. A module's
+#: total there includes the sample knowledge base's build when it is the first to need it.
 LONGEST_FIRST: tuple[str, ...] = (
     "tests/ingest/ray/test_ray_ingest.py",
     "tests/server/test_scaleout.py",
     "tests/watch/test_escapes.py",
     "tests/cli/test_commands.py",
-    "tests/ingest/test_pipeline.py",
-    "tests/watch/test_served_folder.py",
-    "tests/watch/test_deferred_compaction.py",
-    "tests/ingest/test_moves.py",
-    "tests/server/test_view_cell.py",
-    "tests/server/test_transports.py",
     "tests/session/test_memory.py",
-    "tests/adversarial/test_sessions_dir.py",
-    "tests/adversarial/test_chart_memory.py",
+    "tests/server/test_transports.py",
+    "tests/watch/test_served_folder.py",
+    "tests/server/test_view_cell.py",
+    "tests/watch/test_deferred_compaction.py",
     "tests/adversarial/test_ingest_files.py",
+    "tests/adversarial/test_http_connections.py",
+    "tests/adversarial/test_chart_memory.py",
+    "tests/adversarial/test_sessions_dir.py",
+    "tests/watch/test_deep_trees_and_mounts.py",
     "tests/watch/test_host_log.py",
     "tests/watch/test_subscriptions.py",
+    "tests/adversarial/test_fair_share.py",
+    "tests/ingest/test_pipeline.py",
     "tests/charts/test_render.py",
-    "tests/cli/test_vector_segments_cli.py",
-    "tests/server/test_table_exports.py",
     "tests/ingest/test_object_sources.py",
+    "tests/server/test_table_exports.py",
+    "tests/session/test_state_chunks.py",
+    "tests/cli/test_batch_removal.py",
+    "tests/adversarial/test_hostile_workbooks.py",
+    "tests/cli/test_vector_segments_cli.py",
+    "tests/adversarial/test_wire.py",
     "tests/adversarial/test_legacy_http_flood.py",
+    "tests/adversarial/test_sandbox_escape.py",
     "tests/adversarial/test_redis_store.py",
-    "tests/ingest/test_pool.py",
-    "tests/server/test_stdio_wire.py",
-    "tests/sandbox/test_chart.py",
+    "tests/adversarial/test_hostile_formats.py",
 )
 
 
