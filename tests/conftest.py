@@ -94,6 +94,13 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(schedule, "tests.schedule")  # the longest modules start first
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """`-n auto`: tests/schedule.processes, unless PYTEST_XDIST_AUTO_NUM_WORKERS says (xdist reads it)."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    return schedule.processes(len(os.sched_getaffinity(0)), config.getoption("markexpr") or "")
+
+
 def docs_block(page: str, lang: str = "python") -> str:
     """The first fenced `lang` block of the page docs/`page`."""
     body = (REPO / "docs" / page).read_text()

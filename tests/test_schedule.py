@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from tests import schedule
 from tests.schedule import LONGEST_FIRST, Timeline, pytest_collection_modifyitems
 
 REPO = Path(__file__).resolve().parent.parent
@@ -46,3 +47,35 @@ def test_the_timeline_sums_each_module_and_each_process_longest_first() -> None:
     assert lines[0].startswith("     3.0s") and len(lines) == 5
     assert [line.split(":")[0] for line in lines[2:]] == ["gw0", "gw1", "main"]
     assert "its tests took 3.0s" in lines[2] and "its tests took 0.5s" in lines[4]
+
+
+@pytest.mark.parametrize(
+    ("cores", "markexpr", "expected"),
+    [
+        (2, "", 3),
+        (2, "not slow", 2),
+        (2, "not  slow and not service", 2),
+        (2, "slow", 3),
+        (4, "sample_kb", 5),
+        (1, "", 2),
+    ],
+)
+def test_a_run_with_slow_tests_gets_a_process_more_than_the_cores_and_the_fast_tier_the_cores(
+    cores: int, markexpr: str, expected: int
+) -> None:
+    assert schedule.processes(cores, markexpr) == expected
+
+
+def test_auto_counts_the_cores_this_process_may_use_and_yields_to_xdists_own_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tests.conftest import pytest_xdist_auto_num_workers
+
+    config = SimpleNamespace(getoption=lambda name: {"markexpr": "not slow"}[name])
+    monkeypatch.delenv("PYTEST_XDIST_AUTO_NUM_WORKERS", raising=False)
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    assert pytest_xdist_auto_num_workers(config) == 4  # type: ignore[arg-type]
+    config = SimpleNamespace(getoption=lambda name: {"markexpr": ""}[name])
+    assert pytest_xdist_auto_num_workers(config) == 5  # type: ignore[arg-type]
+    monkeypatch.setenv("PYTEST_XDIST_AUTO_NUM_WORKERS", "7")
+    assert pytest_xdist_auto_num_workers(config) is None  # type: ignore[arg-type]
