@@ -98,7 +98,9 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     """`-n auto`: tests/schedule.processes, unless PYTEST_XDIST_AUTO_NUM_WORKERS says (xdist reads it)."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None
-    return schedule.processes(len(os.sched_getaffinity(0)), config.getoption("markexpr") or "")
+    usable = getattr(os, "sched_getaffinity", None)  # Linux: the cores this process may run on
+    cores = len(usable(0)) if usable else os.cpu_count() or 1
+    return schedule.processes(cores, config.getoption("markexpr") or "")
 
 
 def docs_block(page: str, lang: str = "python") -> str:
