@@ -60,9 +60,9 @@ LONGEST_FIRST: tuple[str, ...] = (
 
 def processes(cores: int, markexpr: str) -> int:
     """How many xdist processes `-n auto` (pyproject.toml) starts: one more than the cores when the
-    run has slow tests, whose waits on servers, workers and leases a further process fills (the full
-    suite on two cores: 7 min 50 s - 8 min 53 s on three, 9 min 21 s on two, docs/development.md);
-    the cores alone for the fast tier (`-m "not slow"`), which waits on nothing."""
+    run has slow tests, whose waits on servers, workers and leases a further process fills (the runs
+    on two and three processes are in docs/development.md); the cores alone for the fast tier
+    (`-m "not slow"`), which waits on nothing."""
     pure = re.search(r"\bnot\s+slow\b", markexpr) is not None
     return max(1, cores) + (0 if pure else 1)
 
