@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -156,11 +156,20 @@ class RayCluster:
     def wait_for_no_conversion_workers(self, timeout: float = 60.0) -> bool:
         """Whether every conversion worker process the nodes started has ended (Ray ends a job's
         workers once its driver is gone; their conversion workers then read EOF and exit)."""
+        return self._wait_until_none(lambda line: b"mcp_analysis.ingest.worker" in line, timeout)
+
+    def wait_for_none_titled(self, title: str, timeout: float = 60.0) -> bool:
+        """Whether every process whose title starts with `title` has ended: a finished job's actors
+        die after its driver has exited, a moment later on busy cores, so a test that watches the
+        next job's titles waits for the last job's to be gone first."""
+        return self._wait_until_none(lambda line: line.startswith(title.encode()), timeout)
+
+    def _wait_until_none(self, matches: Callable[[bytes], bool], timeout: float) -> bool:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if not any(b"mcp_analysis.ingest.worker" in _cmdline(pid) for pid in self._ours()):
+            if not any(matches(_cmdline(pid)) for pid in self._ours()):
                 return True
-            time.sleep(0.5)
+            time.sleep(0.2)
         return False
 
     def stop(self) -> None:

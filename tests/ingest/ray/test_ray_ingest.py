@@ -109,7 +109,9 @@ def test_a_ray_add_makes_the_knowledge_base_a_local_add_makes(cluster: RayCluste
     # working directory copied to the nodes (Ray's uv hook stays off).
     assert not cluster.working_dir_copies(), cluster.working_dir_copies()
 
-    # The rerun finds every file unchanged: nothing to embed, so no embedding actor is started.
+    # The rerun finds every file unchanged: nothing to embed, so no embedding actor is started (the
+    # first add's actors are waited out, so an embedding title seen below is the rerun's own).
+    assert cluster.wait_for_none_titled("ray::Embedding"), "the first add's embedding actors outlived it"
     with (
         open(tmp_path / "out", "w+") as out,
         ray_add(ray_db, folder, cluster.address, RAY_ENV, "--json", stdout=out) as driver,
